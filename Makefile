@@ -1,0 +1,46 @@
+# The entry points of the README. Each one installs what the build needs
+# (scripts/setup, idempotent), configures and builds, then does its job.
+BUILD      ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+LOUPE = $(BUILD)/bin/loupe
+
+.PHONY: all setup build demo test bench test-asan clean
+
+all: build
+
+setup:
+	@scripts/setup
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DLOUPE_WERROR=ON $(CMAKE_FLAGS)
+
+build: setup $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Record a workload into trace.db and show what it holds.
+demo: build
+	$(BUILD)/bin/record_workload --out trace.db
+	$(LOUPE) info trace.db
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Benchmarks run in a Release build of their own and print one table.
+bench: setup
+	cmake -S . -B $(BUILD)-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOUPE_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-release -j $(JOBS)
+	bench/run $(BUILD)-release
+
+# The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan: setup
+	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLOUPE_WERROR=ON \
+	  -DLOUPE_SANITIZE=address,undefined -DLOUPE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-release $(BUILD)-asan

@@ -1,0 +1,25 @@
+// The subcommands of `loupe`. Each registers its options on the CLI11 app
+// and returns the function that runs it (exit code as result).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace loupe::cli {
+
+// Exit codes shared by every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;    // a check or budget failed
+inline constexpr int kExitBadInput = 2;  // bad usage, a bad file
+
+struct Command {
+  CLI::App* app;            // the subcommand, with its options
+  std::function<int()> run;  // runs it once parsed; returns the exit code
+};
+
+Command add_info_command(CLI::App& app);
+Command add_sql_command(CLI::App& app);
+Command add_synth_command(CLI::App& app);
+
+}  // namespace loupe::cli

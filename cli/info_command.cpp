@@ -1,0 +1,70 @@
+// loupe info FILE: what a trace holds, without loading its events.
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "loupe/prof/trace_format.h"
+#include "loupe/prof/trace_query.h"
+#include "text_format.h"
+
+namespace loupe::cli {
+
+namespace {
+
+int run_info(const std::string& path) {
+  prof::TraceSummary s = prof::summarize_trace(path);
+  uint64_t total = 0;
+  for (const auto& c : s.counts) total += c.rows;
+  std::FILE* out = stdout;
+  fmt::print(out, "trace      {} ({})\n", path, format_bytes(int64_t(s.file_bytes)));
+  fmt::print(out, "format     {}.{} (written by {})\n", s.info.format_major, s.info.format_minor,
+             s.info.producer.empty() ? "?" : s.info.producer);
+  fmt::print(out, "status     {}\n", s.info.status.empty() ? "?" : s.info.status);
+  if (s.info.origin_wall_ns != 0) fmt::print(out, "started    {}\n", format_wall_time(s.info.origin_wall_ns));
+  fmt::print(out, "duration   {} (events from {} to {})\n", format_duration(s.end_ns - s.start_ns),
+             format_duration(s.start_ns), format_duration(s.end_ns));
+  fmt::print(out, "events     {}\n", format_count(total));
+  fmt::print(out, "dropped    {} (rings full while recording)\n", format_count(s.info.dropped_events));
+  if (s.info.lost_events > 0 || s.info.meta.count("write_error")) {
+    fmt::print(out, "lost       {} (write error: {})\n", format_count(s.info.lost_events),
+               s.info.meta.count("write_error") ? s.info.meta.at("write_error") : "?");
+  }
+  if (auto it = s.info.meta.find("skipped_events"); it != s.info.meta.end()) {
+    fmt::print(out, "skipped    {} (unknown kinds at import)\n", it->second);
+  }
+
+  fmt::print(out, "\n");
+  TextTable counts({"table", "rows"});
+  for (const auto& c : s.counts) counts.add({c.table, format_count(c.rows)});
+  counts.print(out);
+
+  fmt::print(out, "\ndevices\n");
+  if (s.devices.empty()) fmt::print(out, "  (none)\n");
+  TextTable devices({"id", "name", "kind", "memory", "streams"});
+  for (const auto& d : s.devices) {
+    int streams = 0;
+    for (const auto& st : s.streams) streams += st.device == d.id;
+    devices.add({std::to_string(d.id), d.name, std::string(prof::name_of(d.kind)),
+                 d.memory_capacity > 0 ? format_bytes(d.memory_capacity) : "?", std::to_string(streams)});
+  }
+  if (!s.devices.empty()) devices.print(out, "  ");
+
+  fmt::print(out, "\nthreads\n");
+  if (s.threads.empty()) fmt::print(out, "  (none)\n");
+  TextTable threads({"id", "name", "os tid", "dropped"});
+  for (const auto& t : s.threads) {
+    threads.add({std::to_string(t.id), t.name, std::to_string(t.os_tid), format_count(t.dropped_events)});
+  }
+  if (!s.threads.empty()) threads.print(out, "  ");
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Show what a trace file holds: version, producer, duration, counts, devices");
+  auto path = std::make_shared<std::string>();
+  cmd->add_option("FILE", *path, "trace file")->required();
+  return {cmd, [path] { return run_info(*path); }};
+}
+
+}  // namespace loupe::cli

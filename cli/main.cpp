@@ -1,0 +1,50 @@
+// loupe: the command-line face of the profiler.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "loupe/prof/trace_reader.h"
+#include "loupe/prof/trace_writer.h"
+
+int main(int argc, char** argv) {
+  using namespace loupe::cli;
+  CLI::App app{"loupe: a profiler for array programs on GPUs. Reads and writes loupe trace files.", "loupe"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "loupe 0.1.0");
+  const Command commands[] = {
+      add_info_command(app),
+      add_sql_command(app),
+      add_synth_command(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "loupe: %s\nRun 'loupe --help' for usage.\n", e.what());
+    return kExitBadInput;
+  }
+  for (const Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    try {
+      return command.run();
+    } catch (const loupe::prof::TraceError& e) {
+      std::fprintf(stderr, "loupe: %s\n", e.what());
+      return kExitBadInput;
+    } catch (const loupe::prof::StoreError& e) {
+      std::fprintf(stderr, "loupe: %s\n", e.what());
+      return kExitBadInput;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "loupe: %s\n", e.what());
+      return kExitBadInput;
+    }
+  }
+  return kExitBadInput;
+}

@@ -1,0 +1,80 @@
+// loupe sql FILE "SELECT ...": ad-hoc read-only queries, as a table or CSV.
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "loupe/prof/trace_query.h"
+#include "text_format.h"
+
+namespace loupe::cli {
+
+namespace {
+
+struct SqlArgs {
+  std::string path, sql;
+  bool csv = false;
+};
+
+// Column widths come from the first rows; later rows stream through so that
+// a query over millions of rows needs no memory for them.
+constexpr size_t kRowsForWidths = 1000;
+
+int run_sql(const SqlArgs& args) {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> buffered;
+  std::vector<size_t> widths;
+  uint64_t rows = 0;
+  auto cells_of = [](const prof::QueryRow& row) {
+    std::vector<std::string> cells;
+    for (const auto& v : row) cells.push_back(v ? *v : "NULL");
+    return cells;
+  };
+  auto flush_buffered = [&] {
+    widths = column_widths(header, buffered);
+    print_row(stdout, header, widths);
+    for (const auto& r : buffered) print_row(stdout, r, widths);
+    buffered.clear();
+  };
+  prof::query_trace(
+      args.path, args.sql, [&](const std::vector<std::string>& cols) {
+        header = cols;
+        if (args.csv) {
+          std::string line;
+          for (size_t i = 0; i < cols.size(); ++i) line += (i ? "," : "") + csv_escape(cols[i]);
+          std::puts(line.c_str());
+        }
+      },
+      [&](const prof::QueryRow& row) {
+        ++rows;
+        if (args.csv) {
+          std::string line;
+          for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + (row[i] ? csv_escape(*row[i]) : "");
+          std::puts(line.c_str());
+          return;
+        }
+        if (widths.empty()) {
+          buffered.push_back(cells_of(row));
+          if (buffered.size() == kRowsForWidths) flush_buffered();
+        } else {
+          print_row(stdout, cells_of(row), widths);
+        }
+      });
+  if (!args.csv) {
+    if (widths.empty()) flush_buffered();
+    std::fflush(stdout);
+    fmt::print(stderr, "({} row{})\n", rows, rows == 1 ? "" : "s");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_sql_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("sql", "Run a read-only SQL query on a trace file (docs/trace-format.md has the schema)");
+  auto args = std::make_shared<SqlArgs>();
+  cmd->add_option("FILE", args->path, "trace file")->required();
+  cmd->add_option("QUERY", args->sql, "one SQL statement, e.g. \"SELECT count(*) FROM device_ops\"")->required();
+  cmd->add_flag("--csv", args->csv, "print CSV instead of an aligned table");
+  return {cmd, [args] { return run_sql(*args); }};
+}
+
+}  // namespace loupe::cli

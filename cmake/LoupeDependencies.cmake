@@ -1,0 +1,25 @@
+# Every dependency comes from Debian's packages (scripts/setup installs
+# them); nothing is downloaded at build time.
+find_package(Threads REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+
+find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+add_library(loupe_cli11 INTERFACE)
+target_include_directories(loupe_cli11 SYSTEM INTERFACE ${CLI11_INCLUDE_DIR})
+
+if(LOUPE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(LOUPE_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# The CUDA toolkit is optional: its presence is reported, never required.
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND)
+  message(STATUS "loupe: CUDA toolkit ${CUDAToolkit_VERSION} found at ${CUDAToolkit_LIBRARY_ROOT}")
+else()
+  message(STATUS "loupe: no CUDA toolkit found; building the CPU device only")
+endif()

@@ -1,0 +1,16 @@
+# Compiler warnings and sanitizers, applied to every loupe target through
+# the interface library loupe_build_flags.
+add_library(loupe_build_flags INTERFACE)
+target_compile_options(loupe_build_flags INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+  -Wformat=2 -Wimplicit-fallthrough
+  # Designated initializers leave defaulted members out on purpose.
+  -Wno-missing-field-initializers)
+if(LOUPE_WERROR)
+  target_compile_options(loupe_build_flags INTERFACE -Werror)
+endif()
+if(LOUPE_SANITIZE)
+  target_compile_options(loupe_build_flags INTERFACE
+    -fsanitize=${LOUPE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(loupe_build_flags INTERFACE -fsanitize=${LOUPE_SANITIZE})
+endif()

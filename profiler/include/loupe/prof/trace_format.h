@@ -1,0 +1,90 @@
+// The vocabulary of a loupe trace file: its version and the small
+// enumerations stored as integers in its tables. docs/trace-format.md
+// describes every table; the enumerations here are also written into the
+// file as (id, name) tables so that SQL queries can join on readable names.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace loupe::prof {
+
+// A reader accepts files of its own major version and refuses newer majors.
+// Minor versions only add tables or columns, which older readers ignore.
+inline constexpr int kFormatMajor = 1;
+inline constexpr int kFormatMinor = 0;
+// PRAGMA application_id of every loupe trace: "LUPE".
+inline constexpr int32_t kApplicationId = 0x4C555045;
+
+// PRAGMA user_version packs the format version as major * 65536 + minor.
+constexpr int32_t pack_user_version(int major, int minor) { return major * 65536 + minor; }
+
+enum class SpanKind : uint8_t {
+  runtime = 0,  // a phase of the runtime: dispatch, execute, allocate...
+  user = 1,     // a range the program marked
+  wait = 2,     // the host thread blocked on the device
+  compile = 3,  // a compiler phase (trace, optimise, codegen)
+};
+
+enum class DeviceOpKind : uint8_t {
+  kernel = 0,
+  memcpy = 1,
+  memset = 2,
+  sync = 3,     // a wait the device itself executes (an event wait on a stream)
+  other = 4,
+};
+
+enum class CopyKind : uint8_t {
+  none = 0,
+  host_to_device = 1,
+  device_to_host = 2,
+  device_to_device = 3,
+  host_to_host = 4,
+  peer_to_peer = 5,
+};
+
+// Where host memory of a copy lives: pageable copies are synchronous and
+// slower on real GPUs; pinned memory allows asynchronous DMA.
+enum class HostMemory : uint8_t {
+  unknown = 0,
+  pageable = 1,
+  pinned = 2,
+};
+
+enum class MemoryEventKind : uint8_t {
+  alloc = 0,    // a block handed to the program
+  free = 1,     // a block returned by the program (it may stay cached)
+  reserve = 2,  // memory taken from the device (cudaMalloc, arena growth)
+  release = 3,  // memory given back to the device
+  retry = 4,    // the cache was flushed to satisfy an allocation
+  oom = 5,      // an allocation failed after the retry
+};
+
+enum class CompileKind : uint8_t {
+  miss = 0,   // traced and compiled on a call: a new input signature
+  hit = 1,    // a call served from the compile cache
+  aot = 2,    // compiled ahead of time (compile_for), before any call
+};
+
+enum class DeviceKind : uint8_t {
+  cpu = 0,
+  cuda = 1,
+  rocm = 2,
+  other = 3,
+};
+
+// Names of the enumerators, in id order, as stored in the enum tables.
+std::span<const std::string_view> span_kind_names();
+std::span<const std::string_view> device_op_kind_names();
+std::span<const std::string_view> copy_kind_names();
+std::span<const std::string_view> host_memory_names();
+std::span<const std::string_view> memory_event_kind_names();
+std::span<const std::string_view> compile_kind_names();
+std::span<const std::string_view> device_kind_names();
+
+// The name of one enumerator ("?" when out of range, as in untrusted files).
+template <typename Enum>
+std::string_view name_of(Enum value);
+
+}  // namespace loupe::prof

@@ -1,0 +1,42 @@
+// Read-only SQL over a trace file, and the summary `loupe info` prints.
+// Both open the file through the same defensive gate as load_trace().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/trace_model.h"
+
+namespace loupe::prof {
+
+using QueryRow = std::vector<std::optional<std::string>>;  // nullopt is NULL
+
+// Runs one read-only statement; `on_columns` is called once with the column
+// names, then `on_row` for each row. A statement that would modify the file
+// or is not valid SQL raises TraceError with SQLite's message.
+void query_trace(const std::string& path, const std::string& sql,
+                 const std::function<void(const std::vector<std::string>&)>& on_columns,
+                 const std::function<void(const QueryRow&)>& on_row);
+
+struct TableCount {
+  std::string table;
+  uint64_t rows = 0;
+};
+
+struct TraceSummary {
+  TraceInfo info;
+  std::vector<Device> devices;
+  std::vector<Stream> streams;
+  std::vector<Thread> threads;
+  std::vector<TableCount> counts;  // every event table, in schema order
+  int64_t start_ns = 0, end_ns = 0;
+  uint64_t file_bytes = 0;
+};
+
+// Meta, devices, threads and exact row counts, without loading events.
+TraceSummary summarize_trace(const std::string& path);
+
+}  // namespace loupe::prof

@@ -1,0 +1,80 @@
+// Writes a trace file: the one place that knows how rows reach SQLite.
+// The capture's background thread, `loupe synth` and the importers all
+// write through it, so every trace has the same schema and layout.
+//
+// Rows are staged in memory and written by commit() in one transaction,
+// sorted by (track, start) and inserted 50 rows per prepared statement into
+// tables clustered on that key; see docs/trace-format.md for why.
+// Not thread-safe: one thread owns a writer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "loupe/prof/trace_rows.h"
+
+namespace loupe::prof {
+
+// Any failure to create or write a trace file.
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct WriterOptions {
+  std::string producer = "loupe";
+  // Wall-clock time (ns since the Unix epoch) and CLOCK_MONOTONIC time at
+  // the trace's origin: row times are nanoseconds after it.
+  int64_t origin_wall_ns = 0;
+  int64_t origin_monotonic_ns = 0;
+  bool overwrite = true;  // replace an existing file at the path
+};
+
+class TraceWriter {
+ public:
+  // Creates the file with the full schema; throws StoreError.
+  TraceWriter(const std::string& path, const WriterOptions& options);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  StringId intern(std::string_view text);
+
+  // Small tables: written (or replaced) at the next commit.
+  void put(const DeviceRow& row);
+  void put(const StreamRow& row);
+  void put(const ThreadRow& row);
+  void put(const CallSiteRow& row);
+  void set_meta(std::string_view key, std::string_view value);
+
+  // Event rows: staged until the next commit.
+  void add(const HostSpanRow& row);
+  void add(const InstantRow& row);
+  void add(const CounterRow& row);
+  void add(const DeviceOpRow& row);
+  void add(const LaunchRow& row);
+  void add(const TransferRow& row);
+  void add(const MemoryEventRow& row);
+  void add(CompileRow row);
+  void add(const StepRow& row);
+
+  // Event rows staged and not yet committed.
+  uint64_t staged() const;
+  // Event rows committed so far.
+  uint64_t committed() const;
+
+  // Writes everything staged in one transaction; throws StoreError (the
+  // staged rows are then discarded and counted by the caller as lost).
+  void commit();
+  // Commits, then leaves the file self-contained (no -wal file beside it).
+  void close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loupe::prof

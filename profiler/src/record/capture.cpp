@@ -1,0 +1,352 @@
+#include "loupe/prof/capture.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "loupe/prof/clock.h"
+#include "loupe/prof/trace_writer.h"
+#include "record/registry.h"
+
+namespace loupe::prof {
+
+using detail::RawEvent;
+using detail::Registry;
+using detail::ThreadEntry;
+
+namespace {
+
+// Only one capture records at a time: the rings and the generation counter
+// are process-wide.
+std::mutex g_capture_mu;
+bool g_capture_exists = false;
+
+// The rings are drained this often; commits happen every flush interval.
+constexpr auto kDrainInterval = std::chrono::milliseconds(2);
+// A commit is forced once this many rows are staged, bounding the writer's
+// memory when events arrive faster than the flush interval writes them.
+constexpr uint64_t kMaxStagedRows = 1u << 20;
+
+int64_t wall_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+}  // namespace
+
+struct Capture::State {
+  CaptureOptions options;
+  std::unique_ptr<TraceWriter> writer;
+  TickConverter clock;
+  int64_t origin_ns = 0;  // CLOCK_MONOTONIC at the trace's origin
+
+  std::thread writer_thread;
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop_requested = false;
+  bool stopped = false;
+
+  mutable std::mutex stats_mu;
+  CaptureStats stats;
+
+  // Writer-thread state.
+  std::unordered_map<const char*, StringId> string_ids;
+  uint64_t registry_version = ~uint64_t(0);
+  size_t callsites_written = 0;
+  std::vector<ThreadEntry*> entries;
+
+  StringId string_id(const char* s) {
+    auto [it, inserted] = string_ids.try_emplace(s, 0);
+    if (inserted) it->second = writer->intern(s ? s : "");
+    return it->second;
+  }
+  int64_t to_trace_ns(Ticks t) const { return clock.to_monotonic_ns(t) - origin_ns; }
+
+  void run();
+  void sync_registry();
+  void drain();
+  void drain_ring(ThreadEntry& e);
+  void commit();
+  void report_loss(const std::string& error, uint64_t rows);
+};
+
+Capture::Capture(CaptureOptions options) : state_(new State) {
+  State& s = *state_;
+  s.options = std::move(options);
+  {
+    std::lock_guard lock(g_capture_mu);
+    if (g_capture_exists) {
+      std::fprintf(stderr, "loupe: a capture is already recording; '%s' will not be written\n",
+                   s.options.path.c_str());
+      s.stopped = true;
+      return;
+    }
+    g_capture_exists = true;
+  }
+  s.origin_ns = monotonic_ns();
+  WriterOptions wo;
+  wo.producer = s.options.producer;
+  wo.origin_monotonic_ns = s.origin_ns;
+  wo.origin_wall_ns = wall_ns();
+  try {
+    s.writer = std::make_unique<TraceWriter>(s.options.path, wo);
+    s.writer->set_meta("hostname", host_name());
+    s.writer->set_meta("pid", std::to_string(::getpid()));
+    s.writer->set_meta("command_line", s.options.command_line);
+    s.writer->set_meta("flush_interval_ms", std::to_string(s.options.flush_interval.count()));
+    s.writer->set_meta("status", "recording");
+    s.writer->set_meta("capture_start_ns", "0");
+    s.writer->commit();
+  } catch (const StoreError& e) {
+    std::fprintf(stderr, "loupe: %s; the program runs on without recording\n", e.what());
+    s.stats.error = e.what();
+    s.writer.reset();
+    s.stopped = true;
+    std::lock_guard lock(g_capture_mu);
+    g_capture_exists = false;
+    return;
+  }
+  {
+    Registry& reg = Registry::get();
+    std::lock_guard lock(reg.mu);
+    reg.capture_active = true;
+    reg.ring_capacity = std::max<uint32_t>(s.options.buffer_events, 2);
+    // Forget whatever an earlier capture left unread; count drops afresh.
+    for (auto& e : reg.threads) {
+      if (!e->has_ring) continue;
+      e->ring.tail.store(e->ring.published.load(std::memory_order_acquire), std::memory_order_release);
+      e->dropped_base = e->ring.dropped.load(std::memory_order_relaxed);
+    }
+    reg.compiles.clear();
+    detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // odd: recording
+  }
+  s.writer_thread = std::thread([&s] { s.run(); });
+}
+
+Capture::~Capture() { stop(); }
+
+bool Capture::ok() const { return state_->writer != nullptr && state_->stats.error.empty(); }
+const std::string& Capture::path() const { return state_->options.path; }
+
+CaptureStats Capture::stats() const {
+  std::lock_guard lock(state_->stats_mu);
+  return state_->stats;
+}
+
+void Capture::stop() {
+  State& s = *state_;
+  if (s.stopped) return;
+  s.stopped = true;
+  detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // even: not recording
+  {
+    std::lock_guard lock(s.mu);
+    s.stop_requested = true;
+  }
+  s.wake.notify_one();
+  s.writer_thread.join();
+  std::lock_guard lock(g_capture_mu);
+  g_capture_exists = false;
+}
+
+void Capture::State::run() {
+  auto last_commit = std::chrono::steady_clock::now();
+  auto drain_every = std::min<std::chrono::milliseconds>(kDrainInterval, options.flush_interval);
+  for (;;) {
+    bool stopping;
+    {
+      std::unique_lock lock(mu);
+      wake.wait_for(lock, drain_every, [&] { return stop_requested; });
+      stopping = stop_requested;
+    }
+    drain();
+    auto now = std::chrono::steady_clock::now();
+    if (stopping || now - last_commit >= options.flush_interval || writer->staged() >= kMaxStagedRows) {
+      commit();
+      last_commit = std::chrono::steady_clock::now();
+    }
+    if (stopping) break;
+  }
+  {
+    std::lock_guard lock(stats_mu);
+    writer->set_meta("status", stats.error.empty() ? "complete" : "incomplete");
+  }
+  try {
+    writer->close();
+  } catch (const StoreError& e) {
+    report_loss(e.what(), 0);
+  }
+  // Free the rings of threads that exited during the capture.
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  reg.capture_active = false;
+  std::erase_if(reg.threads, [](const auto& e) { return e->retired; });
+  std::lock_guard stats_lock(stats_mu);
+  if (stats.dropped + stats.lost > 0) {
+    std::fprintf(stderr, "loupe: trace '%s': %llu events dropped (rings full), %llu lost (write errors)\n",
+                 options.path.c_str(), (unsigned long long)stats.dropped, (unsigned long long)stats.lost);
+  }
+}
+
+// Copies names, devices, streams and new call sites into the writer, and
+// takes a snapshot of the thread entries to drain.
+void Capture::State::sync_registry() {
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  entries.clear();
+  for (auto& e : reg.threads) entries.push_back(e.get());
+  for (; callsites_written < reg.callsites.size(); ++callsites_written) {
+    const detail::CallSiteEntry& c = reg.callsites[callsites_written];
+    writer->put(CallSiteRow{uint32_t(callsites_written + 1), string_id(c.file), c.line, string_id(c.function)});
+  }
+  for (detail::QueuedCompile& q : reg.compiles) {
+    Compile& c = q.event;
+    CompileRow row;
+    row.thread = q.thread;
+    row.start = to_trace_ns(c.start);
+    row.dur = std::max<int64_t>(0, to_trace_ns(c.end) - row.start);
+    row.function = string_id(c.function);
+    row.signature = string_id(c.signature);
+    row.kind = c.kind;
+    row.reason = std::move(c.reason);
+    row.trace_ns = c.trace_ns;
+    row.optimize_ns = c.optimize_ns;
+    row.codegen_ns = c.codegen_ns;
+    row.nodes = c.nodes;
+    row.kernels = c.kernels;
+    row.ir = std::move(c.ir);
+    row.callsite = c.callsite;
+    row.function_object = c.function_object;
+    writer->add(std::move(row));
+  }
+  reg.compiles.clear();
+  if (reg.version == registry_version) return;
+  registry_version = reg.version;
+  for (const DeviceInfo& d : reg.devices) {
+    writer->put(DeviceRow{d.id, d.name, d.kind, d.memory_capacity, d.copy_bandwidth});
+  }
+  for (const Registry::Stream& st : reg.streams) writer->put(StreamRow{st.device, st.stream, st.name});
+}
+
+void Capture::State::drain() {
+  clock.calibrate();
+  sync_registry();
+  for (ThreadEntry* e : entries) {
+    if (e->has_ring) drain_ring(*e);
+  }
+}
+
+void Capture::State::drain_ring(ThreadEntry& e) {
+  detail::Ring& r = e.ring;
+  uint64_t tail = r.tail.load(std::memory_order_relaxed);
+  uint64_t head = r.published.load(std::memory_order_acquire);
+  const uint32_t thread = e.id;
+  for (; tail != head; ++tail) {
+    const RawEvent& ev = r.slots[tail & r.mask];
+    switch (ev.kind) {
+      case detail::EventKind::span: {
+        int64_t start = to_trace_ns(ev.span.start);
+        writer->add(HostSpanRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.span.end) - start),
+                                string_id(ev.span.name), ev.span.kind, ev.span.depth, 0});
+        break;
+      }
+      case detail::EventKind::instant:
+        writer->add(InstantRow{thread, to_trace_ns(ev.instant.time), string_id(ev.instant.name), ev.instant.kind});
+        break;
+      case detail::EventKind::counter:
+        writer->add(CounterRow{string_id(ev.counter.name), to_trace_ns(ev.counter.time), ev.counter.value});
+        break;
+      case detail::EventKind::device_op: {
+        const DeviceOp& op = ev.device_op;
+        int64_t start = to_trace_ns(op.start);
+        writer->add(DeviceOpRow{op.device, op.stream, start, std::max<int64_t>(0, to_trace_ns(op.end) - start),
+                                op.kind, string_id(op.name), int64_t(op.bytes), op.copy, op.correlation});
+        break;
+      }
+      case detail::EventKind::launch: {
+        const Launch& l = ev.launch;
+        int64_t start = to_trace_ns(l.start);
+        writer->add(LaunchRow{thread, start, std::max<int64_t>(0, to_trace_ns(l.end) - start), string_id(l.name),
+                              l.device, l.stream, l.correlation});
+        break;
+      }
+      case detail::EventKind::transfer: {
+        const Transfer& t = ev.transfer;
+        int64_t start = to_trace_ns(t.start);
+        writer->add(TransferRow{thread, start, std::max<int64_t>(0, to_trace_ns(t.end) - start), t.device,
+                                t.direction, int64_t(t.bytes), t.synchronous, t.implicit, t.host_memory, t.callsite,
+                                t.correlation});
+        break;
+      }
+      case detail::EventKind::memory: {
+        const MemoryEvent& m = ev.memory.event;
+        writer->add(MemoryEventRow{m.device, to_trace_ns(ev.memory.time), m.kind, int64_t(m.bytes), m.address,
+                                   m.allocated, m.reserved, m.callsite});
+        break;
+      }
+      case detail::EventKind::step: {
+        int64_t start = to_trace_ns(ev.step.start);
+        writer->add(StepRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.step.end) - start), ev.step.number});
+        break;
+      }
+    }
+  }
+  r.tail.store(tail, std::memory_order_release);
+}
+
+void Capture::State::commit() {
+  uint64_t dropped = 0;
+  {
+    Registry& reg = Registry::get();
+    std::lock_guard lock(reg.mu);
+    for (auto& e : reg.threads) {
+      uint64_t d = e->has_ring ? e->ring.dropped.load(std::memory_order_relaxed) - e->dropped_base : 0;
+      dropped += d;
+      writer->put(ThreadRow{e->id, e->process, e->os_tid, e->name, d});
+    }
+  }
+  uint64_t rows = writer->staged();
+  uint64_t lost;
+  {
+    std::lock_guard lock(stats_mu);
+    stats.dropped = dropped;
+    lost = stats.lost;
+  }
+  writer->set_meta("capture_end_ns", std::to_string(clock.to_monotonic_ns(ticks_now()) - origin_ns));
+  writer->set_meta("dropped_events", std::to_string(dropped));
+  writer->set_meta("lost_events", std::to_string(lost));
+  try {
+    writer->commit();
+    std::lock_guard lock(stats_mu);
+    stats.recorded += rows;
+    ++stats.commits;
+  } catch (const StoreError& e) {
+    report_loss(e.what(), rows);
+  }
+}
+
+void Capture::State::report_loss(const std::string& error, uint64_t rows) {
+  std::lock_guard lock(stats_mu);
+  stats.lost += rows;
+  if (stats.error.empty()) {
+    stats.error = error;
+    std::fprintf(stderr, "loupe: %s; events are being lost, the program runs on\n", error.c_str());
+    writer->set_meta("write_error", error);
+  }
+}
+
+}  // namespace loupe::prof

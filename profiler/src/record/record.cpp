@@ -1,0 +1,140 @@
+#include "loupe/prof/record.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <bit>
+
+#include "record/registry.h"
+
+namespace loupe::prof {
+namespace detail {
+
+thread_local ThreadState t_state;
+std::atomic<uint32_t> g_generation{0};
+
+namespace {
+
+std::atomic<uint64_t> g_correlation{0};
+
+// Owns the calling thread's registry entry and retires it at thread exit.
+struct ThreadOwner {
+  ThreadEntry* entry = nullptr;
+  bool exited = false;
+  ~ThreadOwner() {
+    exited = true;
+    t_state.ring = nullptr;
+    if (entry == nullptr) return;
+    Registry& reg = Registry::get();
+    std::lock_guard lock(reg.mu);
+    if (reg.capture_active) {
+      entry->retired = true;  // the capture drains it, then frees it
+      return;
+    }
+    std::erase_if(reg.threads, [&](const auto& e) { return e.get() == entry; });
+  }
+};
+thread_local ThreadOwner t_owner;
+
+}  // namespace
+
+Registry& Registry::get() {
+  // Never destroyed: threads and atexit handlers may record after static
+  // destructors have run.
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+ThreadEntry& Registry::this_thread_locked() {
+  if (t_owner.entry != nullptr) return *t_owner.entry;
+  auto entry = std::make_unique<ThreadEntry>();
+  entry->id = next_thread_id++;
+  entry->process = ::getpid();
+  entry->os_tid = ::gettid();
+  entry->name = entry->os_tid == entry->process ? "main" : fmt::format("thread {}", entry->os_tid);
+  t_owner.entry = entry.get();
+  threads.push_back(std::move(entry));
+  ++version;
+  return *t_owner.entry;
+}
+
+RawEvent* acquire_slow() {
+  ThreadState& st = t_state;
+  Ring* r = st.ring;
+  if (r == nullptr) {
+    if (t_owner.exited) return nullptr;
+    Registry& reg = Registry::get();
+    std::lock_guard lock(reg.mu);
+    ThreadEntry& e = reg.this_thread_locked();
+    if (!e.has_ring) {
+      uint64_t capacity = std::bit_ceil(uint64_t(std::max<uint32_t>(reg.ring_capacity, 2)));
+      e.storage.reset(new RawEvent[capacity]);
+      e.ring.slots = e.storage.get();
+      e.ring.mask = capacity - 1;
+      e.has_ring = true;
+    }
+    st.ring = r = &e.ring;
+  }
+  if (r->head - r->cached_tail > r->mask) {
+    r->cached_tail = r->tail.load(std::memory_order_acquire);
+    if (r->head - r->cached_tail > r->mask) {
+      r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return nullptr;
+    }
+  }
+  return &r->slots[r->head & r->mask];
+}
+
+}  // namespace detail
+
+using detail::Registry;
+
+const char* intern(std::string_view text) {
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  return reg.strings.emplace(text).first->c_str();
+}
+
+CallSiteId callsite(const std::source_location& where) {
+  Registry& reg = Registry::get();
+  std::string key = fmt::format("{}:{}:{}", where.file_name(), where.line(), where.function_name());
+  std::lock_guard lock(reg.mu);
+  auto [it, inserted] = reg.callsite_ids.emplace(std::move(key), CallSiteId(reg.callsites.size() + 1));
+  if (inserted) reg.callsites.push_back({where.file_name(), where.function_name(), uint32_t(where.line())});
+  return it->second;
+}
+
+void register_device(const DeviceInfo& device) {
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  std::erase_if(reg.devices, [&](const DeviceInfo& d) { return d.id == device.id; });
+  reg.devices.push_back(device);
+  ++reg.version;
+}
+
+void register_stream(uint32_t device, uint32_t stream, std::string_view name) {
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  std::erase_if(reg.streams, [&](const Registry::Stream& s) { return s.device == device && s.stream == stream; });
+  reg.streams.push_back({device, stream, std::string(name)});
+  ++reg.version;
+}
+
+void set_thread_name(std::string_view name) {
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  reg.this_thread_locked().name = std::string(name);
+  ++reg.version;
+}
+
+uint64_t next_correlation_id() { return detail::g_correlation.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+void compile(Compile event) {
+  if (!capturing()) return;
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  uint32_t thread = reg.this_thread_locked().id;
+  reg.compiles.push_back({thread, std::move(event)});
+}
+
+}  // namespace loupe::prof

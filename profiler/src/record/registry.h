@@ -1,0 +1,67 @@
+// The process-wide registry behind the record API: every thread's ring,
+// interned strings, call sites, devices, streams, and queued compile
+// events. Capture reads it; the record API's slow paths write it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "loupe/prof/record.h"
+
+namespace loupe::prof::detail {
+
+struct ThreadEntry {
+  uint32_t id = 0;  // dense, in order of registration
+  int64_t process = 0, os_tid = 0;
+  std::string name;
+  std::unique_ptr<RawEvent[]> storage;
+  Ring ring;
+  bool has_ring = false;
+  bool retired = false;      // the thread exited; freed once drained
+  uint64_t dropped_base = 0;  // ring.dropped when the current capture began
+};
+
+struct CallSiteEntry {
+  const char* file;
+  const char* function;
+  uint32_t line;
+};
+
+struct QueuedCompile {
+  uint32_t thread;
+  Compile event;
+};
+
+class Registry {
+ public:
+  static Registry& get();
+
+  std::mutex mu;
+  // Everything below is guarded by mu.
+  std::vector<std::unique_ptr<ThreadEntry>> threads;
+  uint32_t next_thread_id = 0;
+  uint32_t ring_capacity = 1u << 15;
+  bool capture_active = false;  // a capture may be reading rings: free none
+  uint64_t version = 0;         // bumped when names, devices or streams change
+
+  std::unordered_set<std::string> strings;
+  std::vector<CallSiteEntry> callsites;  // id - 1
+  std::unordered_map<std::string, CallSiteId> callsite_ids;
+  std::vector<DeviceInfo> devices;
+  struct Stream {
+    uint32_t device, stream;
+    std::string name;
+  };
+  std::vector<Stream> streams;
+  std::vector<QueuedCompile> compiles;
+
+  // The calling thread's entry, created on first use (mu must be held).
+  ThreadEntry& this_thread_locked();
+};
+
+}  // namespace loupe::prof::detail

@@ -1,0 +1,20 @@
+// Opens a trace file for reading, defensively: the one gate every reader
+// (load_trace, `loupe sql`, `loupe info`) goes through.
+#pragma once
+
+#include <string>
+
+#include "store/sqlite.h"
+
+namespace loupe::prof::store {
+
+// Opens `path` read-only with SQLite's defensive settings, and checks that
+// it is a loupe trace of a known major version whose tables have the
+// expected shape. Throws TraceError naming the file and the problem.
+Db open_trace(const std::string& path);
+
+// Opens any SQLite file read-only with the same defensive settings, but
+// checks nothing about its schema (for `loupe sql` on damaged files).
+Db open_sqlite_read_only(const std::string& path);
+
+}  // namespace loupe::prof::store

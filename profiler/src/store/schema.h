@@ -1,0 +1,24 @@
+// The trace file's schema, version 1.0: the one definition the writer
+// creates and the reader checks files against. docs/trace-format.md
+// explains each table and column.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace loupe::prof::store {
+
+// CREATE statements for every table, in order.
+const char* schema_sql();
+
+// The tables of the schema, in the order schema_sql() creates them.
+std::span<const std::string_view> schema_tables();
+
+// The enumeration tables, filled from trace_format.h's names at creation.
+struct EnumTable {
+  std::string_view table;
+  std::span<const std::string_view> names;
+};
+std::span<const EnumTable> enum_tables();
+
+}  // namespace loupe::prof::store

@@ -1,0 +1,587 @@
+#include "loupe/prof/trace_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "store/open_trace.h"
+#include "store/sqlite.h"
+
+namespace loupe::prof {
+
+using store::Stmt;
+
+namespace {
+
+constexpr int64_t kMinKey = std::numeric_limits<int64_t>::min();
+
+// How one event table is read into its track type. `cols` lists the track
+// columns first, then the time column, then the rest in append() order.
+template <typename Track>
+struct TableDef;
+
+template <>
+struct TableDef<HostSpans> {
+  static constexpr const char* table = "host_spans";
+  static constexpr const char* track_cols = "thread";
+  static constexpr const char* time_col = "start";
+  static constexpr const char* cols = "thread, start, dur, name, kind, depth, callsite";
+  static constexpr int ntrack = 1;
+  static void set_key(HostSpans& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
+  static void append(HostSpans& t, const Stmt& s) {
+    t.start.push_back(s.int64(1));
+    t.dur.push_back(s.int64(2));
+    t.name.push_back(StringId(s.int64(3)));
+    t.kind.push_back(SpanKind(s.int64(4)));
+    t.depth.push_back(uint32_t(s.int64(5)));
+    t.callsite.push_back(uint32_t(s.int64(6)));
+  }
+};
+
+template <>
+struct TableDef<Instants> {
+  static constexpr const char* table = "instants";
+  static constexpr const char* track_cols = "thread";
+  static constexpr const char* time_col = "time";
+  static constexpr const char* cols = "thread, time, name, kind";
+  static constexpr int ntrack = 1;
+  static void set_key(Instants& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
+  static void append(Instants& t, const Stmt& s) {
+    t.time.push_back(s.int64(1));
+    t.name.push_back(StringId(s.int64(2)));
+    t.kind.push_back(SpanKind(s.int64(3)));
+  }
+};
+
+template <>
+struct TableDef<Counter> {
+  static constexpr const char* table = "counters";
+  static constexpr const char* track_cols = "name";
+  static constexpr const char* time_col = "time";
+  static constexpr const char* cols = "name, time, value";
+  static constexpr int ntrack = 1;
+  static void set_key(Counter& t, int64_t a, int64_t) { t.name = StringId(a); }
+  static void append(Counter& t, const Stmt& s) {
+    t.time.push_back(s.int64(1));
+    t.value.push_back(s.real(2));
+  }
+};
+
+template <>
+struct TableDef<DeviceOps> {
+  static constexpr const char* table = "device_ops";
+  static constexpr const char* track_cols = "device, stream";
+  static constexpr const char* time_col = "start";
+  static constexpr const char* cols = "device, stream, start, dur, kind, name, bytes, copy_kind, correlation";
+  static constexpr int ntrack = 2;
+  static void set_key(DeviceOps& t, int64_t a, int64_t b) {
+    t.device = uint32_t(a);
+    t.stream = uint32_t(b);
+  }
+  static void append(DeviceOps& t, const Stmt& s) {
+    t.start.push_back(s.int64(2));
+    t.dur.push_back(s.int64(3));
+    t.kind.push_back(DeviceOpKind(s.int64(4)));
+    t.name.push_back(StringId(s.int64(5)));
+    t.bytes.push_back(s.int64(6));
+    t.copy_kind.push_back(CopyKind(s.int64(7)));
+    t.correlation.push_back(uint64_t(s.int64(8)));
+  }
+};
+
+template <>
+struct TableDef<Launches> {
+  static constexpr const char* table = "launches";
+  static constexpr const char* track_cols = "thread";
+  static constexpr const char* time_col = "start";
+  static constexpr const char* cols = "thread, start, dur, name, device, stream, correlation";
+  static constexpr int ntrack = 1;
+  static void set_key(Launches& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
+  static void append(Launches& t, const Stmt& s) {
+    t.start.push_back(s.int64(1));
+    t.dur.push_back(s.int64(2));
+    t.name.push_back(StringId(s.int64(3)));
+    t.device.push_back(uint32_t(s.int64(4)));
+    t.stream.push_back(uint32_t(s.int64(5)));
+    t.correlation.push_back(uint64_t(s.int64(6)));
+  }
+};
+
+template <>
+struct TableDef<Transfers> {
+  static constexpr const char* table = "transfers";
+  static constexpr const char* track_cols = "thread";
+  static constexpr const char* time_col = "start";
+  static constexpr const char* cols =
+      "thread, start, dur, device, direction, bytes, synchronous, implicit, host_memory, callsite, correlation";
+  static constexpr int ntrack = 1;
+  static void set_key(Transfers& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
+  static void append(Transfers& t, const Stmt& s) {
+    t.start.push_back(s.int64(1));
+    t.dur.push_back(s.int64(2));
+    t.device.push_back(uint32_t(s.int64(3)));
+    t.direction.push_back(CopyKind(s.int64(4)));
+    t.bytes.push_back(s.int64(5));
+    t.synchronous.push_back(s.int64(6) != 0);
+    t.implicit.push_back(s.int64(7) != 0);
+    t.host_memory.push_back(HostMemory(s.int64(8)));
+    t.callsite.push_back(uint32_t(s.int64(9)));
+    t.correlation.push_back(uint64_t(s.int64(10)));
+  }
+};
+
+template <>
+struct TableDef<MemoryEvents> {
+  static constexpr const char* table = "memory_events";
+  static constexpr const char* track_cols = "device";
+  static constexpr const char* time_col = "time";
+  static constexpr const char* cols = "device, time, kind, bytes, address, allocated, reserved, callsite";
+  static constexpr int ntrack = 1;
+  static void set_key(MemoryEvents& t, int64_t a, int64_t) { t.device = uint32_t(a); }
+  static void append(MemoryEvents& t, const Stmt& s) {
+    t.time.push_back(s.int64(1));
+    t.kind.push_back(MemoryEventKind(s.int64(2)));
+    t.bytes.push_back(s.int64(3));
+    t.address.push_back(uint64_t(s.int64(4)));
+    t.allocated.push_back(s.int64(5));
+    t.reserved.push_back(s.int64(6));
+    t.callsite.push_back(uint32_t(s.int64(7)));
+  }
+};
+
+template <>
+struct TableDef<Compiles> {
+  static constexpr const char* table = "compiles";
+  static constexpr const char* track_cols = "thread";
+  static constexpr const char* time_col = "start";
+  static constexpr const char* cols =
+      "thread, start, dur, function, signature, kind, reason, trace_ns, optimize_ns, codegen_ns, nodes, kernels, ir, "
+      "callsite, function_object";
+  static constexpr int ntrack = 1;
+  static void set_key(Compiles& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
+  static void append(Compiles& t, const Stmt& s) {
+    t.start.push_back(s.int64(1));
+    t.dur.push_back(s.int64(2));
+    t.function.push_back(StringId(s.int64(3)));
+    t.signature.push_back(StringId(s.int64(4)));
+    t.kind.push_back(CompileKind(s.int64(5)));
+    t.reason.emplace_back(s.text(6));
+    t.trace_ns.push_back(s.int64(7));
+    t.optimize_ns.push_back(s.int64(8));
+    t.codegen_ns.push_back(s.int64(9));
+    t.nodes.push_back(uint32_t(s.int64(10)));
+    t.kernels.push_back(uint32_t(s.int64(11)));
+    t.ir.emplace_back(s.text(12));
+    t.callsite.push_back(uint32_t(s.int64(13)));
+    t.function_object.push_back(uint64_t(s.int64(14)));
+  }
+};
+
+template <>
+struct TableDef<Steps> {
+  static constexpr const char* table = "steps";
+  static constexpr const char* track_cols = "thread";
+  static constexpr const char* time_col = "start";
+  static constexpr const char* cols = "thread, start, dur, number";
+  static constexpr int ntrack = 1;
+  static void set_key(Steps& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
+  static void append(Steps& t, const Stmt& s) {
+    t.start.push_back(s.int64(1));
+    t.dur.push_back(s.int64(2));
+    t.number.push_back(s.int64(3));
+  }
+};
+
+// A key in a table's clustered order: (track a, track b, time).
+struct Key {
+  int64_t a = kMinKey, b = kMinKey, t = kMinKey;
+};
+
+// A contiguous key range of one table, read by one worker.
+struct Unit {
+  int table;       // index into the loader's table list
+  bool has_lo, has_hi;
+  Key lo, hi;
+  int64_t rows_hint;
+};
+
+struct TrackInfo {
+  int64_t a, b, rows, first, last;
+};
+
+// Reads every track of one table, split into units for parallel reading.
+class TableLoaderBase {
+ public:
+  virtual ~TableLoaderBase() = default;
+  virtual const char* name() const = 0;
+  virtual void plan(std::vector<Unit>& units, int index, const std::vector<TrackInfo>& tracks, int64_t target) = 0;
+  virtual void read(sqlite3* db, size_t unit_slot, const Unit& unit) = 0;
+  virtual void finish() = 0;
+};
+
+template <typename Track>
+class TableLoader : public TableLoaderBase {
+ public:
+  using D = TableDef<Track>;
+  explicit TableLoader(std::vector<Track>& out) : out_(out) {}
+
+  const char* name() const override { return D::table; }
+
+  void plan(std::vector<Unit>& units, int index, const std::vector<TrackInfo>& tracks, int64_t target) override {
+    // Boundaries between units: track starts, and time splits in long tracks.
+    std::vector<std::pair<Key, int64_t>> cuts;  // (boundary key, rows before next cut)
+    for (const TrackInfo& t : tracks) {
+      int64_t pieces = std::clamp<int64_t>(t.rows / std::max<int64_t>(target, 1), 1, 64);
+      int64_t span = std::max<int64_t>(t.last - t.first, 0);
+      for (int64_t p = 0; p < pieces; ++p) {
+        Key k{t.a, D::ntrack == 2 ? t.b : kMinKey, p == 0 ? kMinKey : t.first + span / pieces * p};
+        cuts.push_back({k, t.rows / pieces});
+      }
+    }
+    first_unit_ = units.size();
+    if (cuts.empty()) {
+      units.push_back({index, false, false, {}, {}, 0});
+    } else {
+      for (size_t i = 0; i < cuts.size(); ++i) {
+        bool has_lo = i > 0, has_hi = i + 1 < cuts.size();
+        units.push_back({index, has_lo, has_hi, cuts[i].first, has_hi ? cuts[i + 1].first : Key{}, cuts[i].second});
+      }
+    }
+    pieces_.assign(units.size() - first_unit_, {});
+  }
+
+  void read(sqlite3* db, size_t unit_slot, const Unit& u) override {
+    std::string where;
+    auto key_expr = [] { return fmt::format("({}, {})", D::track_cols, D::time_col); };
+    auto key_params = [](int first) {
+      return D::ntrack == 2 ? fmt::format("(?{}, ?{}, ?{})", first, first + 1, first + 2)
+                            : fmt::format("(?{}, ?{})", first, first + 1);
+    };
+    if (u.has_lo) where += fmt::format(" WHERE {} >= {}", key_expr(), key_params(1));
+    if (u.has_hi) where += fmt::format("{} {} < {}", u.has_lo ? " AND" : " WHERE", key_expr(), key_params(4));
+    Stmt s(db, fmt::format("SELECT {} FROM {}{} ORDER BY {}, {}, id", D::cols, D::table, where, D::track_cols,
+                           D::time_col));
+    auto bind_key = [&](int first, const Key& k) {
+      s.bind(first, k.a);
+      if (D::ntrack == 2) {
+        s.bind(first + 1, k.b);
+        s.bind(first + 2, k.t);
+      } else {
+        s.bind(first + 1, k.t);
+      }
+    };
+    if (u.has_lo) bind_key(1, u.lo);
+    if (u.has_hi) bind_key(4, u.hi);
+
+    std::vector<Track>& pieces = pieces_[unit_slot - first_unit_];
+    Track* cur = nullptr;
+    int64_t cur_a = 0, cur_b = 0;
+    while (s.step()) {
+      int64_t a = s.int64(0), b = D::ntrack == 2 ? s.int64(1) : 0;
+      if (cur == nullptr || a != cur_a || b != cur_b) {
+        pieces.emplace_back();
+        cur = &pieces.back();
+        D::set_key(*cur, a, b);
+        cur_a = a;
+        cur_b = b;
+        reserve(*cur, u.rows_hint);
+      }
+      D::append(*cur, s);
+    }
+  }
+
+  // Joins the pieces of each track, column by column, freeing each piece's
+  // column as soon as it is copied so that memory peaks at one column.
+  void finish() override {
+    out_.clear();
+    for (auto& unit_pieces : pieces_) {
+      for (Track& p : unit_pieces) {
+        if (!out_.empty() && same_track(out_.back(), p)) {
+          append_columns(out_.back(), p);
+        } else {
+          out_.push_back(std::move(p));
+        }
+      }
+      unit_pieces.clear();
+      unit_pieces.shrink_to_fit();
+    }
+    for (Track& t : out_) {
+      std::apply([](auto&... col) { (shrink(col), ...); }, t.columns());
+    }
+  }
+
+ private:
+  static bool same_track(const Track& x, const Track& y) {
+    if constexpr (requires { x.stream; }) return x.device == y.device && x.stream == y.stream;
+    else if constexpr (requires { x.thread; }) return x.thread == y.thread;
+    else if constexpr (requires { x.device; }) return x.device == y.device;
+    else return x.name == y.name;
+  }
+  static void reserve(Track& t, int64_t hint) {
+    size_t n = size_t(std::clamp<int64_t>(hint, 0, int64_t(1) << 26));
+    std::apply([n](auto&... col) { (col.reserve(n), ...); }, t.columns());
+  }
+  template <typename V>
+  static void shrink(V& v) {
+    if (v.capacity() > v.size() + v.size() / 8 + 16) v.shrink_to_fit();
+  }
+  static void append_columns(Track& into, Track& from) {
+    auto dst = into.columns();
+    auto src = from.columns();
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      (append_one(std::get<I>(dst), std::get<I>(src)), ...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(dst)>>{});
+  }
+  template <typename V>
+  static void append_one(V& dst, V& src) {
+    V joined;
+    joined.reserve(dst.size() + src.size());
+    std::move(dst.begin(), dst.end(), std::back_inserter(joined));
+    std::move(src.begin(), src.end(), std::back_inserter(joined));
+    dst = std::move(joined);
+    V().swap(src);
+  }
+
+  std::vector<Track>& out_;
+  size_t first_unit_ = 0;
+  std::vector<std::vector<Track>> pieces_;  // per unit, in key order
+};
+
+std::string file_error(const std::string& path, const std::string& what) {
+  return fmt::format("{}: {}", path, what);
+}
+
+template <typename Track>
+void validate_track(const std::string& path, const char* table, const TraceModel& m, Track& t) {
+  const size_t nstrings = m.strings.size();
+  auto bad = [&](const std::string& what) { throw TraceError(file_error(path, fmt::format("{}: {}", table, what))); };
+  auto check_string = [&](const std::vector<StringId>& col, const char* column) {
+    for (StringId id : col) {
+      if (id >= nstrings) bad(fmt::format("{} refers to string id {}, which the strings table lacks", column, id));
+    }
+  };
+  auto check_callsites = [&](const std::vector<uint32_t>& col) {
+    for (uint32_t id : col) {
+      if (id != 0 && m.callsite(id) == nullptr) bad(fmt::format("callsite {} is not in the callsites table", id));
+    }
+  };
+  if constexpr (requires { t.dur; }) {
+    for (int64_t d : t.dur) {
+      if (d < 0) bad(fmt::format("negative duration {} ns", d));
+    }
+  }
+  if constexpr (requires { t.name; }) {
+    if constexpr (std::is_same_v<decltype(t.name), std::vector<StringId>>) check_string(t.name, "name");
+  }
+  if constexpr (requires { t.function; }) {
+    check_string(t.function, "function");
+    check_string(t.signature, "signature");
+  }
+  if constexpr (requires { t.callsite; }) check_callsites(t.callsite);
+  if constexpr (std::is_same_v<Track, Counter>) {
+    if (t.name >= nstrings) bad(fmt::format("counter name refers to missing string id {}", t.name));
+  }
+}
+
+}  // namespace
+
+TraceModel load_trace(const std::string& path, const ReadOptions& options) {
+  store::Db db = store::open_trace(path);  // throws TraceError
+  TraceModel m;
+  m.path = path;
+  try {
+    // One read transaction: one snapshot of the file, even while a capture
+    // is still writing it.
+    store::exec(db.get(), "BEGIN");
+    {
+      Stmt s(db.get(), "SELECT key, value FROM meta");
+      while (s.step()) m.info.meta.emplace(std::string(s.text(0)), std::string(s.text(1)));
+    }
+    auto meta_int = [&](const char* key) -> int64_t {
+      auto it = m.info.meta.find(key);
+      if (it == m.info.meta.end()) return 0;
+      return std::strtoll(it->second.c_str(), nullptr, 10);
+    };
+    {
+      auto it = m.info.meta.find("format_version");
+      if (it != m.info.meta.end()) std::sscanf(it->second.c_str(), "%d.%d", &m.info.format_major, &m.info.format_minor);
+      m.info.producer = m.info.meta["producer"];
+      m.info.status = m.info.meta["status"];
+      m.info.origin_wall_ns = meta_int("origin_wall_ns");
+      m.info.capture_end_ns = meta_int("capture_end_ns");
+      m.info.dropped_events = uint64_t(meta_int("dropped_events"));
+      m.info.lost_events = uint64_t(meta_int("lost_events"));
+    }
+    {
+      Stmt s(db.get(), "SELECT id, text FROM strings ORDER BY id");
+      while (s.step()) {
+        int64_t id = s.int64(0);
+        if (id != int64_t(m.strings.size())) {
+          throw TraceError(file_error(path, fmt::format("strings: ids are not dense (found {} where {} was expected)",
+                                                        id, m.strings.size())));
+        }
+        m.strings.emplace_back(s.text(1));
+      }
+      if (m.strings.empty()) m.strings.emplace_back();
+    }
+    {
+      Stmt s(db.get(), "SELECT id, name, kind, memory_capacity, copy_bandwidth FROM devices ORDER BY id");
+      while (s.step()) {
+        m.devices.push_back({uint32_t(s.int64(0)), std::string(s.text(1)), DeviceKind(s.int64(2)), s.int64(3),
+                             s.int64(4)});
+      }
+    }
+    {
+      Stmt s(db.get(), "SELECT device, stream, name FROM streams ORDER BY device, stream");
+      while (s.step()) m.streams.push_back({uint32_t(s.int64(0)), uint32_t(s.int64(1)), std::string(s.text(2))});
+    }
+    {
+      Stmt s(db.get(), "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id");
+      while (s.step()) {
+        m.threads.push_back(
+            {uint32_t(s.int64(0)), s.int64(1), s.int64(2), std::string(s.text(3)), uint64_t(s.int64(4))});
+      }
+    }
+    {
+      Stmt s(db.get(), "SELECT id, file, line, function FROM callsites ORDER BY id");
+      while (s.step()) {
+        CallSite c{uint32_t(s.int64(0)), StringId(s.int64(1)), uint32_t(s.int64(2)), StringId(s.int64(3))};
+        if (c.file >= m.strings.size() || c.function >= m.strings.size()) {
+          throw TraceError(file_error(path, fmt::format("callsites: call site {} refers to a missing string", c.id)));
+        }
+        m.callsites.push_back(c);
+      }
+    }
+    std::map<std::string, std::vector<TrackInfo>> tracks;
+    {
+      Stmt s(db.get(), "SELECT tbl, a, b, rows, first_start, last_end FROM tracks ORDER BY tbl, a, b");
+      while (s.step()) {
+        tracks[std::string(s.text(0))].push_back({s.int64(1), s.int64(2), s.int64(3), s.int64(4), s.int64(5)});
+      }
+    }
+
+    std::vector<std::unique_ptr<TableLoaderBase>> loaders;
+    loaders.push_back(std::make_unique<TableLoader<HostSpans>>(m.host_spans));
+    loaders.push_back(std::make_unique<TableLoader<Instants>>(m.instants));
+    loaders.push_back(std::make_unique<TableLoader<Counter>>(m.counters));
+    loaders.push_back(std::make_unique<TableLoader<DeviceOps>>(m.device_ops));
+    loaders.push_back(std::make_unique<TableLoader<Launches>>(m.launches));
+    loaders.push_back(std::make_unique<TableLoader<Transfers>>(m.transfers));
+    loaders.push_back(std::make_unique<TableLoader<MemoryEvents>>(m.memory));
+    loaders.push_back(std::make_unique<TableLoader<Compiles>>(m.compiles));
+    loaders.push_back(std::make_unique<TableLoader<Steps>>(m.steps));
+
+    int64_t total_rows = 0;
+    for (auto& [tbl, list] : tracks) {
+      for (const TrackInfo& t : list) total_rows += t.rows;
+    }
+    unsigned nthreads = options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    // A file still being written is read on one connection, in the one
+    // snapshot opened above: several connections would each see a
+    // different commit.
+    bool finished = m.info.status == "complete" || m.info.status == "imported";
+    if (!finished) nthreads = 1;
+    int64_t target = std::max<int64_t>(total_rows / (int64_t(nthreads) * 4), 1 << 18);
+
+    std::vector<Unit> units;
+    for (size_t i = 0; i < loaders.size(); ++i) loaders[i]->plan(units, int(i), tracks[loaders[i]->name()], target);
+    // Largest first, so that the last unit to finish is a small one.
+    std::vector<size_t> order(units.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return units[x].rows_hint > units[y].rows_hint; });
+
+    std::atomic<size_t> next{0};
+    std::string first_error;
+    std::mutex error_mu;
+    auto worker = [&](sqlite3* conn) {
+      for (;;) {
+        size_t k = next.fetch_add(1);
+        if (k >= order.size()) return;
+        const Unit& u = units[order[k]];
+        try {
+          loaders[size_t(u.table)]->read(conn, order[k], u);
+        } catch (const std::exception& e) {
+          std::lock_guard lock(error_mu);
+          if (first_error.empty()) first_error = fmt::format("{}: {}", loaders[size_t(u.table)]->name(), e.what());
+          next.store(order.size());
+          return;
+        }
+      }
+    };
+    std::vector<store::Db> extra;
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < nthreads; ++i) extra.push_back(store::open_trace(path));
+    for (auto& conn : extra) pool.emplace_back(worker, conn.get());
+    worker(db.get());
+    for (auto& t : pool) t.join();
+    if (!first_error.empty()) throw TraceError(file_error(path, first_error));
+    for (auto& l : loaders) l->finish();
+    store::exec(db.get(), "COMMIT");
+  } catch (const StoreError& e) {
+    throw TraceError(file_error(path, e.what()));
+  } catch (const std::bad_alloc&) {
+    throw TraceError(file_error(path, "out of memory while loading the trace"));
+  }
+
+  for (auto& t : m.host_spans) validate_track(path, "host_spans", m, t);
+  for (auto& t : m.instants) validate_track(path, "instants", m, t);
+  for (auto& t : m.counters) validate_track(path, "counters", m, t);
+  for (auto& t : m.device_ops) validate_track(path, "device_ops", m, t);
+  for (auto& t : m.launches) validate_track(path, "launches", m, t);
+  for (auto& t : m.transfers) validate_track(path, "transfers", m, t);
+  for (auto& t : m.memory) validate_track(path, "memory_events", m, t);
+  for (auto& t : m.compiles) validate_track(path, "compiles", m, t);
+  for (auto& t : m.steps) validate_track(path, "steps", m, t);
+
+  // The extent of the trace.
+  bool any = false;
+  auto extend = [&](int64_t s, int64_t e) {
+    if (!any) {
+      m.start_ns = s;
+      m.end_ns = e;
+      any = true;
+    } else {
+      m.start_ns = std::min(m.start_ns, s);
+      m.end_ns = std::max(m.end_ns, e);
+    }
+  };
+  auto extend_spans = [&](const auto& tracks_of) {
+    for (const auto& t : tracks_of) {
+      if (t.size() == 0) continue;
+      int64_t last = 0;
+      for (size_t i = 0; i < t.size(); ++i) last = std::max(last, t.end(i));
+      extend(t.start.front(), last);
+    }
+  };
+  auto extend_times = [&](const auto& tracks_of) {
+    for (const auto& t : tracks_of) {
+      if (t.size() > 0) extend(t.time.front(), t.time.back());
+    }
+  };
+  extend_spans(m.host_spans);
+  extend_spans(m.device_ops);
+  extend_spans(m.launches);
+  extend_spans(m.transfers);
+  extend_spans(m.compiles);
+  extend_spans(m.steps);
+  extend_times(m.instants);
+  extend_times(m.counters);
+  extend_times(m.memory);
+  return m;
+}
+
+void check_trace(const std::string& path) { store::open_trace(path); }
+
+}  // namespace loupe::prof

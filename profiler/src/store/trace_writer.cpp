@@ -1,0 +1,556 @@
+#include "loupe/prof/trace_writer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "loupe/prof/trace_format.h"
+#include "store/schema.h"
+#include "store/sqlite.h"
+
+namespace loupe::prof {
+
+using store::Stmt;
+
+namespace {
+
+// Rows per multi-row INSERT: amortises statement overhead without making
+// the statement so long that binding dominates (measured in bench/).
+constexpr int kRowsPerInsert = 50;
+
+// How each event table's row is keyed, bound and summarised. The columns
+// are bound in the order of the CREATE TABLE statement in schema.cpp.
+struct TrackKey {
+  int64_t a = 0, b = 0;
+  auto operator<=>(const TrackKey&) const = default;
+};
+
+template <typename Row>
+struct Staged {
+  Row row;
+  int64_t id;
+};
+
+#define LOUPE_TABLE_TRAITS(RowType, Table, Columns)        \
+  template <>                                             \
+  struct Traits<RowType> {                                \
+    static constexpr const char* table = Table;           \
+    static constexpr int columns = Columns;               \
+    static TrackKey track(const RowType& r);              \
+    static int64_t start(const RowType& r);               \
+    static int64_t end(const RowType& r);                 \
+    static void bind(Stmt& s, int i, const RowType& r, int64_t id); \
+  };
+
+template <typename Row>
+struct Traits;
+LOUPE_TABLE_TRAITS(HostSpanRow, "host_spans", 8)
+LOUPE_TABLE_TRAITS(InstantRow, "instants", 5)
+LOUPE_TABLE_TRAITS(CounterRow, "counters", 4)
+LOUPE_TABLE_TRAITS(DeviceOpRow, "device_ops", 10)
+LOUPE_TABLE_TRAITS(LaunchRow, "launches", 8)
+LOUPE_TABLE_TRAITS(TransferRow, "transfers", 12)
+LOUPE_TABLE_TRAITS(MemoryEventRow, "memory_events", 9)
+LOUPE_TABLE_TRAITS(CompileRow, "compiles", 16)
+LOUPE_TABLE_TRAITS(StepRow, "steps", 5)
+#undef LOUPE_TABLE_TRAITS
+
+TrackKey Traits<HostSpanRow>::track(const HostSpanRow& r) { return {r.thread, 0}; }
+int64_t Traits<HostSpanRow>::start(const HostSpanRow& r) { return r.start; }
+int64_t Traits<HostSpanRow>::end(const HostSpanRow& r) { return r.start + r.dur; }
+void Traits<HostSpanRow>::bind(Stmt& s, int i, const HostSpanRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.thread));
+  s.bind(i + 1, r.start);
+  s.bind(i + 2, id);
+  s.bind(i + 3, r.dur);
+  s.bind(i + 4, int64_t(r.name));
+  s.bind(i + 5, int64_t(r.kind));
+  s.bind(i + 6, int64_t(r.depth));
+  s.bind(i + 7, int64_t(r.callsite));
+}
+
+TrackKey Traits<InstantRow>::track(const InstantRow& r) { return {r.thread, 0}; }
+int64_t Traits<InstantRow>::start(const InstantRow& r) { return r.time; }
+int64_t Traits<InstantRow>::end(const InstantRow& r) { return r.time; }
+void Traits<InstantRow>::bind(Stmt& s, int i, const InstantRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.thread));
+  s.bind(i + 1, r.time);
+  s.bind(i + 2, id);
+  s.bind(i + 3, int64_t(r.name));
+  s.bind(i + 4, int64_t(r.kind));
+}
+
+TrackKey Traits<CounterRow>::track(const CounterRow& r) { return {r.name, 0}; }
+int64_t Traits<CounterRow>::start(const CounterRow& r) { return r.time; }
+int64_t Traits<CounterRow>::end(const CounterRow& r) { return r.time; }
+void Traits<CounterRow>::bind(Stmt& s, int i, const CounterRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.name));
+  s.bind(i + 1, r.time);
+  s.bind(i + 2, id);
+  s.bind(i + 3, r.value);
+}
+
+TrackKey Traits<DeviceOpRow>::track(const DeviceOpRow& r) { return {r.device, r.stream}; }
+int64_t Traits<DeviceOpRow>::start(const DeviceOpRow& r) { return r.start; }
+int64_t Traits<DeviceOpRow>::end(const DeviceOpRow& r) { return r.start + r.dur; }
+void Traits<DeviceOpRow>::bind(Stmt& s, int i, const DeviceOpRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.device));
+  s.bind(i + 1, int64_t(r.stream));
+  s.bind(i + 2, r.start);
+  s.bind(i + 3, id);
+  s.bind(i + 4, r.dur);
+  s.bind(i + 5, int64_t(r.kind));
+  s.bind(i + 6, int64_t(r.name));
+  s.bind(i + 7, r.bytes);
+  s.bind(i + 8, int64_t(r.copy_kind));
+  s.bind(i + 9, int64_t(r.correlation));
+}
+
+TrackKey Traits<LaunchRow>::track(const LaunchRow& r) { return {r.thread, 0}; }
+int64_t Traits<LaunchRow>::start(const LaunchRow& r) { return r.start; }
+int64_t Traits<LaunchRow>::end(const LaunchRow& r) { return r.start + r.dur; }
+void Traits<LaunchRow>::bind(Stmt& s, int i, const LaunchRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.thread));
+  s.bind(i + 1, r.start);
+  s.bind(i + 2, id);
+  s.bind(i + 3, r.dur);
+  s.bind(i + 4, int64_t(r.name));
+  s.bind(i + 5, int64_t(r.device));
+  s.bind(i + 6, int64_t(r.stream));
+  s.bind(i + 7, int64_t(r.correlation));
+}
+
+TrackKey Traits<TransferRow>::track(const TransferRow& r) { return {r.thread, 0}; }
+int64_t Traits<TransferRow>::start(const TransferRow& r) { return r.start; }
+int64_t Traits<TransferRow>::end(const TransferRow& r) { return r.start + r.dur; }
+void Traits<TransferRow>::bind(Stmt& s, int i, const TransferRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.thread));
+  s.bind(i + 1, r.start);
+  s.bind(i + 2, id);
+  s.bind(i + 3, r.dur);
+  s.bind(i + 4, int64_t(r.device));
+  s.bind(i + 5, int64_t(r.direction));
+  s.bind(i + 6, r.bytes);
+  s.bind(i + 7, int64_t(r.synchronous));
+  s.bind(i + 8, int64_t(r.implicit));
+  s.bind(i + 9, int64_t(r.host_memory));
+  s.bind(i + 10, int64_t(r.callsite));
+  s.bind(i + 11, int64_t(r.correlation));
+}
+
+TrackKey Traits<MemoryEventRow>::track(const MemoryEventRow& r) { return {r.device, 0}; }
+int64_t Traits<MemoryEventRow>::start(const MemoryEventRow& r) { return r.time; }
+int64_t Traits<MemoryEventRow>::end(const MemoryEventRow& r) { return r.time; }
+void Traits<MemoryEventRow>::bind(Stmt& s, int i, const MemoryEventRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.device));
+  s.bind(i + 1, r.time);
+  s.bind(i + 2, id);
+  s.bind(i + 3, int64_t(r.kind));
+  s.bind(i + 4, r.bytes);
+  s.bind(i + 5, int64_t(r.address));
+  s.bind(i + 6, r.allocated);
+  s.bind(i + 7, r.reserved);
+  s.bind(i + 8, int64_t(r.callsite));
+}
+
+TrackKey Traits<CompileRow>::track(const CompileRow& r) { return {r.thread, 0}; }
+int64_t Traits<CompileRow>::start(const CompileRow& r) { return r.start; }
+int64_t Traits<CompileRow>::end(const CompileRow& r) { return r.start + r.dur; }
+void Traits<CompileRow>::bind(Stmt& s, int i, const CompileRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.thread));
+  s.bind(i + 1, r.start);
+  s.bind(i + 2, id);
+  s.bind(i + 3, r.dur);
+  s.bind(i + 4, int64_t(r.function));
+  s.bind(i + 5, int64_t(r.signature));
+  s.bind(i + 6, int64_t(r.kind));
+  s.bind_static(i + 7, r.reason);
+  s.bind(i + 8, r.trace_ns);
+  s.bind(i + 9, r.optimize_ns);
+  s.bind(i + 10, r.codegen_ns);
+  s.bind(i + 11, int64_t(r.nodes));
+  s.bind(i + 12, int64_t(r.kernels));
+  s.bind_static(i + 13, r.ir);
+  s.bind(i + 14, int64_t(r.callsite));
+  s.bind(i + 15, int64_t(r.function_object));
+}
+
+TrackKey Traits<StepRow>::track(const StepRow& r) { return {r.thread, 0}; }
+int64_t Traits<StepRow>::start(const StepRow& r) { return r.start; }
+int64_t Traits<StepRow>::end(const StepRow& r) { return r.start + r.dur; }
+void Traits<StepRow>::bind(Stmt& s, int i, const StepRow& r, int64_t id) {
+  s.bind(i + 0, int64_t(r.thread));
+  s.bind(i + 1, r.start);
+  s.bind(i + 2, id);
+  s.bind(i + 3, r.dur);
+  s.bind(i + 4, r.number);
+}
+
+std::string insert_sql(const char* table, int columns, int rows) {
+  std::string one = "(?";
+  for (int c = 1; c < columns; ++c) one += ",?";
+  one += ")";
+  std::string sql = fmt::format("INSERT INTO {} VALUES {}", table, one);
+  for (int r = 1; r < rows; ++r) sql += "," + one;
+  return sql;
+}
+
+struct TrackStats {
+  int64_t rows = 0;
+  int64_t first_start = 0, last_end = 0;
+  bool dirty = false;
+};
+using TrackMap = std::map<std::tuple<std::string_view, int64_t, int64_t>, TrackStats>;
+
+// One event table: its staged rows and its two insert statements.
+template <typename Row>
+class EventTable {
+ public:
+  using T = Traits<Row>;
+
+  void prepare(sqlite3* db) {
+    insert_many_ = Stmt(db, insert_sql(T::table, T::columns, kRowsPerInsert));
+    insert_one_ = Stmt(db, insert_sql(T::table, T::columns, 1));
+  }
+  void add(Row row) { staged_.push_back({std::move(row), next_id_++}); }
+  size_t staged() const { return staged_.size(); }
+  void discard() { staged_.clear(); }
+
+  // Writes the staged rows in key order and folds them into `tracks`.
+  void write(TrackMap& tracks) {
+    std::sort(staged_.begin(), staged_.end(), [](const Staged<Row>& x, const Staged<Row>& y) {
+      auto kx = T::track(x.row), ky = T::track(y.row);
+      if (kx != ky) return kx < ky;
+      int64_t sx = T::start(x.row), sy = T::start(y.row);
+      if (sx != sy) return sx < sy;
+      return x.id < y.id;
+    });
+    size_t n = staged_.size(), i = 0;
+    for (; i + kRowsPerInsert <= n; i += kRowsPerInsert) {
+      for (int r = 0; r < kRowsPerInsert; ++r) {
+        T::bind(insert_many_, 1 + r * T::columns, staged_[i + r].row, staged_[i + r].id);
+      }
+      insert_many_.step();
+      insert_many_.reset();
+    }
+    for (; i < n; ++i) {
+      T::bind(insert_one_, 1, staged_[i].row, staged_[i].id);
+      insert_one_.step();
+      insert_one_.reset();
+    }
+    // Rows are sorted by track, so each track's stats are updated once.
+    for (size_t j = 0; j < n;) {
+      TrackKey key = T::track(staged_[j].row);
+      TrackStats& t = tracks[{T::table, key.a, key.b}];
+      int64_t first = T::start(staged_[j].row), last = T::end(staged_[j].row);
+      size_t k = j;
+      for (; k < n && T::track(staged_[k].row) == key; ++k) last = std::max(last, T::end(staged_[k].row));
+      if (t.rows == 0) {
+        t.first_start = first;
+        t.last_end = last;
+      } else {
+        t.first_start = std::min(t.first_start, first);
+        t.last_end = std::max(t.last_end, last);
+      }
+      t.rows += int64_t(k - j);
+      t.dirty = true;
+      j = k;
+    }
+  }
+  void clear_after_commit() {
+    staged_.clear();
+    if (staged_.capacity() > (size_t(1) << 20)) staged_.shrink_to_fit();
+  }
+
+ private:
+  std::vector<Staged<Row>> staged_;
+  int64_t next_id_ = 0;
+  Stmt insert_many_, insert_one_;
+};
+
+void remove_file_set(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
+}
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+}  // namespace
+
+struct TraceWriter::Impl {
+  std::string path;
+  store::Db db;
+
+  std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> string_ids;
+  std::vector<const std::string*> strings_by_id;
+  size_t strings_written = 0;
+
+  std::map<uint32_t, DeviceRow> devices;
+  std::map<std::pair<uint32_t, uint32_t>, StreamRow> streams;
+  std::map<uint32_t, ThreadRow> threads;
+  std::map<uint32_t, CallSiteRow> callsites;
+  std::map<std::string, std::string, std::less<>> meta;
+  std::vector<uint32_t> dirty_devices, dirty_threads, dirty_callsites;
+  std::vector<std::pair<uint32_t, uint32_t>> dirty_streams;
+  std::vector<std::string> dirty_meta;
+
+  EventTable<HostSpanRow> host_spans;
+  EventTable<InstantRow> instants;
+  EventTable<CounterRow> counters;
+  EventTable<DeviceOpRow> device_ops;
+  EventTable<LaunchRow> launches;
+  EventTable<TransferRow> transfers;
+  EventTable<MemoryEventRow> memory_events;
+  EventTable<CompileRow> compiles;
+  EventTable<StepRow> steps;
+  TrackMap tracks;
+  uint64_t committed = 0;
+
+  Stmt insert_string, put_device, put_stream, put_thread, put_callsite, put_meta, put_track;
+  Stmt begin, commit_tx, rollback;
+
+  template <typename F>
+  void for_each_table(F&& f) {
+    f(host_spans); f(instants); f(counters); f(device_ops); f(launches);
+    f(transfers); f(memory_events); f(compiles); f(steps);
+  }
+  uint64_t staged() {
+    uint64_t n = 0;
+    for_each_table([&](auto& t) { n += t.staged(); });
+    return n;
+  }
+  void write_all();
+};
+
+TraceWriter::TraceWriter(const std::string& path, const WriterOptions& options) : impl_(new Impl) {
+  Impl& w = *impl_;
+  w.path = path;
+  if (options.overwrite) remove_file_set(path);
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  w.db = store::Db(raw);
+  if (rc != SQLITE_OK) throw StoreError(fmt::format("cannot create trace '{}': {}", path, w.db.error()));
+  sqlite3* db = w.db.get();
+  try {
+    // Larger pages hold more rows per B-tree page: fewer pages to balance
+    // and less per-page overhead on disk (see bench/writer_bench.cpp).
+    store::exec(db, "PRAGMA page_size=16384");
+    store::exec(db, "PRAGMA journal_mode=WAL");
+    // NORMAL in WAL mode: a commit survives the process being killed; only
+    // a power loss can lose the last commits.
+    store::exec(db, "PRAGMA synchronous=NORMAL");
+    store::exec(db, "PRAGMA cache_size=-32768");
+    store::exec(db, fmt::format("PRAGMA application_id={}", kApplicationId).c_str());
+    store::exec(db, fmt::format("PRAGMA user_version={}", pack_user_version(kFormatMajor, kFormatMinor)).c_str());
+    store::exec(db, "BEGIN");
+    store::exec(db, store::schema_sql(), "cannot create schema");
+    for (const store::EnumTable& e : store::enum_tables()) {
+      Stmt ins(db, fmt::format("INSERT INTO {}(id, name) VALUES (?, ?)", e.table));
+      for (size_t i = 0; i < e.names.size(); ++i) {
+        ins.bind(1, int64_t(i));
+        ins.bind_static(2, e.names[i]);
+        ins.step();
+        ins.reset();
+      }
+    }
+    store::exec(db, "COMMIT");
+    w.insert_string = Stmt(db, "INSERT INTO strings(id, text) VALUES (?, ?)");
+    w.put_device = Stmt(db, "INSERT OR REPLACE INTO devices VALUES (?, ?, ?, ?, ?)");
+    w.put_stream = Stmt(db, "INSERT OR REPLACE INTO streams VALUES (?, ?, ?)");
+    w.put_thread = Stmt(db, "INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?, ?)");
+    w.put_callsite = Stmt(db, "INSERT OR REPLACE INTO callsites VALUES (?, ?, ?, ?)");
+    w.put_meta = Stmt(db, "INSERT OR REPLACE INTO meta VALUES (?, ?)");
+    w.put_track = Stmt(db, "INSERT OR REPLACE INTO tracks VALUES (?, ?, ?, ?, ?, ?)");
+    w.begin = Stmt(db, "BEGIN");
+    w.commit_tx = Stmt(db, "COMMIT");
+    w.rollback = Stmt(db, "ROLLBACK");
+    w.for_each_table([&](auto& t) { t.prepare(db); });
+  } catch (const StoreError& e) {
+    throw StoreError(fmt::format("cannot create trace '{}': {}", path, e.what()));
+  }
+  intern("");  // string id 0 is the empty string
+  set_meta("format_version", fmt::format("{}.{}", kFormatMajor, kFormatMinor));
+  set_meta("producer", options.producer);
+  set_meta("clock", "CLOCK_MONOTONIC");
+  set_meta("origin_wall_ns", std::to_string(options.origin_wall_ns));
+  set_meta("origin_monotonic_ns", std::to_string(options.origin_monotonic_ns));
+}
+
+TraceWriter::~TraceWriter() = default;
+
+StringId TraceWriter::intern(std::string_view text) {
+  Impl& w = *impl_;
+  auto it = w.string_ids.find(text);
+  if (it != w.string_ids.end()) return it->second;
+  StringId id = StringId(w.strings_by_id.size());
+  auto [pos, inserted] = w.string_ids.emplace(std::string(text), id);
+  w.strings_by_id.push_back(&pos->first);
+  return id;
+}
+
+void TraceWriter::put(const DeviceRow& row) {
+  impl_->devices[row.id] = row;
+  impl_->dirty_devices.push_back(row.id);
+}
+void TraceWriter::put(const StreamRow& row) {
+  impl_->streams[{row.device, row.stream}] = row;
+  impl_->dirty_streams.push_back({row.device, row.stream});
+}
+void TraceWriter::put(const ThreadRow& row) {
+  impl_->threads[row.id] = row;
+  impl_->dirty_threads.push_back(row.id);
+}
+void TraceWriter::put(const CallSiteRow& row) {
+  impl_->callsites[row.id] = row;
+  impl_->dirty_callsites.push_back(row.id);
+}
+void TraceWriter::set_meta(std::string_view key, std::string_view value) {
+  impl_->meta[std::string(key)] = std::string(value);
+  impl_->dirty_meta.emplace_back(key);
+}
+
+void TraceWriter::add(const HostSpanRow& row) { impl_->host_spans.add(row); }
+void TraceWriter::add(const InstantRow& row) { impl_->instants.add(row); }
+void TraceWriter::add(const CounterRow& row) { impl_->counters.add(row); }
+void TraceWriter::add(const DeviceOpRow& row) { impl_->device_ops.add(row); }
+void TraceWriter::add(const LaunchRow& row) { impl_->launches.add(row); }
+void TraceWriter::add(const TransferRow& row) { impl_->transfers.add(row); }
+void TraceWriter::add(const MemoryEventRow& row) { impl_->memory_events.add(row); }
+void TraceWriter::add(CompileRow row) { impl_->compiles.add(std::move(row)); }
+void TraceWriter::add(const StepRow& row) { impl_->steps.add(row); }
+
+uint64_t TraceWriter::staged() const { return impl_->staged(); }
+uint64_t TraceWriter::committed() const { return impl_->committed; }
+
+void TraceWriter::Impl::write_all() {
+  for (size_t i = strings_written; i < strings_by_id.size(); ++i) {
+    insert_string.bind(1, int64_t(i));
+    insert_string.bind_static(2, *strings_by_id[i]);
+    insert_string.step();
+    insert_string.reset();
+  }
+  for (uint32_t id : dirty_devices) {
+    const DeviceRow& d = devices[id];
+    put_device.bind(1, int64_t(d.id));
+    put_device.bind_static(2, d.name);
+    put_device.bind(3, int64_t(d.kind));
+    put_device.bind(4, d.memory_capacity);
+    put_device.bind(5, d.copy_bandwidth);
+    put_device.step();
+    put_device.reset();
+  }
+  for (auto key : dirty_streams) {
+    const StreamRow& s = streams[key];
+    put_stream.bind(1, int64_t(s.device));
+    put_stream.bind(2, int64_t(s.stream));
+    put_stream.bind_static(3, s.name);
+    put_stream.step();
+    put_stream.reset();
+  }
+  for (uint32_t id : dirty_threads) {
+    const ThreadRow& t = threads[id];
+    put_thread.bind(1, int64_t(t.id));
+    put_thread.bind(2, t.process);
+    put_thread.bind(3, t.os_tid);
+    put_thread.bind_static(4, t.name);
+    put_thread.bind(5, int64_t(t.dropped_events));
+    put_thread.step();
+    put_thread.reset();
+  }
+  for (uint32_t id : dirty_callsites) {
+    const CallSiteRow& c = callsites[id];
+    put_callsite.bind(1, int64_t(c.id));
+    put_callsite.bind(2, int64_t(c.file));
+    put_callsite.bind(3, int64_t(c.line));
+    put_callsite.bind(4, int64_t(c.function));
+    put_callsite.step();
+    put_callsite.reset();
+  }
+  for_each_table([&](auto& t) { t.write(tracks); });
+  for (auto& [key, t] : tracks) {
+    if (!t.dirty) continue;
+    put_track.bind_static(1, std::get<0>(key));
+    put_track.bind(2, std::get<1>(key));
+    put_track.bind(3, std::get<2>(key));
+    put_track.bind(4, t.rows);
+    put_track.bind(5, t.first_start);
+    put_track.bind(6, t.last_end);
+    put_track.step();
+    put_track.reset();
+  }
+  for (const std::string& key : dirty_meta) {
+    auto it = meta.find(key);
+    put_meta.bind_static(1, it->first);
+    put_meta.bind_static(2, it->second);
+    put_meta.step();
+    put_meta.reset();
+  }
+}
+
+void TraceWriter::commit() {
+  Impl& w = *impl_;
+  uint64_t rows = w.staged();
+  TrackMap tracks_before = w.tracks;
+  try {
+    w.begin.step();
+    w.begin.reset();
+    w.write_all();
+    w.commit_tx.step();
+    w.commit_tx.reset();
+  } catch (const StoreError& e) {
+    // Undo everything this transaction did; the staged events are lost.
+    if (!sqlite3_get_autocommit(w.db.get())) {
+      try {
+        w.rollback.step();
+      } catch (const StoreError&) {
+      }
+      w.rollback.reset();
+    }
+    w.tracks = std::move(tracks_before);
+    w.for_each_table([](auto& t) { t.discard(); });
+    throw StoreError(fmt::format("cannot write trace '{}': {}", w.path, e.what()));
+  }
+  w.strings_written = w.strings_by_id.size();
+  w.dirty_devices.clear();
+  w.dirty_streams.clear();
+  w.dirty_threads.clear();
+  w.dirty_callsites.clear();
+  w.dirty_meta.clear();
+  for (auto& [key, t] : w.tracks) t.dirty = false;
+  w.for_each_table([](auto& t) { t.clear_after_commit(); });
+  w.committed += rows;
+}
+
+void TraceWriter::close() {
+  Impl& w = *impl_;
+  if (!w.db.get()) return;
+  commit();
+  // Back to a rollback journal: the finished trace is one self-contained
+  // file that can be mailed and opened read-only anywhere. Fails harmlessly
+  // (the file stays in WAL mode) if a reader has it open.
+  try {
+    store::exec(w.db.get(), "PRAGMA journal_mode=DELETE");
+  } catch (const StoreError&) {
+  }
+  w.begin = Stmt();
+  w.commit_tx = Stmt();
+  w.rollback = Stmt();
+  for (Stmt* s : {&w.insert_string, &w.put_device, &w.put_stream, &w.put_thread, &w.put_callsite, &w.put_meta,
+                  &w.put_track}) {
+    *s = Stmt();
+  }
+  w.for_each_table([](auto& t) { t = {}; });
+  w.db = store::Db();
+}
+
+}  // namespace loupe::prof

@@ -1,0 +1,186 @@
+// Each kind of bad file gets one clear error naming the file and the
+// problem: never a crash, a hang, or a silently partial model.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "loupe/prof/trace_reader.h"
+#include "loupe/prof/trace_writer.h"
+#include "test_files.h"
+
+using namespace loupe::prof;
+
+namespace {
+
+void write_good_trace(const std::string& path, int ops = 2000) {
+  TraceWriter w(path, {});
+  StringId k = w.intern("k");
+  for (int i = 0; i < ops; ++i) {
+    w.add(DeviceOpRow{0, 0, int64_t(i) * 100, 50, DeviceOpKind::kernel, k, 0, CopyKind::none, uint64_t(i)});
+    w.add(HostSpanRow{0, int64_t(i) * 100, 10, k, SpanKind::user, 0, 0});
+  }
+  w.set_meta("status", "complete");
+  w.close();
+}
+
+void sql(const std::string& path, const char* statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, statement, nullptr, nullptr, &err);
+  std::string message = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message;
+}
+
+// The error load_trace() raises, or "" if it loaded.
+std::string load_error(const std::string& path) {
+  try {
+    load_trace(path);
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_error(const std::string& path, const std::string& fragment) {
+  std::string error = load_error(path);
+  EXPECT_NE(error.find(path), std::string::npos) << "the message names the file: " << error;
+  EXPECT_NE(error.find(fragment), std::string::npos) << "expected '" << fragment << "' in: " << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
+}
+
+class BadTrace : public ::testing::Test {
+ protected:
+  loupe::test::TempDir dir;
+};
+
+TEST_F(BadTrace, MissingFile) { expect_error(dir.file("nope.db"), "No such file"); }
+
+TEST_F(BadTrace, Directory) { expect_error(dir.path().string(), "is a directory"); }
+
+TEST_F(BadTrace, EmptyFile) {
+  std::string path = dir.file("empty.db");
+  std::ofstream(path).close();
+  expect_error(path, "empty");
+}
+
+TEST_F(BadTrace, RandomBytes) {
+  std::string path = dir.file("random.db");
+  std::mt19937 rng(7);
+  std::ofstream f(path, std::ios::binary);
+  for (int i = 0; i < 100'000; ++i) f.put(char(rng()));
+  f.close();
+  expect_error(path, "not a SQLite database");
+}
+
+TEST_F(BadTrace, Truncated) {
+  std::string path = dir.file("truncated.db");
+  write_good_trace(path, 20'000);
+  auto size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size / 2);
+  expect_error(path, "truncated");
+}
+
+TEST_F(BadTrace, DatabaseOfAnotherProgram) {
+  std::string path = dir.file("other.db");
+  sql(path, "CREATE TABLE contacts(name TEXT, phone TEXT); INSERT INTO contacts VALUES ('a', 'b');");
+  expect_error(path, "another program");
+}
+
+TEST_F(BadTrace, NewerMajorVersion) {
+  std::string path = dir.file("newer.db");
+  write_good_trace(path);
+  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(kFormatMajor + 1, 0))).c_str());
+  expect_error(path, "newer than this loupe reads");
+}
+
+TEST_F(BadTrace, NewerMinorVersionIsRead) {
+  std::string path = dir.file("minor.db");
+  write_good_trace(path);
+  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(kFormatMajor, kFormatMinor + 3))).c_str());
+  sql(path, "ALTER TABLE device_ops ADD COLUMN future INTEGER NOT NULL DEFAULT 0; CREATE TABLE future_table(x);");
+  EXPECT_EQ(load_error(path), "");
+}
+
+TEST_F(BadTrace, TableReplacedByView) {
+  std::string path = dir.file("view.db");
+  write_good_trace(path);
+  sql(path,
+      "DROP TABLE device_ops; CREATE VIEW device_ops AS SELECT 0 AS device, 0 AS stream, 0 AS start, 0 AS id, 0 AS "
+      "dur, 0 AS kind, 0 AS name, 0 AS bytes, 0 AS copy_kind, 0 AS correlation;");
+  expect_error(path, "'device_ops' is a view, not a table");
+}
+
+TEST_F(BadTrace, MissingTable) {
+  std::string path = dir.file("missing.db");
+  write_good_trace(path);
+  sql(path, "DROP TABLE steps;");
+  expect_error(path, "missing table 'steps'");
+}
+
+TEST_F(BadTrace, MissingColumn) {
+  std::string path = dir.file("column.db");
+  write_good_trace(path);
+  sql(path, "ALTER TABLE host_spans DROP COLUMN callsite;");
+  expect_error(path, "'host_spans' lacks column 'callsite'");
+}
+
+TEST_F(BadTrace, WrongColumnType) {
+  std::string path = dir.file("type.db");
+  write_good_trace(path);
+  sql(path, "DROP TABLE steps; CREATE TABLE steps(thread TEXT, start INTEGER, id INTEGER, dur INTEGER, number INTEGER);");
+  expect_error(path, "'steps.thread' is declared TEXT, expected INTEGER");
+}
+
+TEST_F(BadTrace, DanglingStringReference) {
+  std::string path = dir.file("dangling.db");
+  write_good_trace(path);
+  sql(path, "UPDATE device_ops SET name = 999999 WHERE start = 500;");
+  expect_error(path, "device_ops: name refers to string id 999999");
+}
+
+TEST_F(BadTrace, NegativeDuration) {
+  std::string path = dir.file("negative.db");
+  write_good_trace(path);
+  sql(path, "UPDATE host_spans SET dur = -5 WHERE start = 300;");
+  expect_error(path, "host_spans: negative duration -5 ns");
+}
+
+TEST_F(BadTrace, UnknownCallSite) {
+  std::string path = dir.file("callsite.db");
+  write_good_trace(path);
+  sql(path, "UPDATE host_spans SET callsite = 12 WHERE start = 300;");
+  expect_error(path, "callsite 12 is not in the callsites table");
+}
+
+TEST_F(BadTrace, CorruptPagesInTheMiddle) {
+  // Overwrite a run of pages after the schema with noise: SQLite notices
+  // while reading, and the reader reports it instead of crashing.
+  std::string path = dir.file("corrupt.db");
+  write_good_trace(path, 50'000);
+  auto size = std::filesystem::file_size(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    std::mt19937 rng(3);
+    f.seekp(std::streamoff(size / 2));
+    for (int i = 0; i < 65536; ++i) f.put(char(rng()));
+  }
+  std::string error = load_error(path);
+  EXPECT_NE(error.find(path), std::string::npos) << error;
+  EXPECT_NE(error.find("malformed"), std::string::npos) << error;
+}
+
+TEST_F(BadTrace, GoodTraceLoads) {
+  std::string path = dir.file("good.db");
+  write_good_trace(path);
+  TraceModel m = load_trace(path);
+  EXPECT_EQ(m.count_device_ops(), 2000u);
+  EXPECT_EQ(m.count_host_spans(), 2000u);
+}
+
+}  // namespace

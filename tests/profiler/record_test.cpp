@@ -1,0 +1,277 @@
+// The record API and captures: what is recorded arrives in the file,
+// exactly once; what is dropped is counted; nothing is recorded when no
+// capture is active.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "loupe/prof/capture.h"
+#include "loupe/prof/record.h"
+#include "loupe/prof/trace_reader.h"
+#include "test_files.h"
+
+using namespace loupe::prof;
+using namespace std::chrono_literals;
+
+namespace {
+
+uint64_t total(const TraceModel& m) { return m.total_events(); }
+
+TEST(Record, NothingIsRecordedWithoutACapture) {
+  loupe::test::TempDir dir;
+  span_begin("before");  // begins with no capture: never recorded
+  for (int i = 0; i < 1000; ++i) {
+    Scope s("idle");
+    counter("c", i);
+    instant("i");
+    device_op({.name = "k", .start = ticks_now(), .end = ticks_now()});
+  }
+  {
+    Capture capture({.path = dir.file("t.db")});
+    ASSERT_TRUE(capture.ok());
+    span_end();  // ends "before": not recorded, and does not unbalance
+    { Scope inside("inside"); }
+    capture.stop();
+  }
+  TraceModel m = load_trace(dir.file("t.db"));
+  ASSERT_EQ(total(m), 1u);
+  ASSERT_EQ(m.host_spans.size(), 1u);
+  EXPECT_EQ(m.str(m.host_spans[0].name[0]), "inside");
+  EXPECT_EQ(m.host_spans[0].depth[0], 0u);
+  EXPECT_EQ(m.info.status, "complete");
+}
+
+TEST(Record, NestedSpansHaveDepthsAndContainTheirChildren) {
+  loupe::test::TempDir dir;
+  {
+    Capture capture({.path = dir.file("t.db")});
+    Scope outer("outer");
+    {
+      Scope middle("middle", SpanKind::runtime);
+      span_begin("inner", SpanKind::wait);
+      std::this_thread::sleep_for(1ms);
+      span_end();
+    }
+    capture.stop();  // "outer" is still open: it is not recorded
+  }
+  TraceModel m = load_trace(dir.file("t.db"));
+  ASSERT_EQ(m.host_spans.size(), 1u);
+  const HostSpans& s = m.host_spans[0];
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(m.str(s.name[0]), "middle");
+  EXPECT_EQ(s.depth[0], 1u);
+  EXPECT_EQ(s.kind[0], SpanKind::runtime);
+  EXPECT_EQ(m.str(s.name[1]), "inner");
+  EXPECT_EQ(s.depth[1], 2u);
+  EXPECT_EQ(s.kind[1], SpanKind::wait);
+  EXPECT_LE(s.start[0], s.start[1]);
+  EXPECT_GE(s.end(0), s.end(1));
+  EXPECT_GE(s.dur[1], 1'000'000) << "slept 1 ms inside";
+}
+
+TEST(Record, TimesAreMonotonicNanosecondsFromTheOrigin) {
+  loupe::test::TempDir dir;
+  int64_t before, after;
+  {
+    Capture capture({.path = dir.file("t.db")});
+    std::this_thread::sleep_for(60ms);  // past the converter's first recalibration
+    before = monotonic_ns();
+    { Scope s("timed"); std::this_thread::sleep_for(20ms); }
+    after = monotonic_ns();
+    capture.stop();
+  }
+  TraceModel m = load_trace(dir.file("t.db"));
+  int64_t origin = std::stoll(m.info.meta.at("origin_monotonic_ns"));
+  const HostSpans& s = m.host_spans.at(0);
+  int64_t start = s.start[0] + origin, end = s.end(0) + origin;
+  // The span lies inside the bracket read with clock_gettime, to within the
+  // tick conversion's error (a few microseconds).
+  EXPECT_GE(start, before - 5'000);
+  EXPECT_LE(end, after + 5'000);
+  EXPECT_NEAR(double(s.dur[0]), 20e6, 2e6);
+}
+
+// Every kind of event, many threads: each arrives once, none are lost.
+TEST(Record, ManyThreadsLoseNothing) {
+  loupe::test::TempDir dir;
+  constexpr int kThreads = 8, kPerThread = 5000;
+  register_device({.id = 0, .name = "test device", .kind = DeviceKind::cpu, .memory_capacity = 1 << 30});
+  register_stream(0, 1, "stream one");
+  CallSiteId site = callsite();
+  {
+    Capture capture({.path = dir.file("t.db"), .buffer_events = 1u << 16});
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([t, site] {
+        set_thread_name("worker " + std::to_string(t));
+        for (int i = 0; i < kPerThread; ++i) {
+          step_begin(i);
+          { Scope s("span"); }
+          instant("mark");
+          counter("value", double(t * kPerThread + i));
+          Ticks a = ticks_now();
+          uint64_t corr = next_correlation_id();
+          launch({.name = "launch", .start = a, .end = a + 10, .device = 0, .stream = 1, .correlation = corr});
+          device_op({.device = 0, .stream = 1, .name = "op", .start = a, .end = a + 100, .correlation = corr});
+          transfer({.start = a, .end = a + 5, .bytes = 64, .callsite = site});
+          memory_event({.device = 0, .bytes = 64, .allocated = i, .reserved = i + 1});
+          step_end();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    capture.stop();
+    EXPECT_EQ(capture.stats().dropped, 0u);
+    EXPECT_EQ(capture.stats().recorded, uint64_t(kThreads) * kPerThread * 8);
+  }
+  TraceModel m = load_trace(dir.file("t.db"));
+  const uint64_t n = uint64_t(kThreads) * kPerThread;
+  EXPECT_EQ(m.count_host_spans(), n);
+  EXPECT_EQ(m.count_device_ops(), n);
+  auto sum = [](const auto& tracks) {
+    uint64_t k = 0;
+    for (const auto& t : tracks) k += t.size();
+    return k;
+  };
+  EXPECT_EQ(sum(m.instants), n);
+  EXPECT_EQ(sum(m.counters), n);
+  EXPECT_EQ(sum(m.launches), n);
+  EXPECT_EQ(sum(m.transfers), n);
+  EXPECT_EQ(sum(m.memory), n);
+  EXPECT_EQ(sum(m.steps), n);
+  // Every counter value 0..n-1 arrived exactly once.
+  ASSERT_EQ(m.counters.size(), 1u);
+  std::vector<double> values = m.counters[0].value;
+  std::sort(values.begin(), values.end());
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(values[i], double(i));
+  // Correlation ids link each launch to its device op one to one.
+  std::set<uint64_t> launched, ran;
+  for (const auto& l : m.launches) launched.insert(l.correlation.begin(), l.correlation.end());
+  for (const auto& o : m.device_ops) ran.insert(o.correlation.begin(), o.correlation.end());
+  EXPECT_EQ(launched.size(), n);
+  EXPECT_EQ(launched, ran);
+  // Registration reached the file.
+  ASSERT_NE(m.device(0), nullptr);
+  EXPECT_EQ(m.device(0)->name, "test device");
+  ASSERT_NE(m.stream(0, 1), nullptr);
+  EXPECT_EQ(m.stream(0, 1)->name, "stream one");
+  int named = 0;
+  for (const Thread& t : m.threads) named += t.name.rfind("worker ", 0) == 0;
+  EXPECT_EQ(named, kThreads);
+  const CallSite* cs = m.callsite(site);
+  ASSERT_NE(cs, nullptr);
+  EXPECT_NE(m.str(cs->file).find("record_test.cpp"), std::string::npos);
+  EXPECT_GT(cs->line, 0u);
+}
+
+// A ring far too small for the burst: what is not recorded is counted, and
+// the two add up exactly to what was emitted.
+TEST(Record, DroppedEventsAreCountedExactly) {
+  loupe::test::TempDir dir;
+  constexpr int kThreads = 4, kPerThread = 200'000;
+  CaptureStats stats;
+  {
+    Capture capture({.path = dir.file("t.db"), .buffer_events = 64});
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([] {
+        for (int i = 0; i < kPerThread; ++i) counter("burst", i);
+      });
+    }
+    for (auto& th : threads) th.join();
+    capture.stop();
+    stats = capture.stats();
+  }
+  TraceModel m = load_trace(dir.file("t.db"));
+  uint64_t recorded = m.total_events();
+  EXPECT_GT(stats.dropped, 0u) << "a 64-event ring cannot hold a burst of 200,000";
+  EXPECT_EQ(recorded + stats.dropped, uint64_t(kThreads) * kPerThread);
+  EXPECT_EQ(m.info.dropped_events, stats.dropped);
+  uint64_t per_thread = 0;
+  for (const Thread& t : m.threads) per_thread += t.dropped_events;
+  EXPECT_EQ(per_thread, stats.dropped);
+}
+
+TEST(Record, CompileEventsCarryTheirText) {
+  loupe::test::TempDir dir;
+  {
+    Capture capture({.path = dir.file("t.db")});
+    Compile c;
+    c.function = intern("train_step");
+    c.signature = intern("f32[31,128]");
+    c.kind = CompileKind::miss;
+    c.reason = "arg 0 `x`: now f32[31,128], before f32[32,128]";
+    c.start = ticks_now();
+    c.end = c.start + 1000;
+    c.trace_ns = 1;
+    c.optimize_ns = 2;
+    c.codegen_ns = 3;
+    c.nodes = 10;
+    c.kernels = 2;
+    c.ir = "ir text";
+    c.callsite = callsite();
+    c.function_object = 77;
+    compile(c);
+    capture.stop();
+  }
+  TraceModel m = load_trace(dir.file("t.db"));
+  ASSERT_EQ(m.compiles.size(), 1u);
+  const Compiles& c = m.compiles[0];
+  EXPECT_EQ(m.str(c.function[0]), "train_step");
+  EXPECT_EQ(m.str(c.signature[0]), "f32[31,128]");
+  EXPECT_EQ(c.reason[0], "arg 0 `x`: now f32[31,128], before f32[32,128]");
+  EXPECT_EQ(c.ir[0], "ir text");
+  EXPECT_EQ(c.kernels[0], 2u);
+  EXPECT_EQ(c.function_object[0], 77u);
+  EXPECT_NE(m.callsite(c.callsite[0]), nullptr);
+}
+
+TEST(Record, ConsecutiveCapturesDoNotMix) {
+  loupe::test::TempDir dir;
+  {
+    Capture first({.path = dir.file("a.db")});
+    for (int i = 0; i < 10; ++i) instant("first");
+  }
+  {
+    Capture second({.path = dir.file("b.db")});
+    for (int i = 0; i < 3; ++i) instant("second");
+  }
+  EXPECT_EQ(load_trace(dir.file("a.db")).total_events(), 10u);
+  TraceModel b = load_trace(dir.file("b.db"));
+  ASSERT_EQ(b.total_events(), 3u);
+  EXPECT_EQ(b.str(b.instants[0].name[0]), "second");
+}
+
+TEST(Record, OnlyOneCaptureAtATime) {
+  loupe::test::TempDir dir;
+  Capture first({.path = dir.file("a.db")});
+  Capture second({.path = dir.file("b.db")});
+  EXPECT_TRUE(first.ok());
+  EXPECT_FALSE(second.ok());
+}
+
+TEST(Record, UnwritablePathLeavesTheProgramRunning) {
+  Capture capture({.path = "/nonexistent-dir/for/sure/t.db"});
+  EXPECT_FALSE(capture.ok());
+  EXPECT_NE(capture.stats().error.find("/nonexistent-dir/for/sure/t.db"), std::string::npos);
+  for (int i = 0; i < 100; ++i) Scope s("still fine");  // no crash, nothing recorded
+  capture.stop();
+}
+
+TEST(Record, EventsOfExitedThreadsAreKept) {
+  loupe::test::TempDir dir;
+  {
+    Capture capture({.path = dir.file("t.db")});
+    for (int t = 0; t < 16; ++t) {
+      std::thread([] {
+        for (int i = 0; i < 100; ++i) instant("short-lived");
+      }).join();
+    }
+  }
+  EXPECT_EQ(load_trace(dir.file("t.db")).total_events(), 1600u);
+}
+
+}  // namespace
