@@ -29,11 +29,15 @@ namespace {
 std::mutex g_capture_mu;
 bool g_capture_exists = false;
 
-// The rings are drained this often; commits happen every flush interval.
+// Two threads serve a capture. The drainer empties the threads' rings into
+// a pending buffer every 2 ms; it only copies, so it keeps draining while
+// the writer spends a commit inside SQLite. The writer converts pending
+// events to rows and commits them every flush interval, or sooner once
+// kCommitBatch events wait. At most kMaxPending events wait: past that the
+// drainer leaves events in the rings, which then drop and count them.
 constexpr auto kDrainInterval = std::chrono::milliseconds(2);
-// A commit is forced once this many rows are staged, bounding the writer's
-// memory when events arrive faster than the flush interval writes them.
-constexpr uint64_t kMaxStagedRows = 1u << 20;
+constexpr size_t kCommitBatch = size_t(1) << 18;
+constexpr size_t kMaxPending = size_t(1) << 20;
 
 int64_t wall_ns() {
   timespec ts;
@@ -55,20 +59,26 @@ struct Capture::State {
   TickConverter clock;
   int64_t origin_ns = 0;  // CLOCK_MONOTONIC at the trace's origin
 
-  std::thread writer_thread;
-  std::mutex mu;
-  std::condition_variable wake;
-  bool stop_requested = false;
+  std::thread drainer_thread, writer_thread;
+  std::mutex mu;  // guards everything down to `stopped`
+  std::condition_variable wake_drainer, wake_writer;
+  bool stop_drainer = false, stop_writer = false;
+  // Events drained and not yet written, with the thread of each run.
+  std::vector<RawEvent> pending;
+  std::vector<std::pair<uint32_t, size_t>> pending_runs;  // (thread, events)
   bool stopped = false;
 
   mutable std::mutex stats_mu;
   CaptureStats stats;
 
+  // Drainer-thread state.
+  std::vector<ThreadEntry*> entries;
   // Writer-thread state.
   std::unordered_map<const char*, StringId> string_ids;
   uint64_t registry_version = ~uint64_t(0);
   size_t callsites_written = 0;
-  std::vector<ThreadEntry*> entries;
+  std::vector<RawEvent> writing;
+  std::vector<std::pair<uint32_t, size_t>> writing_runs;
 
   StringId string_id(const char* s) {
     auto [it, inserted] = string_ids.try_emplace(s, 0);
@@ -77,10 +87,11 @@ struct Capture::State {
   }
   int64_t to_trace_ns(Ticks t) const { return clock.to_monotonic_ns(t) - origin_ns; }
 
-  void run();
-  void sync_registry();
+  void run_drainer();
+  void run_writer();
   void drain();
-  void drain_ring(ThreadEntry& e);
+  void sync_registry();
+  void convert(uint32_t thread, const RawEvent& ev);
   void commit();
   void report_loss(const std::string& error, uint64_t rows);
 };
@@ -135,7 +146,8 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
     reg.compiles.clear();
     detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // odd: recording
   }
-  s.writer_thread = std::thread([&s] { s.run(); });
+  s.drainer_thread = std::thread([&s] { s.run_drainer(); });
+  s.writer_thread = std::thread([&s] { s.run_writer(); });
 }
 
 Capture::~Capture() { stop(); }
@@ -155,34 +167,81 @@ void Capture::stop() {
   detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // even: not recording
   {
     std::lock_guard lock(s.mu);
-    s.stop_requested = true;
+    s.stop_drainer = true;
   }
-  s.wake.notify_one();
+  s.wake_drainer.notify_one();
+  s.drainer_thread.join();  // after its last drain
+  {
+    std::lock_guard lock(s.mu);
+    s.stop_writer = true;
+  }
+  s.wake_writer.notify_one();
   s.writer_thread.join();
   std::lock_guard lock(g_capture_mu);
   g_capture_exists = false;
 }
 
-void Capture::State::run() {
-  auto last_commit = std::chrono::steady_clock::now();
-  auto drain_every = std::min<std::chrono::milliseconds>(kDrainInterval, options.flush_interval);
+void Capture::State::run_drainer() {
+  std::unique_lock lock(mu);
   for (;;) {
-    bool stopping;
-    {
-      std::unique_lock lock(mu);
-      wake.wait_for(lock, drain_every, [&] { return stop_requested; });
-      stopping = stop_requested;
-    }
+    wake_drainer.wait_for(lock, kDrainInterval, [&] { return stop_drainer; });
+    bool stopping = stop_drainer;
+    lock.unlock();
     drain();
-    auto now = std::chrono::steady_clock::now();
-    if (stopping || now - last_commit >= options.flush_interval || writer->staged() >= kMaxStagedRows) {
-      commit();
-      last_commit = std::chrono::steady_clock::now();
+    lock.lock();
+    if (pending.size() >= kCommitBatch) wake_writer.notify_one();
+    if (stopping) return;
+  }
+}
+
+// Copies every ring's new events into `pending`, up to kMaxPending.
+void Capture::State::drain() {
+  {
+    Registry& reg = Registry::get();
+    std::lock_guard lock(reg.mu);
+    entries.clear();
+    for (auto& e : reg.threads) {
+      if (e->has_ring) entries.push_back(e.get());
     }
+  }
+  std::lock_guard lock(mu);
+  for (ThreadEntry* e : entries) {
+    detail::Ring& r = e->ring;
+    uint64_t tail = r.tail.load(std::memory_order_relaxed);
+    uint64_t head = r.published.load(std::memory_order_acquire);
+    size_t n = std::min<size_t>(head - tail, kMaxPending - std::min(kMaxPending, pending.size()));
+    if (n == 0) continue;
+    for (uint64_t i = tail; i != tail + n; ++i) pending.push_back(r.slots[i & r.mask]);
+    pending_runs.push_back({e->id, n});
+    r.tail.store(tail + n, std::memory_order_release);
+  }
+}
+
+void Capture::State::run_writer() {
+  auto last_commit = std::chrono::steady_clock::now();
+  std::unique_lock lock(mu);
+  for (;;) {
+    wake_writer.wait_until(lock, last_commit + options.flush_interval,
+                           [&] { return stop_writer || pending.size() >= kCommitBatch; });
+    bool stopping = stop_writer;
+    writing.swap(pending);
+    writing_runs.swap(pending_runs);
+    lock.unlock();
+    clock.calibrate();
+    sync_registry();
+    size_t k = 0;
+    for (auto [thread, n] : writing_runs) {
+      for (size_t i = 0; i < n; ++i) convert(thread, writing[k++]);
+    }
+    writing.clear();
+    writing_runs.clear();
+    commit();
+    last_commit = std::chrono::steady_clock::now();
     if (stopping) break;
+    lock.lock();
   }
   {
-    std::lock_guard lock(stats_mu);
+    std::lock_guard stats_lock(stats_mu);
     writer->set_meta("status", stats.error.empty() ? "complete" : "incomplete");
   }
   try {
@@ -192,7 +251,7 @@ void Capture::State::run() {
   }
   // Free the rings of threads that exited during the capture.
   Registry& reg = Registry::get();
-  std::lock_guard lock(reg.mu);
+  std::lock_guard reg_lock(reg.mu);
   reg.capture_active = false;
   std::erase_if(reg.threads, [](const auto& e) { return e->retired; });
   std::lock_guard stats_lock(stats_mu);
@@ -202,13 +261,11 @@ void Capture::State::run() {
   }
 }
 
-// Copies names, devices, streams and new call sites into the writer, and
-// takes a snapshot of the thread entries to drain.
+// Copies names, devices, streams, new call sites and queued compiles into
+// the writer.
 void Capture::State::sync_registry() {
   Registry& reg = Registry::get();
   std::lock_guard lock(reg.mu);
-  entries.clear();
-  for (auto& e : reg.threads) entries.push_back(e.get());
   for (; callsites_written < reg.callsites.size(); ++callsites_written) {
     const detail::CallSiteEntry& c = reg.callsites[callsites_written];
     writer->put(CallSiteRow{uint32_t(callsites_written + 1), string_id(c.file), c.line, string_id(c.function)});
@@ -242,70 +299,53 @@ void Capture::State::sync_registry() {
   for (const Registry::Stream& st : reg.streams) writer->put(StreamRow{st.device, st.stream, st.name});
 }
 
-void Capture::State::drain() {
-  clock.calibrate();
-  sync_registry();
-  for (ThreadEntry* e : entries) {
-    if (e->has_ring) drain_ring(*e);
-  }
-}
-
-void Capture::State::drain_ring(ThreadEntry& e) {
-  detail::Ring& r = e.ring;
-  uint64_t tail = r.tail.load(std::memory_order_relaxed);
-  uint64_t head = r.published.load(std::memory_order_acquire);
-  const uint32_t thread = e.id;
-  for (; tail != head; ++tail) {
-    const RawEvent& ev = r.slots[tail & r.mask];
-    switch (ev.kind) {
-      case detail::EventKind::span: {
-        int64_t start = to_trace_ns(ev.span.start);
-        writer->add(HostSpanRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.span.end) - start),
-                                string_id(ev.span.name), ev.span.kind, ev.span.depth, 0});
-        break;
-      }
-      case detail::EventKind::instant:
-        writer->add(InstantRow{thread, to_trace_ns(ev.instant.time), string_id(ev.instant.name), ev.instant.kind});
-        break;
-      case detail::EventKind::counter:
-        writer->add(CounterRow{string_id(ev.counter.name), to_trace_ns(ev.counter.time), ev.counter.value});
-        break;
-      case detail::EventKind::device_op: {
-        const DeviceOp& op = ev.device_op;
-        int64_t start = to_trace_ns(op.start);
-        writer->add(DeviceOpRow{op.device, op.stream, start, std::max<int64_t>(0, to_trace_ns(op.end) - start),
-                                op.kind, string_id(op.name), int64_t(op.bytes), op.copy, op.correlation});
-        break;
-      }
-      case detail::EventKind::launch: {
-        const Launch& l = ev.launch;
-        int64_t start = to_trace_ns(l.start);
-        writer->add(LaunchRow{thread, start, std::max<int64_t>(0, to_trace_ns(l.end) - start), string_id(l.name),
-                              l.device, l.stream, l.correlation});
-        break;
-      }
-      case detail::EventKind::transfer: {
-        const Transfer& t = ev.transfer;
-        int64_t start = to_trace_ns(t.start);
-        writer->add(TransferRow{thread, start, std::max<int64_t>(0, to_trace_ns(t.end) - start), t.device,
-                                t.direction, int64_t(t.bytes), t.synchronous, t.implicit, t.host_memory, t.callsite,
-                                t.correlation});
-        break;
-      }
-      case detail::EventKind::memory: {
-        const MemoryEvent& m = ev.memory.event;
-        writer->add(MemoryEventRow{m.device, to_trace_ns(ev.memory.time), m.kind, int64_t(m.bytes), m.address,
-                                   m.allocated, m.reserved, m.callsite});
-        break;
-      }
-      case detail::EventKind::step: {
-        int64_t start = to_trace_ns(ev.step.start);
-        writer->add(StepRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.step.end) - start), ev.step.number});
-        break;
-      }
+void Capture::State::convert(uint32_t thread, const RawEvent& ev) {
+  switch (ev.kind) {
+    case detail::EventKind::span: {
+      int64_t start = to_trace_ns(ev.span.start);
+      writer->add(HostSpanRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.span.end) - start),
+                              string_id(ev.span.name), ev.span.kind, ev.span.depth, 0});
+      break;
+    }
+    case detail::EventKind::instant:
+      writer->add(InstantRow{thread, to_trace_ns(ev.instant.time), string_id(ev.instant.name), ev.instant.kind});
+      break;
+    case detail::EventKind::counter:
+      writer->add(CounterRow{string_id(ev.counter.name), to_trace_ns(ev.counter.time), ev.counter.value});
+      break;
+    case detail::EventKind::device_op: {
+      const DeviceOp& op = ev.device_op;
+      int64_t start = to_trace_ns(op.start);
+      writer->add(DeviceOpRow{op.device, op.stream, start, std::max<int64_t>(0, to_trace_ns(op.end) - start), op.kind,
+                              string_id(op.name), int64_t(op.bytes), op.copy, op.correlation});
+      break;
+    }
+    case detail::EventKind::launch: {
+      const Launch& l = ev.launch;
+      int64_t start = to_trace_ns(l.start);
+      writer->add(LaunchRow{thread, start, std::max<int64_t>(0, to_trace_ns(l.end) - start), string_id(l.name),
+                            l.device, l.stream, l.correlation});
+      break;
+    }
+    case detail::EventKind::transfer: {
+      const Transfer& t = ev.transfer;
+      int64_t start = to_trace_ns(t.start);
+      writer->add(TransferRow{thread, start, std::max<int64_t>(0, to_trace_ns(t.end) - start), t.device, t.direction,
+                              int64_t(t.bytes), t.synchronous, t.implicit, t.host_memory, t.callsite, t.correlation});
+      break;
+    }
+    case detail::EventKind::memory: {
+      const MemoryEvent& m = ev.memory.event;
+      writer->add(MemoryEventRow{m.device, to_trace_ns(ev.memory.time), m.kind, int64_t(m.bytes), m.address,
+                                 m.allocated, m.reserved, m.callsite});
+      break;
+    }
+    case detail::EventKind::step: {
+      int64_t start = to_trace_ns(ev.step.start);
+      writer->add(StepRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.step.end) - start), ev.step.number});
+      break;
     }
   }
-  r.tail.store(tail, std::memory_order_release);
 }
 
 void Capture::State::commit() {

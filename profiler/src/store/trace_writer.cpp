@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "loupe/prof/trace_format.h"
@@ -30,6 +31,12 @@ constexpr int kRowsPerInsert = 50;
 struct TrackKey {
   int64_t a = 0, b = 0;
   auto operator<=>(const TrackKey&) const = default;
+};
+
+struct TrackKeyHash {
+  size_t operator()(const TrackKey& k) const {
+    return std::hash<int64_t>{}(k.a * 0x9e3779b97f4a7c15ll + k.b);
+  }
 };
 
 template <typename Row>
@@ -221,37 +228,36 @@ class EventTable {
   }
   void add(Row row) { staged_.push_back({std::move(row), next_id_++}); }
   size_t staged() const { return staged_.size(); }
-  void discard() { staged_.clear(); }
+  void discard() {
+    staged_.clear();
+    sorted_.clear();
+  }
 
   // Writes the staged rows in key order and folds them into `tracks`.
   void write(TrackMap& tracks) {
-    std::sort(staged_.begin(), staged_.end(), [](const Staged<Row>& x, const Staged<Row>& y) {
-      auto kx = T::track(x.row), ky = T::track(y.row);
-      if (kx != ky) return kx < ky;
-      int64_t sx = T::start(x.row), sy = T::start(y.row);
-      if (sx != sy) return sx < sy;
-      return x.id < y.id;
-    });
-    size_t n = staged_.size(), i = 0;
+    sort_by_key();
+    const std::vector<Staged<Row>>& rows = sorted_;
+    size_t n = rows.size(), i = 0;
     for (; i + kRowsPerInsert <= n; i += kRowsPerInsert) {
       for (int r = 0; r < kRowsPerInsert; ++r) {
-        T::bind(insert_many_, 1 + r * T::columns, staged_[i + r].row, staged_[i + r].id);
+        const Staged<Row>& row = rows[i + size_t(r)];
+        T::bind(insert_many_, 1 + r * T::columns, row.row, row.id);
       }
       insert_many_.step();
       insert_many_.reset();
     }
     for (; i < n; ++i) {
-      T::bind(insert_one_, 1, staged_[i].row, staged_[i].id);
+      T::bind(insert_one_, 1, rows[i].row, rows[i].id);
       insert_one_.step();
       insert_one_.reset();
     }
-    // Rows are sorted by track, so each track's stats are updated once.
+    // Rows are in track order, so each track's stats are updated once.
     for (size_t j = 0; j < n;) {
-      TrackKey key = T::track(staged_[j].row);
+      TrackKey key = T::track(rows[j].row);
       TrackStats& t = tracks[{T::table, key.a, key.b}];
-      int64_t first = T::start(staged_[j].row), last = T::end(staged_[j].row);
+      int64_t first = T::start(rows[j].row), last = T::end(rows[j].row);
       size_t k = j;
-      for (; k < n && T::track(staged_[k].row) == key; ++k) last = std::max(last, T::end(staged_[k].row));
+      for (; k < n && T::track(rows[k].row) == key; ++k) last = std::max(last, T::end(rows[k].row));
       if (t.rows == 0) {
         t.first_start = first;
         t.last_end = last;
@@ -264,13 +270,59 @@ class EventTable {
       j = k;
     }
   }
+
+  // Moves the staged rows into sorted_ in (track, start, id) order. Rows
+  // arrive in time order within a track, interleaved across a few tracks,
+  // so a counting sort by track leaves each track already sorted and the
+  // per-track sort is only a check. Rows are moved rather than indexed so
+  // that binding reads memory in order.
+  void sort_by_key() {
+    std::unordered_map<TrackKey, uint32_t, TrackKeyHash> dense;
+    std::vector<TrackKey> keys;
+    std::vector<size_t> count;
+    track_of_.resize(staged_.size());
+    for (size_t i = 0; i < staged_.size(); ++i) {
+      auto [it, inserted] = dense.try_emplace(T::track(staged_[i].row), uint32_t(keys.size()));
+      if (inserted) {
+        keys.push_back(it->first);
+        count.push_back(0);
+      }
+      track_of_[i] = it->second;
+      ++count[it->second];
+    }
+    std::vector<uint32_t> by_key(keys.size());
+    for (uint32_t k = 0; k < by_key.size(); ++k) by_key[k] = k;
+    std::sort(by_key.begin(), by_key.end(), [&](uint32_t x, uint32_t y) { return keys[x] < keys[y]; });
+    std::vector<size_t> begin(keys.size()), next(keys.size());
+    size_t offset = 0;
+    for (uint32_t k : by_key) {
+      begin[k] = next[k] = offset;
+      offset += count[k];
+    }
+    sorted_.resize(staged_.size());
+    for (size_t i = 0; i < staged_.size(); ++i) sorted_[next[track_of_[i]]++] = std::move(staged_[i]);
+    auto by_start = [](const Staged<Row>& x, const Staged<Row>& y) {
+      int64_t sx = T::start(x.row), sy = T::start(y.row);
+      return sx != sy ? sx < sy : x.id < y.id;
+    };
+    for (size_t k = 0; k < keys.size(); ++k) {
+      auto first = sorted_.begin() + long(begin[k]), last = sorted_.begin() + long(next[k]);
+      if (!std::is_sorted(first, last, by_start)) std::sort(first, last, by_start);
+    }
+  }
+
   void clear_after_commit() {
     staged_.clear();
-    if (staged_.capacity() > (size_t(1) << 20)) staged_.shrink_to_fit();
+    sorted_.clear();
+    if (staged_.capacity() > (size_t(1) << 20)) {
+      staged_.shrink_to_fit();
+      sorted_.shrink_to_fit();
+    }
   }
 
  private:
-  std::vector<Staged<Row>> staged_;
+  std::vector<Staged<Row>> staged_, sorted_;
+  std::vector<uint32_t> track_of_;
   int64_t next_id_ = 0;
   Stmt insert_many_, insert_one_;
 };

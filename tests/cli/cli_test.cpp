@@ -1,0 +1,140 @@
+// The `loupe` command as a user runs it: output, exit codes, and one clear
+// line on stderr for every kind of bad input.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "profiler/test_files.h"
+#include "run_command.h"
+
+namespace {
+
+using loupe::test::run_command;
+
+class Cli : public ::testing::Test {
+ protected:
+  loupe::test::TempDir dir;
+  loupe::test::CommandResult loupe(std::vector<std::string> args) {
+    args.insert(args.begin(), LOUPE_BIN);
+    return run_command(args, dir.path().string());
+  }
+  std::string synth(int events = 20'000) {
+    std::string path = dir.file("synth.db");
+    auto r = loupe({"synth", "-o", path, "--events", std::to_string(events), "--quiet"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path;
+  }
+};
+
+int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+
+TEST_F(Cli, InfoShowsVersionProducerCountsDevicesAndDrops) {
+  std::string path = synth();
+  auto r = loupe({"info", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("format     1.0 (written by loupe synth)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("status     complete"), std::string::npos);
+  EXPECT_NE(r.out.find("started    2026-01-01 00:00:00 UTC"), std::string::npos);
+  EXPECT_NE(r.out.find("events     20,000"), std::string::npos);
+  EXPECT_NE(r.out.find("dropped    0"), std::string::npos);
+  EXPECT_NE(r.out.find("Synthetic GPU 1"), std::string::npos);
+  EXPECT_NE(r.out.find("device_ops"), std::string::npos);
+  EXPECT_NE(r.out.find("data loader"), std::string::npos);
+}
+
+TEST_F(Cli, InfoOfARecordedWorkload) {
+  std::string path = dir.file("w.db");
+  auto w = run_command({LOUPE_RECORD_WORKLOAD, "--out", path, "--steps", "5"}, dir.path().string());
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  auto r = loupe({"info", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("written by record_workload"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("simulated device"), std::string::npos);
+  // 5 steps, each with 12 kernels on the stream: counted from the program.
+  auto q = loupe({"sql", path, "SELECT count(*) FROM device_ops", "--csv"});
+  EXPECT_EQ(q.out, "count(*)\n60\n");
+}
+
+TEST_F(Cli, SqlPrintsAnAlignedTableOrCsv) {
+  std::string path = synth();
+  auto table = loupe({"sql", path, "SELECT id, name FROM devices ORDER BY id"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out, "id  name\n 0  Synthetic GPU 0\n 1  Synthetic GPU 1\n");
+  EXPECT_EQ(table.err, "(2 rows)\n");
+  auto csv = loupe({"sql", path, "SELECT 'a,b' AS x, NULL AS y, 3 AS z", "--csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out, "x,y,z\n\"a,b\",,3\n");
+}
+
+TEST_F(Cli, BadUsageExitsTwoWithOneLine) {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {}, {"frobnicate"}, {"info"}, {"info", "a", "b"}, {"synth", "--events", "5"},
+           {"synth", "-o", "x.db", "--events", "0"}, {"synth", "-o", "x.db", "--events", "lots"},
+           {"info", "--no-such-flag", "x"}}) {
+    auto r = loupe(args);
+    EXPECT_EQ(r.exit_code, 2) << "args: " << ::testing::PrintToString(args) << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("loupe: "), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Cli, HelpOnEveryCommand) {
+  for (std::string cmd : {"info", "sql", "synth"}) {
+    auto r = loupe({cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd << ": " << r.out;
+  }
+  auto top = loupe({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.out.find("synth"), std::string::npos);
+}
+
+TEST_F(Cli, BadFilesExitTwoWithOneLineNamingTheFile) {
+  std::string missing = dir.file("missing.db");
+  std::string random = dir.file("random.db");
+  {
+    std::ofstream f(random, std::ios::binary);
+    for (int i = 0; i < 5000; ++i) f.put(char(i * 7919));
+  }
+  std::string other = dir.file("other.db");
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(other.c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  for (const std::string& path : {missing, random, other}) {
+    for (std::vector<std::string> args : {std::vector<std::string>{"info", path}}) {
+      auto r = loupe(args);
+      EXPECT_EQ(r.exit_code, 2) << path;
+      EXPECT_EQ(lines(r.err), 1) << r.err;
+      EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+    }
+  }
+  auto bad_sql = loupe({"sql", synth(100), "SELECT nonsense FROM"});
+  EXPECT_EQ(bad_sql.exit_code, 2);
+  EXPECT_EQ(lines(bad_sql.err), 1) << bad_sql.err;
+  auto write_sql = loupe({"sql", synth(100), "DROP TABLE meta"});
+  EXPECT_EQ(write_sql.exit_code, 2);
+  EXPECT_NE(write_sql.err.find("read-only"), std::string::npos);
+}
+
+TEST_F(Cli, SynthReportsWhatItWrote) {
+  std::string path = dir.file("s.db");
+  auto r = loupe({"synth", "-o", path, "--events", "12345", "--seed", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("12,345 events"), std::string::npos) << r.out;
+  auto q = loupe({"sql", path, "SELECT value FROM meta WHERE key = 'synth_seed'", "--csv"});
+  EXPECT_EQ(q.out, "value\n4\n");
+}
+
+TEST_F(Cli, SynthToAnUnwritablePathFails) {
+  auto r = loupe({"synth", "-o", "/nonexistent-dir/x.db", "--events", "10"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent-dir/x.db"), std::string::npos) << r.err;
+}
+
+}  // namespace
