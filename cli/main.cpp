@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "loupe 0.1.0");
   const Command commands[] = {
       add_info_command(app),
+      add_analyze_command(app),
       add_sql_command(app),
       add_synth_command(app),
   };
@@ -39,6 +40,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "loupe: %s\n", e.what());
       return kExitBadInput;
     } catch (const loupe::prof::StoreError& e) {
+      std::fprintf(stderr, "loupe: %s\n", e.what());
+      return kExitBadInput;
+    } catch (const std::invalid_argument& e) {
       std::fprintf(stderr, "loupe: %s\n", e.what());
       return kExitBadInput;
     } catch (const std::exception& e) {

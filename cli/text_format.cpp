@@ -3,37 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <ctime>
 
 namespace loupe::cli {
-
-std::string format_duration(int64_t ns) {
-  double v = double(ns);
-  double a = std::fabs(v);
-  if (a < 1e3) return fmt::format("{} ns", ns);
-  if (a < 1e6) return fmt::format("{:.3f} us", v / 1e3);
-  if (a < 1e9) return fmt::format("{:.3f} ms", v / 1e6);
-  return fmt::format("{:.3f} s", v / 1e9);
-}
-
-std::string format_bytes(int64_t bytes) {
-  double v = double(bytes);
-  double a = std::fabs(v);
-  if (a < 1024) return fmt::format("{} B", bytes);
-  if (a < 1024.0 * 1024) return fmt::format("{:.1f} KiB", v / 1024);
-  if (a < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", v / (1024.0 * 1024));
-  return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
-}
-
-std::string format_count(uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::string format_wall_time(int64_t unix_ns) {
   std::time_t secs = std::time_t(unix_ns / 1'000'000'000);

@@ -6,11 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "loupe/prof/units.h"
+
 namespace loupe::cli {
 
-std::string format_duration(int64_t ns);    // "1.234 ms"
-std::string format_bytes(int64_t bytes);    // "12.3 MiB"
-std::string format_count(uint64_t n);       // "1,234,567"
+using prof::format_bytes;
+using prof::format_count;
+using prof::format_duration;
+using prof::format_percent;
 std::string format_wall_time(int64_t unix_ns);  // "2026-11-29 14:23:38 UTC"
 
 // A table printed with aligned columns; numeric-looking cells align right.

@@ -5,7 +5,9 @@ target_compile_options(loupe_build_flags INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
   -Wformat=2 -Wimplicit-fallthrough
   # Designated initializers leave defaulted members out on purpose.
-  -Wno-missing-field-initializers)
+  -Wno-missing-field-initializers
+  # Call sites read "samples/x.cpp:12", not the absolute path of the checkout.
+  -fmacro-prefix-map=${CMAKE_SOURCE_DIR}/=)
 if(LOUPE_WERROR)
   target_compile_options(loupe_build_flags INTERFACE -Werror)
 endif()

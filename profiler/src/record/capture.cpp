@@ -304,7 +304,7 @@ void Capture::State::convert(uint32_t thread, const RawEvent& ev) {
     case detail::EventKind::span: {
       int64_t start = to_trace_ns(ev.span.start);
       writer->add(HostSpanRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.span.end) - start),
-                              string_id(ev.span.name), ev.span.kind, ev.span.depth, 0});
+                              string_id(ev.span.name), ev.span.kind, ev.span.depth, ev.span.callsite});
       break;
     }
     case detail::EventKind::instant:

@@ -117,7 +117,7 @@ namespace detail {
 
 enum class EventKind : uint8_t { span, instant, counter, device_op, launch, transfer, memory, step };
 
-struct SpanRecord { Ticks start, end; const char* name; uint32_t depth; SpanKind kind; };
+struct SpanRecord { Ticks start, end; const char* name; uint32_t depth; SpanKind kind; uint32_t callsite; };
 struct InstantRecord { Ticks time; const char* name; SpanKind kind; };
 struct CounterRecord { Ticks time; const char* name; double value; };
 struct StepRecord { Ticks start, end; int64_t number; };
@@ -155,6 +155,7 @@ struct OpenSpan {
   Ticks start;          // 0 when the span began with no capture active
   const char* name;
   SpanKind kind;
+  uint32_t callsite;
   uint32_t visible_depth;
   uint32_t generation;  // the capture it began in
 };
@@ -200,7 +201,7 @@ inline bool capturing() { return detail::g_generation.load(std::memory_order_rel
 // Nested host spans on the calling thread. Every span_begin needs its
 // span_end, also when no capture is active; a span counts only if it began
 // during the capture that sees it end.
-inline void span_begin(const char* name, SpanKind kind = SpanKind::user) {
+inline void span_begin(const char* name, SpanKind kind = SpanKind::user, CallSiteId site = kNoCallSite) {
   using namespace detail;
   ThreadState& st = t_state;
   if (st.depth >= kMaxOpenSpans) [[unlikely]] { ++st.overflow; return; }
@@ -208,6 +209,7 @@ inline void span_begin(const char* name, SpanKind kind = SpanKind::user) {
   OpenSpan& s = st.open[st.depth++];
   s.name = name;
   s.kind = kind;
+  s.callsite = site;
   s.generation = gen;
   if (gen & 1u) {
     s.visible_depth = st.visible_depth++;
@@ -230,27 +232,30 @@ inline void span_end() {
   RawEvent* e = acquire();
   if (e == nullptr) return;
   e->kind = EventKind::span;
-  e->span = {s.start, end, s.name, s.visible_depth, s.kind};
+  e->span = {s.start, end, s.name, s.visible_depth, s.kind, s.callsite};
   publish();
 }
 
 // A span for the lifetime of a scope.
 class Scope {
  public:
-  explicit Scope(const char* name, SpanKind kind = SpanKind::user) { span_begin(name, kind); }
+  explicit Scope(const char* name, SpanKind kind = SpanKind::user, CallSiteId site = kNoCallSite) {
+    span_begin(name, kind, site);
+  }
   ~Scope() { span_end(); }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 };
 
 // A span whose times the caller measured (a phase timed elsewhere).
-inline void span(const char* name, Ticks start, Ticks end, SpanKind kind = SpanKind::runtime) {
+inline void span(const char* name, Ticks start, Ticks end, SpanKind kind = SpanKind::runtime,
+                 CallSiteId site = kNoCallSite) {
   using namespace detail;
   if (!capturing()) return;
   RawEvent* e = acquire();
   if (e == nullptr) return;
   e->kind = EventKind::span;
-  e->span = {start, end, name, t_state.visible_depth, kind};
+  e->span = {start, end, name, t_state.visible_depth, kind, site};
   publish();
 }
 

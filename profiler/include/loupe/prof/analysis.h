@@ -1,0 +1,133 @@
+// loupe's analyses: what went wrong in a trace, what it cost, where to look.
+//
+// analyze() runs the rules of docs/analyses.md over a TraceModel and returns
+// findings ordered by impact, together with the measurements behind them
+// (per-device idle gaps with their causes, step statistics, the metrics
+// that budgets and diffs compare). The CLI prints this report and the viewer
+// draws it: one computation, so both always agree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loupe/prof/trace_model.h"
+
+namespace loupe::prof {
+
+enum class Severity : uint8_t { info = 0, warning = 1, error = 2 };
+std::string_view name_of(Severity s);
+
+struct TimeRange {
+  int64_t start = 0, end = 0;
+};
+
+struct Finding {
+  std::string rule;      // "recompile", "transfer", "idle-gap", ...
+  Severity severity = Severity::info;
+  std::string title;     // one line: what happened
+  int64_t impact_ns = 0;         // estimated time lost
+  double impact_fraction = 0;    // impact_ns over the active window
+  std::vector<TimeRange> ranges;  // where it happened, for the viewer
+  std::vector<std::pair<std::string, std::string>> evidence;  // (what, value), in order
+  std::string suggestion;
+  std::vector<uint32_t> devices, threads;  // the tracks it concerns
+};
+
+// Why a device sat idle, from what the host did meanwhile (docs/analyses.md).
+enum class GapCause : uint8_t { compile, sync, host_work, launch, unknown };
+std::string_view name_of(GapCause c);
+
+struct IdleGap {
+  int64_t start = 0, end = 0;
+  GapCause cause = GapCause::unknown;
+  std::string detail;  // "compile of train_step", "in `save_checkpoint`"
+};
+
+// HTA's per-stream classes of idle time between consecutive operations.
+struct StreamIdle {
+  uint32_t device = 0, stream = 0;
+  int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;
+};
+
+struct DeviceIdle {
+  uint32_t device = 0;
+  int64_t window_start = 0, window_end = 0;  // first op start, last op end
+  int64_t busy_ns = 0;                       // union of ops over all streams
+  int64_t idle_ns = 0;                       // window - busy
+  std::vector<IdleGap> gaps;                 // gaps >= min_gap, in time order
+  int64_t cause_ns[5] = {};                  // idle in those gaps per GapCause
+};
+
+struct StepStats {
+  uint64_t count = 0;
+  int64_t median_ns = 0, p10_ns = 0, p90_ns = 0, mad_ns = 0;  // of step durations
+  // Per step, in order: duration and its split (device time, ns).
+  struct Step {
+    int64_t number = 0, start = 0, dur = 0;
+    int64_t compute_ns = 0, transfer_ns = 0, idle_ns = 0, compile_ns = 0;
+  };
+  std::vector<Step> steps;
+};
+
+// The figures `loupe check` budgets and `loupe diff` compares.
+struct TraceMetrics {
+  uint64_t steps = 0;
+  double step_time_median_ns = 0, step_time_mad_ns = 0;
+  double idle_fraction = 0;  // idle over window, summed over devices
+  uint64_t compiles = 0, recompiles_after_warmup = 0;
+  double sync_transfers_per_step = 0;  // per step, or in total without steps
+  double transfer_bytes_per_step = 0;
+  int64_t peak_memory_bytes = 0;       // the highest peak of any device
+  double peak_memory_fraction = 0;     // of that device's capacity (0 if unknown)
+  double tiny_kernel_fraction = 0;     // of kernel launches
+  uint64_t kernels = 0, device_ops = 0;
+};
+
+struct AnalysisOptions {
+  std::vector<std::string> rules;     // empty: all
+  int64_t min_gap_ns = 20'000;        // idle-gap
+  int largest_gaps = 5;
+  double idle_warning_fraction = 0.10, idle_error_fraction = 0.30;
+  double cause_min_coverage = 0.5;
+  int64_t kernel_wait_max_ns = 30'000;  // HTA's consecutive_kernel_delay
+  int64_t warmup_steps = 1;             // recompile
+  double recompile_error_fraction = 0.10;
+  double recurring_per_step = 0.5;      // transfer: how often counts as "every step"
+  uint64_t recurring_without_steps = 10;
+  int64_t tiny_kernel_ns = 10'000;      // when a kernel has no launch to compare with
+  double tiny_fraction_warning = 0.5;
+  uint64_t tiny_min_kernels = 100;
+  double async_min_lag_ratio = 0.5;     // async-timing
+  double memory_high_fraction = 0.9;    // memory
+  double step_spread_warning = 1.5;     // steps: p90 / median
+};
+
+// Every threshold above by name, for `--set name=value` and budget files.
+struct AnalysisParameter {
+  const char* name;
+  const char* description;
+};
+std::vector<AnalysisParameter> analysis_parameters();
+// Sets one by name; throws std::invalid_argument naming the problem.
+void set_analysis_parameter(AnalysisOptions& options, const std::string& name, const std::string& value);
+std::string get_analysis_parameter(const AnalysisOptions& options, const std::string& name);
+
+// The rules, in the order docs/analyses.md describes them.
+std::vector<std::string> analysis_rules();
+
+struct AnalysisReport {
+  std::string path;
+  int64_t window_start = 0, window_end = 0;  // the active window, over all devices
+  std::vector<Finding> findings;             // by impact, largest first
+  std::vector<DeviceIdle> devices;
+  std::vector<StreamIdle> streams;
+  StepStats steps;
+  TraceMetrics metrics;
+};
+
+// Throws std::invalid_argument for an unknown rule name.
+AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options = {});
+
+}  // namespace loupe::prof

@@ -1,0 +1,203 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+#include "analysis/context.h"
+#include "analysis/rules.h"
+#include "loupe/prof/analysis.h"
+
+namespace loupe::prof {
+
+using namespace analysis;
+
+std::string_view name_of(Severity s) {
+  static constexpr std::string_view names[] = {"info", "warning", "error"};
+  return size_t(s) < 3 ? names[size_t(s)] : "?";
+}
+
+std::string_view name_of(GapCause c) {
+  static constexpr std::string_view names[] = {"compile", "sync", "host-work", "launch", "unknown"};
+  return size_t(c) < 5 ? names[size_t(c)] : "?";
+}
+
+namespace {
+
+using Rule = void (*)(const Context&, const AnalysisReport&, std::vector<Finding>&);
+struct RuleEntry {
+  const char* name;
+  Rule run;
+};
+constexpr RuleEntry kRules[] = {
+    {"recompile", rule_recompile},       {"transfer", rule_transfer},         {"idle-gap", rule_idle_gap},
+    {"memory", rule_memory},             {"tiny-kernels", rule_tiny_kernels}, {"async-timing", rule_async_timing},
+    {"no-accelerator", rule_no_accelerator}, {"steps", rule_steps},
+};
+
+// A threshold by name: how to read and write it. Durations are ns and
+// accept a unit ("20us", "5ms"); fractions accept a percentage ("15%").
+struct Parameter {
+  const char* name;
+  const char* description;
+  std::function<std::string(const AnalysisOptions&)> get;
+  std::function<void(AnalysisOptions&, double)> set;
+  bool duration;
+};
+
+template <typename T>
+Parameter param(const char* name, const char* description, T AnalysisOptions::*member, bool duration = false) {
+  return {name, description,
+          [member](const AnalysisOptions& o) {
+            if constexpr (std::is_floating_point_v<T>) return fmt::format("{}", o.*member);
+            else return std::to_string(o.*member);
+          },
+          [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration};
+}
+
+const std::vector<Parameter>& parameters() {
+  static const std::vector<Parameter> table = {
+      param("min_gap", "idle-gap: shortest device gap reported (ns; units allowed)", &AnalysisOptions::min_gap_ns, true),
+      param("largest_gaps", "idle-gap: how many of the largest gaps a finding lists", &AnalysisOptions::largest_gaps),
+      param("idle_warning", "idle-gap: idle fraction of the window that makes a warning", &AnalysisOptions::idle_warning_fraction),
+      param("idle_error", "idle-gap: idle fraction of the window that makes an error", &AnalysisOptions::idle_error_fraction),
+      param("cause_min_coverage", "idle-gap: share of a gap a host activity must cover to be its cause", &AnalysisOptions::cause_min_coverage),
+      param("kernel_wait_max", "idle-gap: longest stream gap counted as kernel wait (HTA's consecutive_kernel_delay)", &AnalysisOptions::kernel_wait_max_ns, true),
+      param("warmup_steps", "recompile: steps whose compiles count as warm-up", &AnalysisOptions::warmup_steps),
+      param("recompile_error", "recompile: compile time share of the window that makes an error", &AnalysisOptions::recompile_error_fraction),
+      param("recurring_per_step", "transfer: transfers per step from one call site that count as every step", &AnalysisOptions::recurring_per_step),
+      param("recurring_without_steps", "transfer: count that counts as recurring in a trace without steps", &AnalysisOptions::recurring_without_steps),
+      param("tiny_kernel", "tiny-kernels: duration under which a kernel without a launch is tiny (ns; units allowed)", &AnalysisOptions::tiny_kernel_ns, true),
+      param("tiny_fraction", "tiny-kernels: share of kernels that must be tiny for a warning", &AnalysisOptions::tiny_fraction_warning),
+      param("tiny_min_kernels", "tiny-kernels: fewest tiny kernels for a warning", &AnalysisOptions::tiny_min_kernels),
+      param("async_lag_ratio", "async-timing: device work after the range ends, as a share of the range", &AnalysisOptions::async_min_lag_ratio),
+      param("memory_high", "memory: share of capacity above which memory is under pressure", &AnalysisOptions::memory_high_fraction),
+      param("step_spread", "steps: p90 over median step time that makes a warning", &AnalysisOptions::step_spread_warning),
+  };
+  return table;
+}
+
+double parse_value(const std::string& text, bool duration) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("'{}' is not a number", text));
+  }
+  std::string unit = text.substr(used);
+  if (unit.empty()) return v;
+  if (unit == "%") return v / 100.0;
+  if (duration) {
+    if (unit == "ns") return v;
+    if (unit == "us") return v * 1e3;
+    if (unit == "ms") return v * 1e6;
+    if (unit == "s") return v * 1e9;
+  }
+  throw std::invalid_argument(fmt::format("unknown unit '{}' in '{}'", unit, text));
+}
+
+}  // namespace
+
+std::vector<AnalysisParameter> analysis_parameters() {
+  std::vector<AnalysisParameter> out;
+  for (const Parameter& p : parameters()) out.push_back({p.name, p.description});
+  return out;
+}
+
+void set_analysis_parameter(AnalysisOptions& options, const std::string& name, const std::string& value) {
+  for (const Parameter& p : parameters()) {
+    if (name != p.name) continue;
+    double v = parse_value(value, p.duration);
+    if (!(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(fmt::format("{} must be a non-negative number", name));
+    p.set(options, v);
+    return;
+  }
+  throw std::invalid_argument(fmt::format("unknown analysis parameter '{}'", name));
+}
+
+std::string get_analysis_parameter(const AnalysisOptions& options, const std::string& name) {
+  for (const Parameter& p : parameters()) {
+    if (name == p.name) return p.get(options);
+  }
+  throw std::invalid_argument(fmt::format("unknown analysis parameter '{}'", name));
+}
+
+std::vector<std::string> analysis_rules() {
+  std::vector<std::string> names;
+  for (const RuleEntry& r : kRules) names.emplace_back(r.name);
+  return names;
+}
+
+AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) {
+  for (const std::string& r : options.rules) {
+    bool known = std::any_of(std::begin(kRules), std::end(kRules), [&](const RuleEntry& e) { return r == e.name; });
+    if (!known) {
+      std::string all;
+      for (const RuleEntry& e : kRules) all += (all.empty() ? "" : ", ") + std::string(e.name);
+      throw std::invalid_argument(fmt::format("unknown rule '{}' (rules: {})", r, all));
+    }
+  }
+  Context ctx(model, options);
+  AnalysisReport report;
+  report.path = model.path;
+  report.window_start = ctx.window_start;
+  report.window_end = ctx.window_end;
+  measure_idle(ctx, report);
+  measure_steps(ctx, report);
+
+  for (const RuleEntry& r : kRules) {
+    bool selected = options.rules.empty() ||
+                    std::find(options.rules.begin(), options.rules.end(), r.name) != options.rules.end();
+    if (selected) r.run(ctx, report, report.findings);
+  }
+  double window = double(std::max<int64_t>(ctx.window(), 1));
+  for (Finding& f : report.findings) f.impact_fraction = double(f.impact_ns) / window;
+  std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
+    return a.severity > b.severity;
+  });
+
+  // The figures budgets and diffs compare.
+  TraceMetrics& mt = report.metrics;
+  mt.steps = ctx.distinct_steps;
+  mt.step_time_median_ns = double(report.steps.median_ns);
+  mt.step_time_mad_ns = double(report.steps.mad_ns);
+  int64_t idle = 0, window_sum = 0;
+  for (const DeviceIdle& d : report.devices) {
+    idle += d.idle_ns;
+    window_sum += d.window_end - d.window_start;
+  }
+  mt.idle_fraction = window_sum > 0 ? double(idle) / double(window_sum) : 0;
+  for (const Compiles& c : model.compiles) {
+    for (size_t i = 0; i < c.size(); ++i) mt.compiles += c.kind[i] == CompileKind::miss;
+  }
+  mt.recompiles_after_warmup = recompiles_after_warmup(ctx);
+  uint64_t sync = 0;
+  int64_t bytes = 0;
+  for (const Transfers& t : model.transfers) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      sync += t.synchronous[i];
+      bytes += t.bytes[i];
+    }
+  }
+  mt.sync_transfers_per_step = ctx.per_step(double(sync));
+  mt.transfer_bytes_per_step = ctx.per_step(double(bytes));
+  for (const MemoryEvents& me : model.memory) {
+    int64_t peak = 0;
+    for (int64_t a : me.allocated) peak = std::max(peak, a);
+    const Device* d = model.device(me.device);
+    double fraction = d && d->memory_capacity > 0 ? double(peak) / double(d->memory_capacity) : 0;
+    if (peak > mt.peak_memory_bytes) mt.peak_memory_bytes = peak;
+    mt.peak_memory_fraction = std::max(mt.peak_memory_fraction, fraction);
+  }
+  mt.tiny_kernel_fraction = tiny_kernel_fraction(ctx);
+  for (const DeviceOps& s : model.device_ops) {
+    mt.device_ops += s.size();
+    for (DeviceOpKind k : s.kind) mt.kernels += k == DeviceOpKind::kernel;
+  }
+  return report;
+}
+
+}  // namespace loupe::prof

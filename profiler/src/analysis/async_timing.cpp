@@ -1,0 +1,95 @@
+// async-timing: a user range whose device work finishes well after the
+// range ends measured dispatch, not execution.
+//
+// Only outermost ranges (depth 0 on their thread) are candidates: nested
+// ranges such as `forward` and `backward` structure a step and end before
+// their device work by design in an asynchronous program; the range people
+// time is the outer one. The profiler's own step markers (ProfilerStep#N)
+// are not timings and are skipped.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "analysis/rules.h"
+#include "loupe/prof/units.h"
+
+namespace loupe::prof::analysis {
+
+void rule_async_timing(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
+  const TraceModel& m = ctx.model;
+  struct ByName {
+    uint64_t ranges = 0, flagged = 0;
+    int64_t range_ns = 0;
+    std::vector<Interval> unseen;  // from each range's end to its work's end
+    std::vector<int64_t> lags;
+    std::vector<TimeRange> where;
+    std::map<uint32_t, uint64_t> sites;
+    uint32_t thread = 0;
+  };
+  std::map<std::pair<uint32_t, StringId>, ByName> names;
+  for (const ThreadActivity& t : ctx.threads) {
+    if (t.spans == nullptr || t.launches == nullptr) continue;
+    const HostSpans& s = *t.spans;
+    const Launches& l = *t.launches;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s.kind[i] != SpanKind::user || s.depth[i] != 0 || s.dur[i] <= 0) continue;
+      if (m.str(s.name[i]).rfind("ProfilerStep#", 0) == 0) continue;
+      size_t a = lower_bound_time(l.start, s.start[i]), b = lower_bound_time(l.start, s.end(i));
+      if (a == b) continue;
+      // When did the device finish what this range launched?
+      int64_t finished = INT64_MIN;
+      for (size_t k = a; k < b; ++k) {
+        if (const EventRef* op = ctx.op_of(l.correlation[k])) {
+          finished = std::max(finished, m.device_ops[op->track].end(op->index));
+        }
+      }
+      if (finished == INT64_MIN) continue;
+      ByName& n = names[{t.thread, s.name[i]}];
+      n.thread = t.thread;
+      ++n.ranges;
+      int64_t lag = finished - s.end(i);
+      if (lag > 0 && double(lag) >= ctx.options.async_min_lag_ratio * double(s.dur[i])) {
+        ++n.flagged;
+        n.unseen.push_back({s.end(i), finished});
+        n.range_ns += s.dur[i];
+        n.lags.push_back(lag);
+        if (n.where.size() < 20) n.where.push_back({s.start[i], finished});
+        if (s.callsite[i] != 0) ++n.sites[s.callsite[i]];
+      }
+    }
+  }
+  for (auto& [key, n] : names) {
+    // Most instances must lag: a range that is usually synchronised and
+    // lags once is not a timing mistake.
+    if (n.flagged == 0 || 2 * n.flagged < n.ranges) continue;
+    std::nth_element(n.lags.begin(), n.lags.begin() + long(n.lags.size() / 2), n.lags.end());
+    int64_t median_lag = n.lags[n.lags.size() / 2];
+    const std::string& name = m.str(key.second);
+    // Consecutive ranges' unseen work overlaps when the device runs behind:
+    // count the time once.
+    int64_t unseen_ns = IntervalSet(n.unseen).length();
+    Finding f;
+    f.rule = "async-timing";
+    f.severity = Severity::warning;
+    f.threads = {n.thread};
+    f.impact_ns = unseen_ns;  // device time the ranges did not see
+    f.title = fmt::format("range `{}` ends before the device work it launched: {} of {} times, typically {} early",
+                          name, format_count(n.flagged), format_count(n.ranges), format_duration(median_lag));
+    f.evidence.push_back({"range", name});
+    f.evidence.push_back({"on", thread_label(ctx, n.thread)});
+    f.evidence.push_back({"instances that lag", fmt::format("{} of {}", format_count(n.flagged), format_count(n.ranges))});
+    f.evidence.push_back({"time inside those ranges", format_duration(n.range_ns)});
+    f.evidence.push_back({"device work after they ended", format_duration(unseen_ns)});
+    for (const auto& [site, count] : n.sites) {
+      f.evidence.push_back({"range opened at", fmt::format("{} (x{})", ctx.callsite_text(site), count)});
+    }
+    f.ranges = std::move(n.where);
+    f.suggestion = fmt::format(
+        "if `{}` times the work, it measures dispatch, not execution: block until the results are ready "
+        "(block_until_ready) before reading the clock",
+        name);
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace loupe::prof::analysis

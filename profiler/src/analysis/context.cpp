@@ -1,0 +1,188 @@
+#include "analysis/context.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace loupe::prof::analysis {
+
+namespace {
+
+bool looks_like_step(std::string_view name) {
+  if (name.rfind("ProfilerStep#", 0) == 0) return true;
+  if (name == "step" || name == "Step") return true;
+  return (name.rfind("step ", 0) == 0 || name.rfind("Step ", 0) == 0 || name.rfind("step#", 0) == 0) &&
+         name.size() > 5 && std::isdigit(static_cast<unsigned char>(name.back()));
+}
+
+int64_t step_number_of(std::string_view name, int64_t fallback) {
+  size_t i = name.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
+  if (i == name.size()) return fallback;
+  return std::stoll(std::string(name.substr(i)));
+}
+
+template <typename Pairs>
+const EventRef* find_ref(const Pairs& sorted, uint64_t correlation) {
+  if (correlation == 0) return nullptr;
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), correlation,
+                             [](const auto& p, uint64_t c) { return p.first < c; });
+  return it != sorted.end() && it->first == correlation ? &it->second : nullptr;
+}
+
+}  // namespace
+
+Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), options(opt) {
+  // Devices: busy time as the union over all streams, never a per-stream sum.
+  std::map<uint32_t, DeviceActivity> by_device;
+  for (const DeviceOps& s : m.device_ops) {
+    if (s.size() == 0) continue;
+    DeviceActivity& d = by_device[s.device];
+    d.device = s.device;
+    d.streams.push_back(&s);
+    std::vector<Interval> all, kern, copy;
+    all.reserve(s.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+      Interval iv{s.start[i], s.end(i)};
+      all.push_back(iv);
+      (s.kind[i] == DeviceOpKind::kernel ? kern : copy).push_back(iv);
+    }
+    d.busy = IntervalSet::unite(d.busy, IntervalSet::from_sorted(all));
+    d.kernels = IntervalSet::unite(d.kernels, IntervalSet::from_sorted(kern));
+    d.copies = IntervalSet::unite(d.copies, IntervalSet::from_sorted(copy));
+  }
+  for (auto& [id, d] : by_device) {
+    d.window_start = d.busy.intervals().front().start;
+    d.window_end = d.busy.intervals().back().end;
+    devices.push_back(std::move(d));
+  }
+  if (!devices.empty()) {
+    window_start = devices.front().window_start;
+    window_end = devices.front().window_end;
+    for (const DeviceActivity& d : devices) {
+      window_start = std::min(window_start, d.window_start);
+      window_end = std::max(window_end, d.window_end);
+    }
+  } else {
+    window_start = m.start_ns;
+    window_end = m.end_ns;
+  }
+
+  // Correlation ids, sorted for binary search.
+  for (uint32_t t = 0; t < m.launches.size(); ++t) {
+    const Launches& l = m.launches[t];
+    for (uint32_t i = 0; i < l.size(); ++i) {
+      if (l.correlation[i] != 0) launch_by_correlation_.push_back({l.correlation[i], {t, i}});
+    }
+  }
+  for (uint32_t t = 0; t < m.device_ops.size(); ++t) {
+    const DeviceOps& o = m.device_ops[t];
+    for (uint32_t i = 0; i < o.size(); ++i) {
+      if (o.correlation[i] != 0) op_by_correlation_.push_back({o.correlation[i], {t, i}});
+    }
+  }
+  auto by_first = [](const auto& x, const auto& y) { return x.first < y.first; };
+  std::sort(launch_by_correlation_.begin(), launch_by_correlation_.end(), by_first);
+  std::sort(op_by_correlation_.begin(), op_by_correlation_.end(), by_first);
+
+  // Host threads: what blocked them and what compiled on them.
+  std::map<uint32_t, ThreadActivity> by_thread;
+  std::map<uint32_t, std::vector<Interval>> compile, blocked;
+  for (const HostSpans& s : m.host_spans) {
+    ThreadActivity& t = by_thread[s.thread];
+    t.spans = &s;
+    for (uint32_t i = 0; i < s.size(); ++i) {
+      if (s.kind[i] == SpanKind::compile) compile[s.thread].push_back({s.start[i], s.end(i)});
+      if (s.kind[i] == SpanKind::wait) blocked[s.thread].push_back({s.start[i], s.end(i)});
+      if (s.kind[i] == SpanKind::user) {
+        if (t.user_by_depth.size() <= s.depth[i]) t.user_by_depth.resize(s.depth[i] + 1);
+        t.user_by_depth[s.depth[i]].push_back(i);
+      }
+    }
+  }
+  for (const Launches& l : m.launches) by_thread[l.thread].launches = &l;
+  for (const Compiles& c : m.compiles) {
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c.kind[i] != CompileKind::hit) compile[c.thread].push_back({c.start[i], c.end(i)});
+    }
+  }
+  for (const Transfers& t : m.transfers) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t.synchronous[i]) blocked[t.thread].push_back({t.start[i], t.end(i)});
+    }
+  }
+  for (auto& [id, v] : compile) by_thread[id].compile = IntervalSet(v);
+  for (auto& [id, v] : blocked) by_thread[id].blocked = IntervalSet(v);
+  for (auto& [id, t] : by_thread) {
+    t.thread = id;
+    compile_all = IntervalSet::unite(compile_all, t.compile);
+    blocked_all = IntervalSet::unite(blocked_all, t.blocked);
+    threads.push_back(std::move(t));
+  }
+
+  // Steps: the steps table, else host spans named like steps.
+  for (const Steps& s : m.steps) {
+    for (size_t i = 0; i < s.size(); ++i) steps.push_back({s.thread, s.number[i], s.start[i], s.end(i)});
+  }
+  if (steps.empty()) {
+    for (const HostSpans& s : m.host_spans) {
+      for (size_t i = 0; i < s.size(); ++i) {
+        const std::string& name = m.str(s.name[i]);
+        if (looks_like_step(name)) {
+          steps.push_back({s.thread, step_number_of(name, int64_t(steps.size())), s.start[i], s.end(i)});
+        }
+      }
+    }
+  }
+  std::sort(steps.begin(), steps.end(), [](const StepRange& a, const StepRange& b) {
+    return a.start != b.start ? a.start < b.start : a.thread < b.thread;
+  });
+  std::vector<int64_t> numbers;
+  for (const StepRange& s : steps) numbers.push_back(s.number);
+  std::sort(numbers.begin(), numbers.end());
+  distinct_steps = size_t(std::unique(numbers.begin(), numbers.end()) - numbers.begin());
+}
+
+int64_t ThreadActivity::deepest_user_span(int64_t t) const {
+  for (size_t d = user_by_depth.size(); d-- > 0;) {
+    const std::vector<uint32_t>& at = user_by_depth[d];
+    // The last span at this depth starting at or before t.
+    auto it = std::partition_point(at.begin(), at.end(), [&](uint32_t i) { return spans->start[i] <= t; });
+    if (it == at.begin()) continue;
+    uint32_t i = *(it - 1);
+    if (spans->end(i) > t) return i;
+  }
+  return -1;
+}
+
+size_t ThreadActivity::launches_in(int64_t a, int64_t b) const {
+  if (launches == nullptr) return 0;
+  return lower_bound_time(launches->start, b) - lower_bound_time(launches->start, a);
+}
+
+const DeviceActivity* Context::device(uint32_t id) const {
+  for (const DeviceActivity& d : devices) {
+    if (d.device == id) return &d;
+  }
+  return nullptr;
+}
+
+const ThreadActivity* Context::thread(uint32_t id) const {
+  auto it = std::lower_bound(threads.begin(), threads.end(), id,
+                             [](const ThreadActivity& t, uint32_t k) { return t.thread < k; });
+  return it != threads.end() && it->thread == id ? &*it : nullptr;
+}
+
+const EventRef* Context::launch_of(uint64_t correlation) const {
+  return find_ref(launch_by_correlation_, correlation);
+}
+const EventRef* Context::op_of(uint64_t correlation) const { return find_ref(op_by_correlation_, correlation); }
+
+std::string Context::callsite_text(uint32_t id) const {
+  const CallSite* c = model.callsite(id);
+  if (c == nullptr) return "";
+  return fmt::format("{}:{}", model.str(c->file), c->line);
+}
+
+}  // namespace loupe::prof::analysis

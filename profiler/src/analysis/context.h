@@ -1,0 +1,84 @@
+// What every rule needs, computed once per analysis: each device's busy
+// time (the union of its operations over all streams), the links between
+// launches and device operations, each host thread's compile and blocking
+// intervals, and the steps.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/intervals.h"
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/trace_model.h"
+
+namespace loupe::prof::analysis {
+
+struct DeviceActivity {
+  uint32_t device = 0;
+  std::vector<const DeviceOps*> streams;
+  IntervalSet busy;     // all operations
+  IntervalSet kernels;  // kernels only
+  IntervalSet copies;   // memcpy and memset
+  int64_t window_start = 0, window_end = 0;
+};
+
+// A row of a track, by index.
+struct EventRef {
+  uint32_t track = 0;
+  uint32_t index = 0;
+};
+
+struct ThreadActivity {
+  uint32_t thread = 0;
+  const HostSpans* spans = nullptr;    // may be null
+  const Launches* launches = nullptr;  // may be null
+  IntervalSet compile;  // compile spans and compile events that compiled
+  IntervalSet blocked;  // wait spans and synchronous transfers
+  // User spans by depth: spans at one depth do not overlap, so each list is
+  // sorted by start and by end, and binary search finds the one at a time.
+  std::vector<std::vector<uint32_t>> user_by_depth;
+
+  // The deepest user span open at time t, or -1.
+  int64_t deepest_user_span(int64_t t) const;
+  // Launches that started in [a, b).
+  size_t launches_in(int64_t a, int64_t b) const;
+};
+
+struct StepRange {
+  uint32_t thread = 0;
+  int64_t number = 0, start = 0, end = 0;
+};
+
+class Context {
+ public:
+  Context(const TraceModel& model, const AnalysisOptions& options);
+
+  const TraceModel& model;
+  const AnalysisOptions& options;
+  std::vector<DeviceActivity> devices;  // devices that ran something, by id
+  int64_t window_start = 0, window_end = 0;  // over all devices (or the trace)
+  std::vector<ThreadActivity> threads;       // threads that recorded, by id
+  IntervalSet compile_all, blocked_all;      // over all threads
+  std::vector<StepRange> steps;              // in time order
+
+  int64_t window() const { return window_end - window_start; }
+  const DeviceActivity* device(uint32_t id) const;
+  const ThreadActivity* thread(uint32_t id) const;
+
+  // The launch that started the device op with this correlation id, and
+  // the device op a correlation id names; nullptr when there is none.
+  const EventRef* launch_of(uint64_t correlation) const;
+  const EventRef* op_of(uint64_t correlation) const;
+
+  // "file:line" of a call site, or "" for none.
+  std::string callsite_text(uint32_t id) const;
+  // Distinct step numbers (steps on several threads at once count once).
+  size_t distinct_steps = 0;
+  // count per distinct step; the count itself when there are no steps.
+  double per_step(double count) const { return distinct_steps == 0 ? count : count / double(distinct_steps); }
+
+ private:
+  std::vector<std::pair<uint64_t, EventRef>> launch_by_correlation_, op_by_correlation_;
+};
+
+}  // namespace loupe::prof::analysis

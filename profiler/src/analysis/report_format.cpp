@@ -1,0 +1,140 @@
+#include "loupe/prof/report_format.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "loupe/prof/units.h"
+
+namespace loupe::prof {
+
+namespace {
+
+const char* severity_color(Severity s) {
+  switch (s) {
+    case Severity::error: return "\033[1;31m";
+    case Severity::warning: return "\033[1;33m";
+    case Severity::info: return "\033[1;36m";
+  }
+  return "";
+}
+
+std::string impact_text(const Finding& f) {
+  if (f.impact_ns == 0) return "no time impact";
+  return fmt::format("impact {} ({} of the active window)", format_duration(f.impact_ns), format_percent(f.impact_fraction));
+}
+
+}  // namespace
+
+std::string report_text(const AnalysisReport& r, bool color) {
+  std::string out;
+  const char* reset = color ? "\033[0m" : "";
+  const char* dim = color ? "\033[2m" : "";
+  out += fmt::format("{}: {} finding{}, active window {}\n", r.path, r.findings.size(),
+                     r.findings.size() == 1 ? "" : "s", format_duration(r.window_end - r.window_start));
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1, name_of(f.severity),
+                       f.rule, reset, f.title);
+    out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
+    size_t width = 0;
+    for (const auto& [k, v] : f.evidence) width = std::max(width, k.size());
+    for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", k, width, v);
+    out += fmt::format("    -> {}\n", f.suggestion);
+  }
+  if (r.findings.empty()) out += "\nno findings\n";
+  return out;
+}
+
+std::string report_json(const AnalysisReport& r) {
+  using nlohmann::json;
+  json doc;
+  doc["schema"] = kReportSchemaVersion;
+  doc["trace"] = r.path;
+  doc["window"] = {{"start_ns", r.window_start}, {"end_ns", r.window_end}};
+  json findings = json::array();
+  for (const Finding& f : r.findings) {
+    json ev = json::array();
+    for (const auto& [k, v] : f.evidence) ev.push_back({{"name", k}, {"value", v}});
+    json ranges = json::array();
+    for (const TimeRange& t : f.ranges) ranges.push_back({{"start_ns", t.start}, {"end_ns", t.end}});
+    findings.push_back({{"rule", f.rule},
+                        {"severity", std::string(name_of(f.severity))},
+                        {"title", f.title},
+                        {"impact_ns", f.impact_ns},
+                        {"impact_fraction", f.impact_fraction},
+                        {"ranges", ranges},
+                        {"evidence", ev},
+                        {"suggestion", f.suggestion},
+                        {"devices", f.devices},
+                        {"threads", f.threads}});
+  }
+  doc["findings"] = findings;
+  json devices = json::array();
+  for (const DeviceIdle& d : r.devices) {
+    json causes;
+    for (size_t c = 0; c < 5; ++c) causes[std::string(name_of(GapCause(c)))] = d.cause_ns[c];
+    devices.push_back({{"device", d.device},
+                       {"window_start_ns", d.window_start},
+                       {"window_end_ns", d.window_end},
+                       {"busy_ns", d.busy_ns},
+                       {"idle_ns", d.idle_ns},
+                       {"gaps", d.gaps.size()},
+                       {"gap_idle_ns_by_cause", causes}});
+  }
+  doc["devices"] = devices;
+  json streams = json::array();
+  for (const StreamIdle& s : r.streams) {
+    streams.push_back({{"device", s.device}, {"stream", s.stream}, {"host_wait_ns", s.host_wait_ns},
+                       {"kernel_wait_ns", s.kernel_wait_ns}, {"other_ns", s.other_ns}});
+  }
+  doc["streams"] = streams;
+  doc["steps"] = {{"count", r.steps.count}, {"median_ns", r.steps.median_ns}, {"p10_ns", r.steps.p10_ns},
+                  {"p90_ns", r.steps.p90_ns}, {"mad_ns", r.steps.mad_ns}};
+  const TraceMetrics& m = r.metrics;
+  doc["metrics"] = {{"steps", m.steps},
+                    {"step_time_median_ns", m.step_time_median_ns},
+                    {"step_time_mad_ns", m.step_time_mad_ns},
+                    {"idle_fraction", m.idle_fraction},
+                    {"compiles", m.compiles},
+                    {"recompiles_after_warmup", m.recompiles_after_warmup},
+                    {"sync_transfers_per_step", m.sync_transfers_per_step},
+                    {"transfer_bytes_per_step", m.transfer_bytes_per_step},
+                    {"peak_memory_bytes", m.peak_memory_bytes},
+                    {"peak_memory_fraction", m.peak_memory_fraction},
+                    {"tiny_kernel_fraction", m.tiny_kernel_fraction},
+                    {"kernels", m.kernels},
+                    {"device_ops", m.device_ops}};
+  return doc.dump(2) + "\n";
+}
+
+std::string report_markdown(const AnalysisReport& r) {
+  auto cell = [](std::string s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '|') out += "\\|";
+      else if (c == '\n') out += ' ';
+      else out += c;
+    }
+    return out;
+  };
+  std::string out = fmt::format("### loupe: {} finding{} in `{}`\n\n", r.findings.size(),
+                                r.findings.size() == 1 ? "" : "s", r.path);
+  if (r.findings.empty()) return out + "No findings.\n";
+  out += "| # | severity | rule | finding | impact |\n|---|---|---|---|---|\n";
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    out += fmt::format("| {} | {} | `{}` | {} | {} |\n", i + 1, name_of(f.severity), f.rule, cell(f.title),
+                       f.impact_ns ? fmt::format("{} ({})", format_duration(f.impact_ns), format_percent(f.impact_fraction))
+                                   : "-");
+  }
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    const Finding& f = r.findings[i];
+    out += fmt::format("\n<details><summary>{}. {}</summary>\n\n", i + 1, cell(f.title));
+    for (const auto& [k, v] : f.evidence) out += fmt::format("- **{}**: {}\n", cell(k), cell(v));
+    out += fmt::format("\n**Suggestion:** {}\n</details>\n", f.suggestion);
+  }
+  return out;
+}
+
+}  // namespace loupe::prof

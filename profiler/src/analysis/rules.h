@@ -1,0 +1,33 @@
+// The rules of docs/analyses.md, one file each. Every rule reads the shared
+// Context (and the idle analysis, which the report always carries) and
+// appends its findings.
+#pragma once
+
+#include <vector>
+
+#include "analysis/context.h"
+#include "loupe/prof/analysis.h"
+
+namespace loupe::prof::analysis {
+
+// Measurements the report carries whatever rules run.
+void measure_idle(const Context& ctx, AnalysisReport& report);
+void measure_steps(const Context& ctx, AnalysisReport& report);
+
+void rule_recompile(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_transfer(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_memory(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_tiny_kernels(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_async_timing(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_no_accelerator(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+
+uint64_t recompiles_after_warmup(const Context& ctx);
+double tiny_kernel_fraction(const Context& ctx);
+
+// Shared wording.
+std::string device_label(const Context& ctx, uint32_t device);
+std::string thread_label(const Context& ctx, uint32_t thread);
+
+}  // namespace loupe::prof::analysis

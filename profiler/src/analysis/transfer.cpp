@@ -1,0 +1,120 @@
+// transfer: host-device copies by call site, and the ones that stall every
+// step (synchronous reads back, uploads from pageable memory).
+#include <fmt/format.h>
+
+#include <map>
+
+#include "analysis/rules.h"
+#include "loupe/prof/units.h"
+
+namespace loupe::prof::analysis {
+
+namespace {
+
+struct Group {
+  uint32_t callsite = 0;
+  CopyKind direction = CopyKind::none;
+  uint64_t count = 0, sync = 0, pageable = 0;
+  int64_t bytes = 0, host_ns = 0;
+  int64_t copy_bytes = 0, copy_ns = 0;  // over transfers whose device copy is known
+  std::map<uint32_t, std::vector<Interval>> windows;  // per device: from the transfer to the next op
+  std::vector<TimeRange> ranges;
+  std::vector<uint32_t> threads;
+};
+
+}  // namespace
+
+void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
+  const TraceModel& m = ctx.model;
+  const AnalysisOptions& opt = ctx.options;
+  std::map<std::pair<uint32_t, CopyKind>, Group> groups;
+  for (const Transfers& t : m.transfers) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      Group& g = groups[{t.callsite[i], t.direction[i]}];
+      g.callsite = t.callsite[i];
+      g.direction = t.direction[i];
+      ++g.count;
+      g.sync += t.synchronous[i];
+      g.pageable += t.host_memory[i] == HostMemory::pageable;
+      g.bytes += t.bytes[i];
+      g.host_ns += t.dur[i];
+      if (const EventRef* op = ctx.op_of(t.correlation[i])) {
+        g.copy_bytes += t.bytes[i];
+        g.copy_ns += m.device_ops[op->track].dur[op->index];
+      }
+      // The device idles from the moment it runs out of work during the
+      // transfer until the host gives it the next operation.
+      if (const DeviceActivity* d = ctx.device(t.device[i])) {
+        int64_t next = d->busy.next_start(t.end(i), d->window_end);
+        g.windows[t.device[i]].push_back({t.start[i], std::max(next, t.end(i))});
+      }
+      g.ranges.push_back({t.start[i], t.end(i)});
+      if (std::find(g.threads.begin(), g.threads.end(), t.thread) == g.threads.end()) g.threads.push_back(t.thread);
+    }
+  }
+  for (auto& [key, g] : groups) {
+    double per_step = ctx.per_step(double(g.count));
+    bool recurring = ctx.distinct_steps > 0 ? per_step >= opt.recurring_per_step : g.count >= opt.recurring_without_steps;
+    bool sync_read = g.direction == CopyKind::device_to_host && 2 * g.sync >= g.count;
+    bool pageable_upload = g.direction == CopyKind::host_to_device && 2 * g.pageable >= g.count;
+    if (!recurring || !(sync_read || pageable_upload)) continue;
+
+    int64_t idle_ns = 0;
+    std::vector<uint32_t> devices;
+    for (auto& [dev, windows] : g.windows) {
+      const DeviceActivity* d = ctx.device(dev);
+      IntervalSet caused(windows);
+      for (const Interval& w : caused.intervals()) idle_ns += (w.end - w.start) - d->busy.covered(w.start, w.end);
+      devices.push_back(dev);
+    }
+    std::string site = ctx.callsite_text(g.callsite);
+    std::string where = site.empty() ? "an unknown call site" : site;
+    Finding f;
+    f.rule = "transfer";
+    f.severity = Severity::warning;
+    f.devices = devices;
+    f.threads = g.threads;
+    f.impact_ns = idle_ns;
+    if (sync_read) {
+      f.title = fmt::format("synchronous device-to-host read at {} every step: {} times, device idle {} after them",
+                            where, format_count(g.count), format_duration(idle_ns));
+      f.suggestion =
+          "keep the value on the device and read it every N steps (accumulate metrics on the device); if it must "
+          "be read each step, copy it asynchronously into pinned memory and read it one step later";
+    } else {
+      f.title = fmt::format("upload from pageable host memory at {} every step: {} times, device idle {} around them",
+                            where, format_count(g.count), format_duration(idle_ns));
+      f.suggestion =
+          "upload from pinned (page-locked) host memory with an asynchronous copy on a second stream, and prepare "
+          "the next batch one step ahead (double buffering)";
+    }
+    f.evidence.push_back({"call site", where});
+    f.evidence.push_back({"direction", std::string(name_of(g.direction))});
+    f.evidence.push_back({"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), per_step)});
+    f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
+                                               format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
+    f.evidence.push_back({"synchronous", fmt::format("{} of {}", format_count(g.sync), format_count(g.count))});
+    f.evidence.push_back({"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
+    f.evidence.push_back({"host time in the calls", format_duration(g.host_ns)});
+    f.evidence.push_back({"device idle caused", format_duration(idle_ns)});
+    int64_t bw_bytes = g.copy_ns > 0 ? g.copy_bytes : g.bytes, bw_ns = g.copy_ns > 0 ? g.copy_ns : g.host_ns;
+    if (bw_ns > 0) {
+      double achieved = double(bw_bytes) / (double(bw_ns) * 1e-9);
+      std::string vs;
+      for (uint32_t dev : devices) {
+        const Device* d = m.device(dev);
+        if (d && d->copy_bandwidth > 0) vs = fmt::format(" of {}/s nominal", format_bytes(d->copy_bandwidth));
+      }
+      f.evidence.push_back({"achieved bandwidth", fmt::format("{}/s{} ({})", format_bytes(int64_t(achieved)), vs,
+                                                              g.copy_ns > 0 ? "device copy time" : "host call time")});
+    }
+    // The viewer highlights the largest few.
+    std::sort(g.ranges.begin(), g.ranges.end(),
+              [](const TimeRange& a, const TimeRange& b) { return a.end - a.start > b.end - b.start; });
+    g.ranges.resize(std::min<size_t>(g.ranges.size(), 20));
+    f.ranges = std::move(g.ranges);
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace loupe::prof::analysis
