@@ -44,9 +44,11 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
       }
       // The device idles from the moment it runs out of work during the
       // transfer until the host gives it the next operation.
+      // Idle outside the device's active window is not idle time.
       if (const DeviceActivity* d = ctx.device(t.device[i])) {
         int64_t next = d->busy.next_start(t.end(i), d->window_end);
-        g.windows[t.device[i]].push_back({t.start[i], std::max(next, t.end(i))});
+        int64_t from = std::max(t.start[i], d->window_start), to = std::min(std::max(next, t.end(i)), d->window_end);
+        if (to > from) g.windows[t.device[i]].push_back({from, to});
       }
       g.ranges.push_back({t.start[i], t.end(i)});
       if (std::find(g.threads.begin(), g.threads.end(), t.thread) == g.threads.end()) g.threads.push_back(t.thread);

@@ -1,0 +1,455 @@
+// Each rule on a small trace whose right answer is worked out by hand in
+// the test, from the events it states.
+#include <gtest/gtest.h>
+
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/synth.h"
+#include "profiler/test_files.h"
+#include "trace_builder.h"
+
+using namespace loupe::prof;
+using loupe::test::TraceBuilder;
+
+namespace {
+
+class Rules : public ::testing::Test {
+ protected:
+  loupe::test::TempDir dir;
+  TraceBuilder trace() { return TraceBuilder(dir.file("t.db")); }
+};
+
+std::vector<const Finding*> by_rule(const AnalysisReport& r, const std::string& rule) {
+  std::vector<const Finding*> out;
+  for (const Finding& f : r.findings) {
+    if (f.rule == rule) out.push_back(&f);
+  }
+  return out;
+}
+
+std::string evidence(const Finding& f, const std::string& key) {
+  for (const auto& [k, v] : f.evidence) {
+    if (k == key) return v;
+  }
+  return "<missing " + key + ">";
+}
+
+// ---- idle-gap ---------------------------------------------------------------
+
+TEST_F(Rules, BusyTimeIsTheUnionOverStreams) {
+  auto t = trace();
+  t.device(0);
+  // Stream 0 alone has a hole [100, 300) that stream 1 fills: no device gap.
+  t.op(0, 0, 0, 100);
+  t.op(0, 0, 300, 100);
+  t.op(0, 1, 50, 300);
+  // A real gap: the device is idle over [400, 1000).
+  t.op(0, 0, 1000, 100);
+  TraceModel m = t.load();
+  AnalysisOptions o;
+  o.min_gap_ns = 1;
+  AnalysisReport r = analyze(m, o);
+  ASSERT_EQ(r.devices.size(), 1u);
+  const DeviceIdle& d = r.devices[0];
+  EXPECT_EQ(d.window_start, 0);
+  EXPECT_EQ(d.window_end, 1100);
+  EXPECT_EQ(d.busy_ns, 500);  // [0, 400) + [1000, 1100)
+  EXPECT_EQ(d.idle_ns, 600);
+  ASSERT_EQ(d.gaps.size(), 1u);
+  EXPECT_EQ(d.gaps[0].start, 400);
+  EXPECT_EQ(d.gaps[0].end, 1000);
+  EXPECT_NEAR(r.metrics.idle_fraction, 600.0 / 1100.0, 1e-12);
+  // A per-stream view would also see stream 0's hole of 200 and stream 1's
+  // nothing: the per-stream classes report it, the device total does not.
+  int64_t stream0 = 0;
+  for (const StreamIdle& s : r.streams) {
+    if (s.stream == 0) stream0 = s.host_wait_ns + s.kernel_wait_ns + s.other_ns;
+  }
+  EXPECT_EQ(stream0, 200 + 600);
+}
+
+TEST_F(Rules, GapDuringACompileIsCausedByTheCompile) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 400, 1);
+  t.launch(0, 0, 10, 1);
+  t.compile(0, 500, 400, "step", CompileKind::miss, "first compile");  // [500, 900)
+  t.launch(0, 950, 10, 7);
+  t.op(0, 0, 1000, 100, 7);
+  TraceModel m = t.load();
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(m, o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  const IdleGap& g = r.devices[0].gaps[0];
+  EXPECT_EQ(g.start, 400);
+  EXPECT_EQ(g.end, 1000);
+  // The host's part of the gap is [400, 950), launch of the next op; the
+  // compile covers 400 of those 550 ns, more than half.
+  EXPECT_EQ(g.cause, GapCause::compile);
+  EXPECT_EQ(g.detail, "compile of step");
+  EXPECT_EQ(r.devices[0].cause_ns[size_t(GapCause::compile)], 600);
+}
+
+TEST_F(Rules, GapCausePriorityAndCoverage) {
+  // Host part of the gap: [100, 1100) = 1000 ns. Compile covers 300 (under
+  // half), a synchronous wait covers 600: the wait is the cause.
+  {
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 100, 1);
+    t.launch(0, 0, 5, 1);
+    t.compile(0, 100, 300, "f", CompileKind::miss);
+    t.span(0, 400, 600, "wait", SpanKind::wait);
+    t.launch(0, 1100, 5, 2);
+    t.op(0, 0, 1200, 100, 2);
+    AnalysisOptions o;
+    o.min_gap_ns = 10;
+    AnalysisReport r = analyze(t.load(), o);
+    ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+    EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::sync);
+  }
+  // Both cover more than half: compile comes first.
+  {
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 100, 1);
+    t.launch(0, 0, 5, 1);
+    t.compile(0, 100, 700, "f", CompileKind::miss);
+    t.span(0, 300, 700, "wait", SpanKind::wait);
+    t.launch(0, 1100, 5, 2);
+    t.op(0, 0, 1200, 100, 2);
+    AnalysisOptions o;
+    o.min_gap_ns = 10;
+    AnalysisReport r = analyze(t.load(), o);
+    EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::compile);
+  }
+}
+
+TEST_F(Rules, HostWorkAndLaunchCauses) {
+  auto t = trace();
+  t.device(0);
+  // Gap 1 [100, 1000): the host sits in `load_batch` and launches nothing.
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.span(0, 0, 2000, "train", SpanKind::user, 0);
+  t.span(0, 150, 800, "load_batch", SpanKind::user, 1);
+  t.launch(0, 990, 5, 2);
+  t.op(0, 0, 1000, 100, 2);
+  // Gap 2 [1100, 1600): the host issues launches to another stream's queue
+  // slowly; the op that ends the gap was launched at 1590.
+  t.launch(0, 1200, 100, 3);
+  t.launch(0, 1350, 100, 4);
+  t.op(0, 1, 1600, 10, 4);  // stream 1
+  t.op(0, 1, 1700, 10, 3);
+  t.launch(0, 1590, 5, 5);
+  t.op(0, 0, 1600, 50, 5);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  const auto& gaps = r.devices[0].gaps;
+  ASSERT_EQ(gaps.size(), 2u);
+  EXPECT_EQ(gaps[0].cause, GapCause::host_work);
+  EXPECT_EQ(gaps[0].detail, "host in `load_batch` on thread `main`");
+  EXPECT_EQ(gaps[1].start, 1100);
+  EXPECT_EQ(gaps[1].cause, GapCause::launch);
+}
+
+TEST_F(Rules, MinGapThresholdIsHonoured) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 1000);
+  t.op(0, 0, 16'000, 1000);   // a 15 us gap
+  t.op(0, 0, 57'000, 1000);   // a 40 us gap
+  TraceModel m = t.load();
+  EXPECT_EQ(analyze(m).devices[0].gaps.size(), 1u);  // default 20 us
+  AnalysisOptions o;
+  set_analysis_parameter(o, "min_gap", "10us");
+  EXPECT_EQ(o.min_gap_ns, 10'000);
+  EXPECT_EQ(analyze(m, o).devices[0].gaps.size(), 2u);
+}
+
+TEST_F(Rules, HtaStreamClasses) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  // Launched after the previous op ended: host wait (gap 400).
+  t.launch(0, 300, 5, 2);
+  t.op(0, 0, 500, 100, 2);
+  // Launched early, short gap (10 us < 30 us): kernel wait.
+  t.launch(0, 310, 5, 3);
+  t.op(0, 0, 10'600, 100, 3);
+  // Launched early, long gap (50 us): other.
+  t.launch(0, 320, 5, 4);
+  t.op(0, 0, 60'700, 100, 4);
+  AnalysisReport r = analyze(t.load());
+  ASSERT_EQ(r.streams.size(), 1u);
+  EXPECT_EQ(r.streams[0].host_wait_ns, 400);
+  EXPECT_EQ(r.streams[0].kernel_wait_ns, 10'000);
+  EXPECT_EQ(r.streams[0].other_ns, 50'000);
+}
+
+// ---- transfer ---------------------------------------------------------------
+
+TEST_F(Rules, SyncReadEveryStep) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("train.cpp", 88);
+  for (int s = 0; s < 10; ++s) {
+    int64_t base = s * 1000;
+    t.step(0, s, base, 1000);
+    t.op(0, 0, base, 800);
+    // loss.item(): waits for the step's kernel, returns at 850.
+    t.transfer(0, base + 100, 750, CopyKind::device_to_host, true, HostMemory::pageable, site);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 1u);
+  // After each read but the last, the device idles from 800 (its work done)
+  // to 1000 (the next step's kernel): 200 ns, 9 times. The last read is
+  // at the end of the device's window.
+  EXPECT_EQ(f[0]->impact_ns, 9 * 200);
+  EXPECT_EQ(evidence(*f[0], "call site"), "train.cpp:88");
+  EXPECT_EQ(evidence(*f[0], "count"), "10 (1.00 per step)");
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_DOUBLE_EQ(r.metrics.sync_transfers_per_step, 1.0);
+}
+
+TEST_F(Rules, RareOrAsyncTransfersAreNotFlagged) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("eval.cpp", 5);
+  uint32_t upload = t.callsite("load.cpp", 7);
+  for (int s = 0; s < 10; ++s) {
+    t.step(0, s, s * 1000, 1000);
+    t.op(0, 0, s * 1000, 800);
+    // A pinned asynchronous upload every step: fine.
+    t.transfer(0, s * 1000, 10, CopyKind::host_to_device, false, HostMemory::pinned, upload);
+  }
+  // One synchronous read in ten steps: not every step.
+  t.transfer(0, 5000, 900, CopyKind::device_to_host, true, HostMemory::pageable, site);
+  AnalysisReport r = analyze(t.load());
+  EXPECT_TRUE(by_rule(r, "transfer").empty());
+}
+
+// ---- memory -----------------------------------------------------------------
+
+TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
+  auto t = trace();
+  t.device(0, DeviceKind::cuda, 1000);
+  uint32_t a = t.callsite("model.cpp", 10), b = t.callsite("attention.cpp", 42);
+  t.memory(0, 0, MemoryEventKind::reserve, 1000, 0, 0, 1000);
+  t.memory(0, 10, MemoryEventKind::alloc, 100, 0x1, 100, 1000, a);
+  t.memory(0, 20, MemoryEventKind::alloc, 300, 0x2, 400, 1000, b);
+  t.memory(0, 30, MemoryEventKind::retry, 600, 0, 400, 1000, b);
+  t.memory(0, 40, MemoryEventKind::free, 100, 0x1, 300, 1000, a);
+  t.memory(0, 50, MemoryEventKind::alloc, 600, 0x3, 900, 1000, b);
+  t.memory(0, 100, MemoryEventKind::free, 600, 0x3, 300, 1000, b);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::warning);  // a retry, no OOM
+  EXPECT_EQ(evidence(*f[0], "peak allocated"), "900 B of 1000 B (90.0%)");
+  EXPECT_EQ(evidence(*f[0], "fragmentation at the peak"), "100 B reserved but not allocated (10.0%)");
+  EXPECT_EQ(evidence(*f[0], "time above 90.0% of capacity"), "50 ns");  // [50, 100)
+  EXPECT_EQ(f[0]->impact_ns, 50);
+  EXPECT_EQ(evidence(*f[0], "retries (cache flushed to allocate)"), "1");
+  // Live at the peak: blocks 0x2 (300) and 0x3 (600), both from attention.cpp.
+  EXPECT_EQ(evidence(*f[0], "live at peak: attention.cpp:42"), "900 B in 2 blocks");
+  EXPECT_EQ(r.metrics.peak_memory_bytes, 900);
+  EXPECT_DOUBLE_EQ(r.metrics.peak_memory_fraction, 0.9);
+}
+
+TEST_F(Rules, OutOfMemoryIsAnError) {
+  auto t = trace();
+  t.device(0, DeviceKind::cuda, 1000);
+  t.memory(0, 10, MemoryEventKind::alloc, 500, 0x1, 500, 500);
+  t.memory(0, 20, MemoryEventKind::oom, 800, 0, 500, 500);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::error);
+  EXPECT_EQ(evidence(*f[0], "out-of-memory"), "1");
+}
+
+// ---- tiny-kernels -------------------------------------------------------------
+
+TEST_F(Rules, KernelStorm) {
+  auto t = trace();
+  t.device(0);
+  uint64_t corr = 1;
+  int64_t time = 0;
+  for (int i = 0; i < 200; ++i, ++corr) {  // 2 us kernels behind 5 us launches
+    t.launch(0, time, 5000, corr);
+    t.op(0, 0, time + 6000, 2000, corr, DeviceOpKind::kernel, "add");
+    time += 8000;
+  }
+  for (int i = 0; i < 10; ++i, ++corr) {  // long kernels
+    t.launch(0, time, 5000, corr);
+    t.op(0, 0, time + 6000, 100'000, corr, DeviceOpKind::kernel, "matmul");
+    time += 110'000;
+  }
+  TraceModel m = t.load();
+  AnalysisReport r = analyze(m);
+  auto f = by_rule(r, "tiny-kernels");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 200 * 5000);
+  EXPECT_EQ(evidence(*f[0], "tiny kernels"), "200 (95.2% of kernels)");
+  EXPECT_EQ(evidence(*f[0], "tiny kernel"), "add (x200)");
+  EXPECT_NEAR(r.metrics.tiny_kernel_fraction, 200.0 / 210.0, 1e-12);
+  // Raising the bar above 95.2% silences it.
+  AnalysisOptions o;
+  set_analysis_parameter(o, "tiny_fraction", "96%");
+  EXPECT_TRUE(by_rule(analyze(m, o), "tiny-kernels").empty());
+}
+
+// ---- recompile ----------------------------------------------------------------
+
+TEST_F(Rules, RecompilesAfterWarmupWithReasons) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("train.cpp", 61);
+  for (int s = 0; s < 8; ++s) t.step(0, s, s * 1000, 1000);
+  t.op(0, 0, 0, 8000);  // the device is busy throughout
+  t.compile(0, 10, 100, "f", CompileKind::miss, "first compile", "f32[32]", 1, site);
+  t.compile(0, 20, 50, "g", CompileKind::miss, "first compile", "f32[1]", 2, site);
+  t.compile(0, 3010, 200, "f", CompileKind::miss, "arg 0 `x`: now f32[31], before f32[32]", "f32[31]", 1, site);
+  t.compile(0, 5010, 300, "f", CompileKind::miss, "arg 0 `x`: now f16[32], before f32[32]", "f16[32]", 1, site);
+  t.compile(0, 6010, 5, "f", CompileKind::hit, "", "f32[32]", 1, site);
+  TraceModel m = t.load();
+  AnalysisReport r = analyze(m);
+  auto f = by_rule(r, "recompile");
+  ASSERT_EQ(f.size(), 1u) << "g compiled once: warm-up only";
+  EXPECT_EQ(f[0]->impact_ns, 500);
+  EXPECT_EQ(evidence(*f[0], "compiles"), "3 in all, 2 after warm-up");
+  EXPECT_EQ(evidence(*f[0], "shape change"), "1");
+  EXPECT_EQ(evidence(*f[0], "dtype change"), "1");
+  EXPECT_EQ(evidence(*f[0], "called at"), "train.cpp:61 (x2)");
+  EXPECT_EQ(evidence(*f[0], "device idle while compiling"), "0 ns");
+  EXPECT_EQ(r.metrics.compiles, 4u);
+  EXPECT_EQ(r.metrics.recompiles_after_warmup, 2u);
+  // With four warm-up steps, the compile at step 3 is warm-up too.
+  AnalysisOptions o;
+  o.warmup_steps = 4;
+  EXPECT_EQ(analyze(m, o).metrics.recompiles_after_warmup, 1u);
+}
+
+TEST_F(Rules, JitCreatedInALoop) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("loop.cpp", 9);
+  for (int s = 0; s < 5; ++s) {
+    t.step(0, s, s * 1000, 1000);
+    // Same signature, a new function object every step: no reason text.
+    t.compile(0, s * 1000 + 10, 100, "step", CompileKind::miss, s == 0 ? "first compile" : "", "f32[4]",
+              uint64_t(100 + s), site);
+    t.op(0, 0, s * 1000 + 200, 700);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "recompile");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "new function object"), "4");
+  EXPECT_NE(f[0]->suggestion.find("create the jitted function once"), std::string::npos);
+  // The device idled during each of the 4 later compiles: 100 ns each.
+  EXPECT_EQ(evidence(*f[0], "device idle while compiling"), "400 ns");
+}
+
+// ---- async-timing -------------------------------------------------------------
+
+TEST_F(Rules, TimingDispatchOnly) {
+  auto t = trace();
+  t.device(0);
+  for (int i = 0; i < 5; ++i) {
+    int64_t base = i * 1000;
+    t.span(0, base, 100, "timed step", SpanKind::user, 0, 0);
+    t.launch(0, base + 10, 10, uint64_t(i + 1));
+    t.op(0, 0, base + 50, 350, uint64_t(i + 1));  // ends at base + 400: 300 after the range
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "async-timing");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 5 * 300);
+  EXPECT_EQ(evidence(*f[0], "instances that lag"), "5 of 5");
+}
+
+TEST_F(Rules, TimingThatWaitsIsFine) {
+  auto t = trace();
+  t.device(0);
+  for (int i = 0; i < 5; ++i) {
+    int64_t base = i * 1000;
+    t.span(0, base, 450, "timed step", SpanKind::user, 0, 0);  // blocks until the op ends
+    t.launch(0, base + 10, 10, uint64_t(i + 1));
+    t.op(0, 0, base + 50, 350, uint64_t(i + 1));
+  }
+  EXPECT_TRUE(by_rule(analyze(t.load()), "async-timing").empty());
+}
+
+// ---- steps and the rest ----------------------------------------------------------
+
+TEST_F(Rules, StepStatistics) {
+  auto t = trace();
+  t.device(0);
+  int64_t durations[] = {10, 10, 10, 40};
+  int64_t start = 0;
+  for (int s = 0; s < 4; ++s) {
+    t.step(0, s, start, durations[s]);
+    t.op(0, 0, start, 5);
+    start += durations[s];
+  }
+  AnalysisReport r = analyze(t.load());
+  EXPECT_EQ(r.steps.count, 4u);
+  EXPECT_EQ(r.steps.median_ns, 10);
+  EXPECT_EQ(r.steps.p90_ns, 40);
+  EXPECT_EQ(r.steps.steps[0].compute_ns, 5);
+  EXPECT_EQ(r.steps.steps[0].idle_ns, 5);
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::warning);  // p90 = 4 x median
+  EXPECT_EQ(f[0]->impact_ns, 30);                // the 40 ns step, over the median
+}
+
+TEST_F(Rules, NoAcceleratorOnlyForCpuDevices) {
+  {
+    auto t = trace();
+    t.device(0, DeviceKind::cpu);
+    t.op(0, 0, 0, 10);
+    EXPECT_EQ(by_rule(analyze(t.load()), "no-accelerator").size(), 1u);
+  }
+  {
+    auto t = trace();
+    t.device(0, DeviceKind::cuda);
+    t.op(0, 0, 0, 10);
+    EXPECT_TRUE(by_rule(analyze(t.load()), "no-accelerator").empty());
+  }
+}
+
+TEST_F(Rules, EmptyTraceHasNoFindings) {
+  auto t = trace();
+  AnalysisReport r = analyze(t.load());
+  EXPECT_TRUE(r.findings.empty());
+  EXPECT_EQ(r.metrics.device_ops, 0u);
+}
+
+TEST_F(Rules, UnknownRuleAndParameterAreRefused) {
+  auto t = trace();
+  TraceModel m = t.load();
+  AnalysisOptions o;
+  o.rules = {"idle-gap", "nonsense"};
+  EXPECT_THROW(analyze(m, o), std::invalid_argument);
+  EXPECT_THROW(set_analysis_parameter(o, "no_such", "1"), std::invalid_argument);
+  EXPECT_THROW(set_analysis_parameter(o, "min_gap", "fast"), std::invalid_argument);
+  EXPECT_THROW(set_analysis_parameter(o, "min_gap", "5 parsecs"), std::invalid_argument);
+  EXPECT_THROW(set_analysis_parameter(o, "min_gap", "-5"), std::invalid_argument);
+}
+
+TEST_F(Rules, FindingsAreOrderedByImpact) {
+  std::string path = dir.file("s.db");
+  write_synthetic_trace(path, {.events = 50'000, .seed = 2});
+  AnalysisReport r = analyze(load_trace(path));
+  ASSERT_GE(r.findings.size(), 3u);
+  for (size_t i = 1; i < r.findings.size(); ++i) {
+    EXPECT_GE(r.findings[i - 1].impact_ns, r.findings[i].impact_ns);
+  }
+}
+
+}  // namespace
