@@ -22,5 +22,8 @@ Command add_info_command(CLI::App& app);
 Command add_sql_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);
 Command add_analyze_command(CLI::App& app);
+Command add_summary_command(CLI::App& app);
+Command add_check_command(CLI::App& app);
+Command add_diff_command(CLI::App& app);
 
 }  // namespace loupe::cli

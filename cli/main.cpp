@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   const Command commands[] = {
       add_info_command(app),
       add_analyze_command(app),
+      add_summary_command(app),
+      add_check_command(app),
+      add_diff_command(app),
       add_sql_command(app),
       add_synth_command(app),
   };

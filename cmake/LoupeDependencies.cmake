@@ -4,6 +4,7 @@ find_package(Threads REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(tomlplusplus REQUIRED)
 
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 add_library(loupe_cli11 INTERFACE)

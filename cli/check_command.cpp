@@ -1,0 +1,63 @@
+// loupe check FILE --budget loupe.toml: exit 1 when a budget is exceeded.
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "commands.h"
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/budget.h"
+#include "loupe/prof/trace_reader.h"
+
+namespace loupe::cli {
+
+namespace {
+
+struct CheckArgs {
+  std::string path, budget, junit;
+};
+
+int run_check(const CheckArgs& args) {
+  prof::Budget budget;
+  try {
+    budget = prof::read_budget_file(args.budget);
+  } catch (const prof::BudgetError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  prof::AnalysisOptions options;
+  for (const auto& [name, value] : budget.thresholds) prof::set_analysis_parameter(options, name, value);
+  prof::TraceModel model = prof::load_trace(args.path);
+  prof::AnalysisReport report = prof::analyze(model, options);
+  std::vector<prof::BudgetResult> results = prof::check_budget(budget, report);
+  size_t failed = 0;
+  for (const prof::BudgetResult& r : results) {
+    if (r.passed) {
+      fmt::print("pass  {:<28} {} <= {}\n", r.key, r.actual_text, r.limit_text);
+    } else {
+      ++failed;
+      std::string by = r.limit > 0 ? fmt::format("{:.2f}x the budget", r.actual / r.limit) : "budget is 0";
+      fmt::print("FAIL  {:<28} {} > {} ({})\n", r.key, r.actual_text, r.limit_text, by);
+    }
+  }
+  fmt::print("{}: {} of {} budgets exceeded\n", args.path, failed, results.size());
+  if (!args.junit.empty()) {
+    std::ofstream out(args.junit);
+    out << prof::budget_junit(results, args.path);
+    if (!out) throw std::runtime_error(fmt::format("cannot write JUnit report '{}'", args.junit));
+  }
+  return failed > 0 ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("check", "Check a trace against budgets (TOML); exit 1 if any is exceeded");
+  auto args = std::make_shared<CheckArgs>();
+  cmd->add_option("FILE", args->path, "trace file")->required();
+  std::string keys;
+  for (const auto& k : prof::budget_keys()) keys += fmt::format("\n  {}: {}", k.key, k.description);
+  cmd->add_option("--budget", args->budget, "budget file (TOML) with any of:" + keys)->required();
+  cmd->add_option("--junit", args->junit, "also write the results as JUnit XML to this file");
+  return {cmd, [args] { return run_check(*args); }};
+}
+
+}  // namespace loupe::cli

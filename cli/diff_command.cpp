@@ -1,0 +1,83 @@
+// loupe diff BASE HEAD: what changed between two runs, and whether it is
+// beyond noise; --fail-on turns chosen changes into exit code 1.
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "commands.h"
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/trace_diff.h"
+#include "loupe/prof/trace_reader.h"
+#include "options.h"
+
+namespace loupe::cli {
+
+namespace {
+
+struct DiffArgs {
+  std::string base, head, format = "text";
+  std::vector<std::string> fail_on;
+  size_t limit = 15;
+  AnalysisArgs analysis;
+};
+
+int run_diff(const DiffArgs& args) {
+  std::vector<prof::FailOn> rules;
+  for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f));  // throws on bad input
+  prof::AnalysisOptions options = make_analysis_options(args.analysis);
+  // The two traces load and analyse independently: side by side.
+  prof::TraceModel base, head;
+  prof::AnalysisReport base_report, head_report;
+  std::exception_ptr head_error;
+  std::thread other([&] {
+    try {
+      head = prof::load_trace(args.head, {.threads = 1});
+      head_report = prof::analyze(head, options);
+    } catch (...) {
+      head_error = std::current_exception();
+    }
+  });
+  try {
+    base = prof::load_trace(args.base, {.threads = 1});
+    base_report = prof::analyze(base, options);
+  } catch (...) {
+    other.join();
+    throw;
+  }
+  other.join();
+  if (head_error) std::rethrow_exception(head_error);
+
+  prof::TraceDiff d = prof::diff_traces(base, base_report, head, head_report);
+  std::string out;
+  if (args.format == "json") out = prof::diff_json(d, args.base, args.head);
+  else if (args.format == "markdown") out = prof::diff_markdown(d, args.base, args.head, args.limit);
+  else out = prof::diff_text(d, args.base, args.head, args.limit);
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  bool failed = false;
+  for (const prof::FailOn& rule : rules) {
+    std::string why;
+    bool crossed = prof::fail_on_crossed(rule, d, &why);
+    failed |= crossed;
+    fmt::print(stderr, "{} --fail-on {}: {}\n", crossed ? "FAIL" : "pass", rule.text, why);
+  }
+  return failed ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+Command add_diff_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("diff", "Compare two runs: metrics, device ops and host spans, with noise marked");
+  auto args = std::make_shared<DiffArgs>();
+  cmd->add_option("BASE", args->base, "baseline trace")->required();
+  cmd->add_option("HEAD", args->head, "trace to compare with it")->required();
+  cmd->add_option("--format", args->format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
+  cmd->add_option("--fail-on", args->fail_on,
+                  "exit 1 when a metric moves past a threshold, e.g. 'step_time:+5%', 'recompiles:+0', "
+                  "'peak_memory:+10%' (repeatable)");
+  cmd->add_option("--limit", args->limit, "rows per name table (default 15)");
+  add_analysis_options(*cmd, args->analysis);
+  return {cmd, [args] { return run_diff(*args); }};
+}
+
+}  // namespace loupe::cli

@@ -1,0 +1,96 @@
+// loupe summary FILE: device ops, transfers, host spans, compiles and
+// memory peaks as tables, like `nsys stats`.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "loupe/prof/statistics.h"
+#include "loupe/prof/trace_reader.h"
+#include "text_format.h"
+
+namespace loupe::cli {
+
+namespace {
+
+struct SummaryArgs {
+  std::string path;
+  bool csv = false, json = false;
+  size_t limit = 20;
+};
+
+// Machine output carries raw numbers (ns, bytes, counts), not the text.
+std::string raw(const prof::StatCell& c) {
+  if (!c.numeric) return c.text;
+  if (c.value == double(int64_t(c.value))) return std::to_string(int64_t(c.value));
+  return fmt::format("{}", c.value);
+}
+
+int run_summary(const SummaryArgs& args) {
+  prof::TraceModel model = prof::load_trace(args.path);
+  std::vector<prof::StatTable> tables = prof::trace_statistics(model);
+  if (args.json) {
+    nlohmann::json doc = nlohmann::json::object();
+    for (const auto& t : tables) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& r : t.rows) {
+        nlohmann::json row;
+        for (size_t i = 0; i < r.size(); ++i) {
+          if (r[i].numeric) row[t.columns[i]] = r[i].value;
+          else row[t.columns[i]] = r[i].text;
+        }
+        rows.push_back(row);
+      }
+      doc[t.name] = rows;
+    }
+    std::puts(doc.dump(2).c_str());
+    return kExitOk;
+  }
+  bool first = true;
+  for (const auto& t : tables) {
+    if (args.csv) {
+      // One CSV block per table, headed by the table's name.
+      if (!first) std::puts("");
+      std::puts(("# " + t.name).c_str());
+      std::string line;
+      for (size_t i = 0; i < t.columns.size(); ++i) line += (i ? "," : "") + csv_escape(t.columns[i]);
+      std::puts(line.c_str());
+      for (const auto& r : t.rows) {
+        line.clear();
+        for (size_t i = 0; i < r.size(); ++i) line += (i ? "," : "") + csv_escape(raw(r[i]));
+        std::puts(line.c_str());
+      }
+    } else {
+      fmt::print("{}{}\n", first ? "" : "\n", t.title);
+      if (t.rows.empty()) {
+        fmt::print("  (none)\n");
+      } else {
+        TextTable table(t.columns);
+        size_t shown = std::min(t.rows.size(), args.limit);
+        for (size_t k = 0; k < shown; ++k) {
+          std::vector<std::string> cells;
+          for (const auto& c : t.rows[k]) cells.push_back(c.text);
+          table.add(cells);
+        }
+        table.print(stdout, "  ");
+        if (shown < t.rows.size()) fmt::print("  ... {} more (--limit)\n", t.rows.size() - shown);
+      }
+    }
+    first = false;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_summary_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("summary", "Tables of device ops, transfers, host spans, compiles and memory peaks");
+  auto args = std::make_shared<SummaryArgs>();
+  cmd->add_option("FILE", args->path, "trace file")->required();
+  auto* csv = cmd->add_flag("--csv", args->csv, "CSV with raw numbers (ns, bytes)");
+  cmd->add_flag("--json", args->json, "JSON with raw numbers (ns, bytes)")->excludes(csv);
+  cmd->add_option("--limit", args->limit, "rows per table in text output (default 20)");
+  return {cmd, [args] { return run_summary(*args); }};
+}
+
+}  // namespace loupe::cli

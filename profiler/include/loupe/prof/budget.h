@@ -1,0 +1,61 @@
+// Performance budgets for CI: limits on a run's metrics, read from TOML,
+// checked against an analysis report (`loupe check`).
+//
+//   recompiles_after_warmup = 0
+//   idle_fraction_max = 0.15
+//   sync_transfers_per_step_max = 0
+//   peak_memory_fraction_max = 0.9
+//   tiny_kernel_fraction_max = 0.5
+//   step_time_ms_max = 25.0
+//   [thresholds]            # optional: analysis parameters by name
+//   min_gap = "50us"
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/analysis.h"
+
+namespace loupe::prof {
+
+// A malformed budget: names the file, the line and the problem.
+class BudgetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Budget {
+  struct Limit {
+    std::string key;  // as written in the file
+    double max = 0;
+  };
+  std::vector<Limit> limits;                                  // in file order
+  std::vector<std::pair<std::string, std::string>> thresholds;  // analysis parameters
+};
+
+// The budget keys loupe knows, with what each limits.
+struct BudgetKey {
+  const char* key;
+  const char* description;
+};
+std::vector<BudgetKey> budget_keys();
+
+// Parses TOML text; `source` names it in errors. Throws BudgetError.
+Budget parse_budget(const std::string& text, const std::string& source);
+Budget read_budget_file(const std::string& path);
+
+struct BudgetResult {
+  std::string key;
+  double limit = 0, actual = 0;
+  bool passed = true;
+  std::string actual_text, limit_text;  // as a person reads them
+};
+
+std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisReport& report);
+
+// JUnit XML that CI servers show as test results: one test case per limit.
+std::string budget_junit(const std::vector<BudgetResult>& results, const std::string& trace);
+
+}  // namespace loupe::prof

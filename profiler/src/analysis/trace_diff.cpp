@@ -1,0 +1,261 @@
+#include "loupe/prof/trace_diff.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "loupe/prof/units.h"
+
+namespace loupe::prof {
+
+namespace {
+
+// Relative standard error of a median step time: 1.2533 sigma / sqrt(n),
+// with sigma estimated as 1.4826 MAD (both exact for normal data).
+double median_relative_error(const TraceMetrics& m) {
+  if (m.steps < 2 || m.step_time_median_ns <= 0) return 0;
+  return 1.2533 * 1.4826 * m.step_time_mad_ns / m.step_time_median_ns / std::sqrt(double(m.steps));
+}
+
+DiffRow row(std::string name, std::string unit, double base, double head) {
+  DiffRow r{std::move(name), std::move(unit), base, head, head - base, 0, false};
+  r.delta_fraction = base != 0 ? r.delta / std::fabs(base) : 0;
+  return r;
+}
+
+// Counts and bytes are exact: any change is real (beyond rounding of
+// per-step averages). Times carry the noise of step-to-step spread.
+void mark(DiffRow& r, bool timed, double noise) {
+  if (!timed) r.beyond_noise = r.base == 0 ? r.head != 0 : std::fabs(r.delta_fraction) > 1e-6;
+  else if (r.base == 0) r.beyond_noise = r.head != 0;
+  else r.beyond_noise = std::fabs(r.delta_fraction) > noise;
+}
+
+// Total duration per step of each name, over a trace.
+template <typename Tracks>
+std::map<std::string, double> per_name(const TraceModel& m, const Tracks& tracks, double steps) {
+  std::map<std::string, double> out;
+  for (const auto& t : tracks) {
+    for (size_t i = 0; i < t.size(); ++i) out[m.str(t.name[i])] += double(t.dur[i]);
+  }
+  for (auto& [name, v] : out) v /= std::max(steps, 1.0);
+  return out;
+}
+
+std::vector<DiffRow> name_rows(const std::map<std::string, double>& base, const std::map<std::string, double>& head,
+                               double noise) {
+  std::vector<DiffRow> rows;
+  std::map<std::string, std::pair<double, double>> both;
+  for (const auto& [n, v] : base) both[n].first = v;
+  for (const auto& [n, v] : head) both[n].second = v;
+  for (const auto& [n, v] : both) {
+    DiffRow r = row(n, "ns", v.first, v.second);
+    mark(r, true, noise);
+    rows.push_back(r);
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const DiffRow& a, const DiffRow& b) { return std::fabs(a.delta) > std::fabs(b.delta); });
+  return rows;
+}
+
+std::string value_text(const DiffRow& r, double v, bool signed_) {
+  std::string sign = signed_ && v > 0 ? "+" : "";
+  if (r.unit == "ns") return sign + format_duration(int64_t(std::llround(v)));
+  if (r.unit == "bytes") return sign + format_bytes(int64_t(std::llround(v)));
+  if (r.unit == "fraction") return fmt::format("{}{:.2f} pts", sign, v * 100);
+  if (v == std::floor(v) && std::fabs(v) < 9e15) return (v < 0 ? "-" : sign) + format_count(uint64_t(std::fabs(v)));
+  return fmt::format("{}{:.3f}", sign, v);
+}
+
+std::string value_text(const DiffRow& r, double v) {
+  if (r.unit == "fraction") return format_percent(v);
+  return value_text(r, v, false);
+}
+
+std::string percent_text(const DiffRow& r) {
+  if (r.base == 0) return r.head == 0 ? "0%" : "new";
+  return fmt::format("{:+.1f}%", r.delta_fraction * 100);
+}
+
+const char* kMetricNames[] = {"step_time", "idle_fraction", "compiles", "recompiles", "sync_transfers_per_step",
+                              "transfer_bytes_per_step", "peak_memory", "kernel_count", "kernels_per_step",
+                              "tiny_kernel_fraction", "steps"};
+
+}  // namespace
+
+TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const TraceModel& head, const AnalysisReport& h) {
+  TraceDiff d;
+  // Without steps there is no spread to measure: 1% stands in for it.
+  bool have_steps = b.metrics.steps >= 2 && h.metrics.steps >= 2;
+  double eb = median_relative_error(b.metrics), eh = median_relative_error(h.metrics);
+  d.noise_fraction = have_steps ? std::max(2.0 * std::sqrt(eb * eb + eh * eh), 0.001) : 0.01;
+  const TraceMetrics &mb = b.metrics, &mh = h.metrics;
+  auto steps_or_1 = [](const TraceMetrics& m) { return double(std::max<uint64_t>(m.steps, 1)); };
+  struct Spec {
+    const char* name;
+    const char* unit;
+    double base, head;
+    bool timed;
+  };
+  const Spec specs[] = {
+      {"step_time", "ns", mb.step_time_median_ns, mh.step_time_median_ns, true},
+      {"idle_fraction", "fraction", mb.idle_fraction, mh.idle_fraction, true},
+      {"compiles", "count", double(mb.compiles), double(mh.compiles), false},
+      {"recompiles", "count", double(mb.recompiles_after_warmup), double(mh.recompiles_after_warmup), false},
+      {"sync_transfers_per_step", "count", mb.sync_transfers_per_step, mh.sync_transfers_per_step, false},
+      {"transfer_bytes_per_step", "bytes", mb.transfer_bytes_per_step, mh.transfer_bytes_per_step, false},
+      {"peak_memory", "bytes", double(mb.peak_memory_bytes), double(mh.peak_memory_bytes), false},
+      {"kernel_count", "count", double(mb.kernels), double(mh.kernels), false},
+      {"kernels_per_step", "count", double(mb.kernels) / steps_or_1(mb), double(mh.kernels) / steps_or_1(mh), false},
+      {"tiny_kernel_fraction", "fraction", mb.tiny_kernel_fraction, mh.tiny_kernel_fraction, false},
+      {"steps", "count", double(mb.steps), double(mh.steps), false},
+  };
+  for (const Spec& s : specs) {
+    DiffRow r = row(s.name, s.unit, s.base, s.head);
+    mark(r, s.timed, d.noise_fraction);
+    d.metrics.push_back(r);
+  }
+  d.device_ops = name_rows(per_name(base, base.device_ops, steps_or_1(mb)), per_name(head, head.device_ops, steps_or_1(mh)),
+                           d.noise_fraction);
+  d.host_spans = name_rows(per_name(base, base.host_spans, steps_or_1(mb)), per_name(head, head.host_spans, steps_or_1(mh)),
+                           d.noise_fraction);
+  return d;
+}
+
+FailOn parse_fail_on(const std::string& text) {
+  std::string known;
+  for (const char* n : kMetricNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= text.size()) {
+    throw std::invalid_argument(fmt::format("--fail-on '{}': expected METRIC:+N% or METRIC:-N (metrics: {})", text, known));
+  }
+  FailOn f;
+  f.text = text;
+  f.metric = text.substr(0, colon);
+  if (std::find(std::begin(kMetricNames), std::end(kMetricNames), f.metric) == std::end(kMetricNames)) {
+    throw std::invalid_argument(fmt::format("--fail-on '{}': unknown metric '{}' (metrics: {})", text, f.metric, known));
+  }
+  std::string spec = text.substr(colon + 1);
+  if (spec[0] != '+' && spec[0] != '-') {
+    throw std::invalid_argument(fmt::format("--fail-on '{}': the threshold needs a sign, '+' (fail on an increase) or "
+                                            "'-' (fail on a decrease)", text));
+  }
+  f.increase = spec[0] == '+';
+  spec = spec.substr(1);
+  if (!spec.empty() && spec.back() == '%') {
+    f.relative = true;
+    spec.pop_back();
+  }
+  size_t used = 0;
+  try {
+    f.threshold = std::stod(spec, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != spec.size() || !(f.threshold >= 0) || !std::isfinite(f.threshold)) {
+    throw std::invalid_argument(fmt::format("--fail-on '{}': '{}' is not a non-negative number", text, spec));
+  }
+  if (f.relative) f.threshold /= 100.0;
+  return f;
+}
+
+bool fail_on_crossed(const FailOn& rule, const TraceDiff& diff, std::string* why) {
+  for (const DiffRow& r : diff.metrics) {
+    if (r.name != rule.metric) continue;
+    double change = rule.increase ? r.delta : -r.delta;
+    bool crossed;
+    if (rule.relative) {
+      crossed = r.base == 0 ? change > 0 : change / std::fabs(r.base) > rule.threshold;
+    } else {
+      crossed = change > rule.threshold;
+    }
+    if (why) {
+      *why = fmt::format("{}: {} -> {} ({}), {} the limit {}{}{}", r.name, value_text(r, r.base), value_text(r, r.head),
+                         percent_text(r), crossed ? "beyond" : "within", rule.increase ? "+" : "-",
+                         rule.relative ? fmt::format("{:g}", rule.threshold * 100) : fmt::format("{:g}", rule.threshold),
+                         rule.relative ? "%" : "");
+    }
+    return crossed;
+  }
+  return false;
+}
+
+namespace {
+
+void table_text(std::string& out, const std::vector<DiffRow>& rows, size_t limit, const char* title) {
+  out += fmt::format("\n{}\n", title);
+  std::vector<std::vector<std::string>> cells;
+  size_t shown = 0;
+  for (const DiffRow& r : rows) {
+    if (shown++ == limit) break;
+    cells.push_back({r.name, value_text(r, r.base), value_text(r, r.head), value_text(r, r.delta, true), percent_text(r),
+                     r.beyond_noise ? "*" : ""});
+  }
+  std::vector<size_t> w(6, 0);
+  std::vector<std::string> header = {"name", "base", "head", "delta", "delta %", ""};
+  for (size_t i = 0; i < 6; ++i) w[i] = header[i].size();
+  for (const auto& c : cells) {
+    for (size_t i = 0; i < 6; ++i) w[i] = std::max(w[i], c[i].size());
+  }
+  auto line = [&](const std::vector<std::string>& c) {
+    std::string s = fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}", c[0], w[0], c[1], w[1], c[2], w[2], c[3],
+                                w[3], c[4], w[4], c[5]);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out += s + "\n";
+  };
+  line(header);
+  for (const auto& c : cells) line(c);
+  if (rows.size() > limit) out += fmt::format("  ... {} more\n", rows.size() - limit);
+}
+
+void table_markdown(std::string& out, const std::vector<DiffRow>& rows, size_t limit, const char* title) {
+  out += fmt::format("\n**{}**\n\n| name | base | head | delta | delta % | |\n|---|---:|---:|---:|---:|---|\n", title);
+  size_t shown = 0;
+  for (const DiffRow& r : rows) {
+    if (shown++ == limit) break;
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", r.name, value_text(r, r.base), value_text(r, r.head),
+                       value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "**beyond noise**" : "");
+  }
+}
+
+}  // namespace
+
+std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
+  std::string out = fmt::format("loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
+                                "'*' marks changes beyond it\n",
+                                base, head, d.noise_fraction * 100);
+  table_text(out, d.metrics, d.metrics.size(), "metrics");
+  table_text(out, d.device_ops, limit, "device ops: time per step, largest changes first");
+  table_text(out, d.host_spans, limit, "host spans: time per step, largest changes first");
+  return out;
+}
+
+std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
+  std::string out = fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
+                                base, head, d.noise_fraction * 100);
+  table_markdown(out, d.metrics, d.metrics.size(), "Metrics");
+  table_markdown(out, d.device_ops, limit, "Device ops (time per step)");
+  table_markdown(out, d.host_spans, limit, "Host spans (time per step)");
+  return out;
+}
+
+std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
+  using nlohmann::json;
+  auto rows = [](const std::vector<DiffRow>& v) {
+    json a = json::array();
+    for (const DiffRow& r : v) {
+      a.push_back({{"name", r.name}, {"unit", r.unit}, {"base", r.base}, {"head", r.head}, {"delta", r.delta},
+                   {"delta_fraction", r.delta_fraction}, {"beyond_noise", r.beyond_noise}});
+    }
+    return a;
+  };
+  json doc = {{"schema", 1},          {"base", base},
+              {"head", head},         {"noise_fraction", d.noise_fraction},
+              {"metrics", rows(d.metrics)}, {"device_ops", rows(d.device_ops)},
+              {"host_spans", rows(d.host_spans)}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace loupe::prof
