@@ -25,5 +25,6 @@ Command add_analyze_command(CLI::App& app);
 Command add_summary_command(CLI::App& app);
 Command add_check_command(CLI::App& app);
 Command add_diff_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
 
 }  // namespace loupe::cli

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.h"
 #include "loupe/prof/trace_reader.h"
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
       add_summary_command(app),
       add_check_command(app),
       add_diff_command(app),
+      add_export_command(app),
       add_sql_command(app),
       add_synth_command(app),
   };
@@ -32,7 +34,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "loupe: %s\nRun 'loupe --help' for usage.\n", e.what());
+    // One line: what was wrong, and where the usage is.
+    std::string help = "loupe --help";
+    for (const Command& command : commands) {
+      if (command.app->parsed()) help = "loupe " + command.app->get_name() + " --help";
+    }
+    std::fprintf(stderr, "loupe: %s (see '%s')\n", e.what(), help.c_str());
     return kExitBadInput;
   }
   for (const Command& command : commands) {
@@ -43,6 +50,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "loupe: %s\n", e.what());
       return kExitBadInput;
     } catch (const loupe::prof::StoreError& e) {
+      std::fprintf(stderr, "loupe: %s\n", e.what());
+      return kExitBadInput;
+    } catch (const CLI::Error& e) {
       std::fprintf(stderr, "loupe: %s\n", e.what());
       return kExitBadInput;
     } catch (const std::invalid_argument& e) {

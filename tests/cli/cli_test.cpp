@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "profiler/test_files.h"
 #include "run_command.h"
 
@@ -135,6 +137,129 @@ TEST_F(Cli, SynthToAnUnwritablePathFails) {
   auto r = loupe({"synth", "-o", "/nonexistent-dir/x.db", "--events", "10"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("/nonexistent-dir/x.db"), std::string::npos) << r.err;
+}
+
+class Commands : public Cli {
+ protected:
+  std::string recorded() {
+    std::string path = dir.file("w.db");
+    auto w = run_command({LOUPE_RECORD_WORKLOAD, "--out", path, "--steps", "30"}, dir.path().string());
+    EXPECT_EQ(w.exit_code, 0) << w.err;
+    return path;
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = dir.file(name);
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+TEST_F(Commands, AnalyzeNamesTheMistakesWithCallSites) {
+  std::string path = recorded();
+  auto r = loupe({"analyze", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[warning] recompile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("synchronous device-to-host read at samples/record_workload.cpp:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\033["), std::string::npos) << "no colour when not a terminal";
+  auto json = loupe({"analyze", path, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0);
+  auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["schema"], 1);
+  EXPECT_GE(doc["findings"].size(), 3u);
+  EXPECT_EQ(doc["metrics"]["steps"], 30);
+  auto md = loupe({"analyze", path, "--format", "markdown", "--rules", "recompile,transfer"});
+  ASSERT_EQ(md.exit_code, 0);
+  EXPECT_EQ(md.out.rfind("### loupe: 2 findings", 0), 0u) << md.out;
+}
+
+TEST_F(Commands, AnalyzeRefusesUnknownRulesAndThresholds) {
+  std::string path = synth(1000);
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"analyze", path, "--rules", "idle-gap,bogus"},
+           {"analyze", path, "--set", "no_such=1"},
+           {"analyze", path, "--set", "min_gap"},
+           {"analyze", path, "--min-gap", "soon"},
+           {"analyze", path, "--format", "yaml"}}) {
+    auto r = loupe(args);
+    EXPECT_EQ(r.exit_code, 2) << ::testing::PrintToString(args);
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  }
+  auto missing = loupe({"analyze", dir.file("nope.db")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nope.db"), std::string::npos);
+}
+
+TEST_F(Commands, SummaryTablesAsTextCsvAndJson) {
+  std::string path = recorded();
+  auto text = loupe({"summary", path});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Device operations by name"), std::string::npos);
+  EXPECT_NE(text.out.find("matmul_grad"), std::string::npos);
+  auto csv = loupe({"summary", path, "--csv"});
+  ASSERT_EQ(csv.exit_code, 0);
+  EXPECT_EQ(csv.out.rfind("# device_ops\nname,kind,count,total,", 0), 0u) << csv.out.substr(0, 80);
+  auto json = loupe({"summary", path, "--json"});
+  ASSERT_EQ(json.exit_code, 0);
+  auto doc = nlohmann::json::parse(json.out);
+  // 30 steps x 6 backward kernels each, counted from the program.
+  bool found = false;
+  for (const auto& row : doc["device_ops"]) {
+    if (row["name"] == "matmul_grad") {
+      found = true;
+      EXPECT_EQ(row["count"], 180);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(Commands, CheckExitCodesAndJUnit) {
+  std::string path = recorded();
+  std::string strict = write("strict.toml", "recompiles_after_warmup = 0\nsync_transfers_per_step_max = 0\n");
+  std::string loose = write("loose.toml", "recompiles_after_warmup = 1000\nidle_fraction_max = 1.0\n");
+  std::string junit = dir.file("junit.xml");
+  auto fail = loupe({"check", path, "--budget", strict, "--junit", junit});
+  EXPECT_EQ(fail.exit_code, 1) << fail.out << fail.err;
+  EXPECT_NE(fail.out.find("FAIL  recompiles_after_warmup"), std::string::npos) << fail.out;
+  EXPECT_NE(fail.out.find("2 of 2 budgets exceeded"), std::string::npos);
+  EXPECT_NE(loupe::test::slurp(junit).find("failures=\"2\""), std::string::npos);
+  auto pass = loupe({"check", path, "--budget", loose});
+  EXPECT_EQ(pass.exit_code, 0) << pass.out;
+  EXPECT_NE(pass.out.find("0 of 2 budgets exceeded"), std::string::npos);
+  auto bad = loupe({"check", path, "--budget", write("bad.toml", "recompiles_after_warmup = 0\nspeed = 1\n")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("bad.toml:2: unknown budget 'speed'"), std::string::npos) << bad.err;
+  auto missing = loupe({"check", path, "--budget", dir.file("none.toml")});
+  EXPECT_EQ(missing.exit_code, 2);
+}
+
+TEST_F(Commands, DiffPrintsATableAndFailsOnThresholds) {
+  std::string a = dir.file("a.db"), b = dir.file("b.db");
+  ASSERT_EQ(loupe({"synth", "-o", a, "--events", "20000", "-q"}).exit_code, 0);
+  ASSERT_EQ(loupe({"synth", "-o", b, "--events", "40000", "-q"}).exit_code, 0);
+  auto same = loupe({"diff", a, a, "--fail-on", "step_time:+0%"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("metrics"), std::string::npos);
+  auto more = loupe({"diff", a, b, "--fail-on", "steps:+0"});
+  EXPECT_EQ(more.exit_code, 1) << more.out << more.err;
+  EXPECT_NE(more.err.find("FAIL --fail-on steps:+0"), std::string::npos) << more.err;
+  auto json = loupe({"diff", a, b, "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(json.out)["metrics"].size(), 11u);
+  auto bad = loupe({"diff", a, b, "--fail-on", "speed:+5%"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+}
+
+TEST_F(Commands, ExportChromeJson) {
+  std::string path = recorded(), out = dir.file("t.json");
+  auto r = loupe({"export", path, "--chrome", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(loupe::test::slurp(out));
+  EXPECT_GT(doc["traceEvents"].size(), 1000u);
+  auto bad = loupe({"export", path, "--chrome", "/nonexistent-dir/t.json"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(lines(bad.err), 1);
 }
 
 }  // namespace

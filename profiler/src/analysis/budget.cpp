@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -81,6 +82,7 @@ Budget parse_budget(const std::string& text, const std::string& source) {
                                   std::string(e.description())));
   }
   Budget b;
+  std::vector<int> lines;
   for (auto&& [k, node] : doc) {
     std::string key(k.str());
     int line = int(node.source().begin.line);
@@ -113,7 +115,15 @@ Budget parse_budget(const std::string& text, const std::string& source) {
       throw BudgetError(fmt::format("{}:{}: budget '{}' must be a non-negative number", source, line, key));
     }
     b.limits.push_back({key, *v});
+    lines.push_back(line);
   }
+  // toml++ iterates keys sorted by name; report them in the file's order.
+  std::vector<size_t> order(b.limits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lines[x] < lines[y]; });
+  std::vector<Budget::Limit> in_order;
+  for (size_t i : order) in_order.push_back(b.limits[i]);
+  b.limits = std::move(in_order);
   if (b.limits.empty()) throw BudgetError(fmt::format("{}: no budgets in the file", source));
   return b;
 }

@@ -1,0 +1,170 @@
+// Budgets, diffs and the Chrome export, as library calls.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "loupe/prof/budget.h"
+#include "loupe/prof/chrome_export.h"
+#include "loupe/prof/synth.h"
+#include "loupe/prof/trace_diff.h"
+#include "profiler/test_files.h"
+#include "trace_builder.h"
+
+using namespace loupe::prof;
+
+namespace {
+
+TEST(Budget, ParsesKnownKeysAndThresholds) {
+  Budget b = parse_budget(
+      "recompiles_after_warmup = 0\nidle_fraction_max = 0.15\nstep_time_ms_max = 25\n[thresholds]\nmin_gap = \"50us\"\n",
+      "loupe.toml");
+  ASSERT_EQ(b.limits.size(), 3u);
+  EXPECT_EQ(b.limits[1].key, "idle_fraction_max");
+  EXPECT_DOUBLE_EQ(b.limits[1].max, 0.15);
+  ASSERT_EQ(b.thresholds.size(), 1u);
+  EXPECT_EQ(b.thresholds[0].first, "min_gap");
+}
+
+std::string budget_error(const std::string& text) {
+  try {
+    parse_budget(text, "b.toml");
+  } catch (const BudgetError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Budget, MalformedBudgetsNameTheLineAndProblem) {
+  EXPECT_NE(budget_error("idle_fraction_max = 0.1\nspeed = 3\n").find("b.toml:2: unknown budget 'speed'"), std::string::npos);
+  EXPECT_NE(budget_error("idle_fraction_max = 'lots'\n").find("must be a non-negative number"), std::string::npos);
+  EXPECT_NE(budget_error("idle_fraction_max = -1\n").find("must be a non-negative number"), std::string::npos);
+  EXPECT_NE(budget_error("idle_fraction_max = \n").find("b.toml:1:"), std::string::npos);
+  EXPECT_NE(budget_error("").find("no budgets"), std::string::npos);
+  EXPECT_NE(budget_error("step_time_ms_max = 1\n[thresholds]\nmin_gap = \"3 parsecs\"\n").find("b.toml:3:"),
+            std::string::npos);
+}
+
+TEST(Budget, ChecksAgainstTheReport) {
+  AnalysisReport r;
+  r.metrics.recompiles_after_warmup = 2;
+  r.metrics.idle_fraction = 0.10;
+  Budget b = parse_budget("recompiles_after_warmup = 0\nidle_fraction_max = 0.15\n", "b");
+  auto results = check_budget(b, r);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_FALSE(results[0].passed);
+  EXPECT_DOUBLE_EQ(results[0].actual, 2);
+  EXPECT_TRUE(results[1].passed);
+  std::string junit = budget_junit(results, "t.db");
+  EXPECT_NE(junit.find("tests=\"2\" failures=\"1\""), std::string::npos);
+  EXPECT_NE(junit.find("<failure message=\"recompiles_after_warmup is 2, over the budget of 0\""), std::string::npos);
+}
+
+TEST(Diff, ATraceAgainstItselfChangesNothing) {
+  loupe::test::TempDir dir;
+  std::string path = dir.file("s.db");
+  write_synthetic_trace(path, {.events = 40'000, .seed = 5});
+  TraceModel m = load_trace(path);
+  AnalysisReport r = analyze(m);
+  TraceDiff d = diff_traces(m, r, m, r);
+  for (const auto* rows : {&d.metrics, &d.device_ops, &d.host_spans}) {
+    for (const DiffRow& row : *rows) {
+      EXPECT_EQ(row.delta, 0) << row.name;
+      EXPECT_FALSE(row.beyond_noise) << row.name;
+    }
+  }
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+0%"), d, nullptr));
+}
+
+TEST(Diff, AChangedKernelAndStepTime) {
+  loupe::test::TempDir dir;
+  auto build = [&](const std::string& name, int64_t kernel_ns) {
+    loupe::test::TraceBuilder t(dir.file(name));
+    t.device(0);
+    for (int s = 0; s < 20; ++s) {
+      int64_t base = s * 10'000;
+      t.step(0, s, base, kernel_ns + 1000 + (s % 3) * 10);  // a little spread
+      t.op(0, 0, base, kernel_ns, 0, DeviceOpKind::kernel, "matmul");
+    }
+    return t.load();
+  };
+  TraceModel base = build("base.db", 4000), head = build("head.db", 5000);
+  AnalysisReport rb = analyze(base), rh = analyze(head);
+  TraceDiff d = diff_traces(base, rb, head, rh);
+  const DiffRow* step = nullptr;
+  for (const DiffRow& r : d.metrics) {
+    if (r.name == "step_time") step = &r;
+  }
+  ASSERT_NE(step, nullptr);
+  EXPECT_DOUBLE_EQ(step->base, 5010);  // median of 5000, 5010, 5020
+  EXPECT_DOUBLE_EQ(step->head, 6010);
+  EXPECT_TRUE(step->beyond_noise);
+  ASSERT_FALSE(d.device_ops.empty());
+  EXPECT_EQ(d.device_ops[0].name, "matmul");
+  EXPECT_DOUBLE_EQ(d.device_ops[0].delta, 1000);  // per step
+  std::string why;
+  EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+5%"), d, &why));
+  EXPECT_NE(why.find("beyond the limit +5%"), std::string::npos) << why;
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+25%"), d, nullptr));
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:-1%"), d, nullptr));
+  EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+900"), d, nullptr));  // absolute ns
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+1000"), d, nullptr));
+}
+
+TEST(Diff, FailOnSyntax) {
+  FailOn f = parse_fail_on("peak_memory:+10%");
+  EXPECT_EQ(f.metric, "peak_memory");
+  EXPECT_TRUE(f.increase);
+  EXPECT_TRUE(f.relative);
+  EXPECT_DOUBLE_EQ(f.threshold, 0.10);
+  for (const char* bad : {"step_time", "step_time:", "step_time:5%", "nope:+5%", "step_time:+x%", "step_time:+-5"}) {
+    EXPECT_THROW(parse_fail_on(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(ChromeExport, ParsesAsJsonWithTheExpectedEvents) {
+  loupe::test::TempDir dir;
+  loupe::test::TraceBuilder t(dir.file("t.db"));
+  t.device(0);
+  t.span(0, 1000, 500, "step \"one\"", SpanKind::user);
+  t.launch(0, 1100, 20, 9);
+  t.op(0, 0, 1234, 1001, 9, DeviceOpKind::kernel, "gemm");
+  t.memory(0, 1300, MemoryEventKind::alloc, 64, 1, 64, 128);
+  t.compile(0, 10, 50, "f", CompileKind::miss, "first compile");
+  t.compile(0, 2000, 50, "f", CompileKind::miss, "arg 0 `x`: now f32[2], before f32[3]");
+  TraceModel m = t.load();
+  std::string path = dir.file("out.json");
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  ChromeExportStats st = export_chrome_trace(m, out);
+  std::fclose(out);
+  std::FILE* in = std::fopen(path.c_str(), "rb");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  std::fclose(in);
+  const auto& ev = doc["traceEvents"];
+  EXPECT_EQ(ev.size(), st.events);
+  int spans = 0, kernels = 0, flows_start = 0, flows_end = 0, counters = 0, recompiles = 0;
+  for (const auto& e : ev) {
+    std::string ph = e["ph"];
+    if (ph == "X" && e["name"] == "step \"one\"") {
+      ++spans;
+      EXPECT_EQ(e["ts"].get<double>(), 1.0);
+      EXPECT_EQ(e["dur"].get<double>(), 0.5);
+    }
+    if (ph == "X" && e["name"] == "gemm") {
+      ++kernels;
+      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 1.234);  // ns precision kept
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 1.001);
+    }
+    flows_start += ph == "s";
+    flows_end += ph == "f";
+    counters += ph == "C";
+    recompiles += ph == "i" && e["cat"] == "recompile";
+  }
+  EXPECT_EQ(spans, 1);
+  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(flows_start, 1);
+  EXPECT_EQ(flows_end, 1);
+  EXPECT_EQ(counters, 1);
+  EXPECT_EQ(recompiles, 1);  // the first compile is not a recompile
+}
+
+}  // namespace
