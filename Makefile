@@ -20,10 +20,11 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Record a workload into trace.db and show what it holds.
+# Record a workload into trace.db, show what it holds and what went wrong.
 demo: build
 	$(BUILD)/bin/record_workload --out trace.db
 	$(LOUPE) info trace.db
+	$(LOUPE) analyze trace.db
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

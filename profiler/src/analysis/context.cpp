@@ -23,15 +23,31 @@ int64_t step_number_of(std::string_view name, int64_t fallback) {
   return std::stoll(std::string(name.substr(i)));
 }
 
-template <typename Pairs>
-const EventRef* find_ref(const Pairs& sorted, uint64_t correlation) {
-  if (correlation == 0) return nullptr;
-  auto it = std::lower_bound(sorted.begin(), sorted.end(), correlation,
-                             [](const auto& p, uint64_t c) { return p.first < c; });
-  return it != sorted.end() && it->first == correlation ? &it->second : nullptr;
+}  // namespace
+
+void CorrelationIndex::build(std::vector<std::pair<uint64_t, EventRef>> entries) {
+  uint64_t max_id = 0;
+  for (const auto& e : entries) max_id = std::max(max_id, e.first);
+  if (max_id <= 4 * entries.size() + 1024) {
+    dense_.assign(max_id + 1, EventRef{});
+    present_.assign(max_id + 1, false);
+    for (const auto& [id, ref] : entries) {
+      dense_[id] = ref;
+      present_[id] = true;
+    }
+    return;
+  }
+  std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  sorted_ = std::move(entries);
 }
 
-}  // namespace
+const EventRef* CorrelationIndex::find(uint64_t correlation) const {
+  if (correlation == 0) return nullptr;
+  if (!dense_.empty()) return correlation < dense_.size() && present_[correlation] ? &dense_[correlation] : nullptr;
+  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), correlation,
+                             [](const auto& p, uint64_t c) { return p.first < c; });
+  return it != sorted_.end() && it->first == correlation ? &it->second : nullptr;
+}
 
 Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), options(opt) {
   // Devices: busy time as the union over all streams, never a per-stream sum.
@@ -69,22 +85,22 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
     window_end = m.end_ns;
   }
 
-  // Correlation ids, sorted for binary search.
+  // Correlation ids, both ways.
+  std::vector<std::pair<uint64_t, EventRef>> launches, ops;
   for (uint32_t t = 0; t < m.launches.size(); ++t) {
     const Launches& l = m.launches[t];
     for (uint32_t i = 0; i < l.size(); ++i) {
-      if (l.correlation[i] != 0) launch_by_correlation_.push_back({l.correlation[i], {t, i}});
+      if (l.correlation[i] != 0) launches.push_back({l.correlation[i], {t, i}});
     }
   }
   for (uint32_t t = 0; t < m.device_ops.size(); ++t) {
     const DeviceOps& o = m.device_ops[t];
     for (uint32_t i = 0; i < o.size(); ++i) {
-      if (o.correlation[i] != 0) op_by_correlation_.push_back({o.correlation[i], {t, i}});
+      if (o.correlation[i] != 0) ops.push_back({o.correlation[i], {t, i}});
     }
   }
-  auto by_first = [](const auto& x, const auto& y) { return x.first < y.first; };
-  std::sort(launch_by_correlation_.begin(), launch_by_correlation_.end(), by_first);
-  std::sort(op_by_correlation_.begin(), op_by_correlation_.end(), by_first);
+  launch_by_correlation_.build(std::move(launches));
+  op_by_correlation_.build(std::move(ops));
 
   // Host threads: what blocked them and what compiled on them.
   std::map<uint32_t, ThreadActivity> by_thread;
@@ -174,10 +190,8 @@ const ThreadActivity* Context::thread(uint32_t id) const {
   return it != threads.end() && it->thread == id ? &*it : nullptr;
 }
 
-const EventRef* Context::launch_of(uint64_t correlation) const {
-  return find_ref(launch_by_correlation_, correlation);
-}
-const EventRef* Context::op_of(uint64_t correlation) const { return find_ref(op_by_correlation_, correlation); }
+const EventRef* Context::launch_of(uint64_t correlation) const { return launch_by_correlation_.find(correlation); }
+const EventRef* Context::op_of(uint64_t correlation) const { return op_by_correlation_.find(correlation); }
 
 std::string Context::callsite_text(uint32_t id) const {
   const CallSite* c = model.callsite(id);

@@ -28,6 +28,20 @@ struct EventRef {
   uint32_t index = 0;
 };
 
+// Correlation id -> event. Ids are usually dense (a counter), so a direct
+// table indexed by id is used when it stays small next to the number of
+// events; otherwise a sorted array and binary search.
+class CorrelationIndex {
+ public:
+  void build(std::vector<std::pair<uint64_t, EventRef>> entries);
+  const EventRef* find(uint64_t correlation) const;
+
+ private:
+  std::vector<EventRef> dense_;
+  std::vector<bool> present_;
+  std::vector<std::pair<uint64_t, EventRef>> sorted_;
+};
+
 struct ThreadActivity {
   uint32_t thread = 0;
   const HostSpans* spans = nullptr;    // may be null
@@ -78,7 +92,7 @@ class Context {
   double per_step(double count) const { return distinct_steps == 0 ? count : count / double(distinct_steps); }
 
  private:
-  std::vector<std::pair<uint64_t, EventRef>> launch_by_correlation_, op_by_correlation_;
+  CorrelationIndex launch_by_correlation_, op_by_correlation_;
 };
 
 }  // namespace loupe::prof::analysis

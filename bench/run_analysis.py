@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Analysis benchmarks on 10-million-event traces from `loupe synth`:
+`loupe analyze` end to end (load included) and `loupe diff` of two such
+traces, with their wall time and peak memory. Prints bench/run's JSON rows.
+
+    bench/run_analysis.py BUILD_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+build = sys.argv[1]
+loupe = os.path.join(build, "bin", "loupe")
+bench = os.path.join(build, "bench")
+
+
+def trace(seed):
+    path = os.path.join(bench, "synth-10m.db" if seed == 1 else f"synth-10m-seed{seed}.db")
+    if not os.path.exists(path):
+        subprocess.run([loupe, "synth", "-o", path, "--events", "10000000", "--seed", str(seed), "--quiet"],
+                       check=True)
+    return path
+
+
+def timed(args):
+    """Wall seconds and peak resident memory (bytes) of one command."""
+    start = time.monotonic()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.monotonic() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{args} failed: {p.stderr.read().decode()}")
+    return seconds, usage.ru_maxrss * 1024
+
+
+def row(*cells):
+    print(json.dumps(list(cells)))
+
+
+a, b = trace(1), trace(2)
+secs, peak = timed([loupe, "analyze", a, "--format", "json"])
+row("analysis", "loupe analyze, 10M events (load included)", f"{secs:.2f} s", "<= 5 s", "met" if secs <= 5 else "MISSED")
+row("analysis", "loupe analyze, peak memory", f"{peak / 2**20:.0f} MiB", "", "")
+secs, peak = timed([loupe, "diff", a, b])
+row("analysis", "loupe diff, two 10M-event traces", f"{secs:.2f} s", "<= 10 s", "met" if secs <= 10 else "MISSED")
+row("analysis", "loupe diff, peak memory", f"{peak / 2**20:.0f} MiB", "", "")
