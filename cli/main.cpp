@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       add_check_command(app),
       add_diff_command(app),
       add_export_command(app),
+      add_capture_command(app),
       add_sql_command(app),
       add_synth_command(app),
   };

@@ -2,6 +2,7 @@
 // CLI and end-to-end tests drive the real binaries.
 #pragma once
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -2,6 +2,7 @@
 // line on stderr for every kind of bad input.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -260,6 +261,23 @@ TEST_F(Commands, ExportChromeJson) {
   auto bad = loupe({"export", path, "--chrome", "/nonexistent-dir/t.json"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(lines(bad.err), 1);
+}
+
+TEST_F(Cli, CaptureForwardsExitCodesAndSignals) {
+  auto probe = loupe({"capture", "-o", dir.file("c.db"), "--", "true"});
+  if (probe.err.find("built without the CUDA toolkit") != std::string::npos) {
+    GTEST_SKIP() << "built without the CUDA toolkit: no libloupe_inject.so";
+  }
+  EXPECT_EQ(probe.exit_code, 0) << probe.err;
+  auto seven = loupe({"capture", "-o", dir.file("c.db"), "--", "/bin/sh", "-c", "exit 7"});
+  EXPECT_EQ(seven.exit_code, 7);
+  // A program that never starts CUDA leaves nothing to record, and says so.
+  EXPECT_NE(seven.err.find("never initialized CUDA"), std::string::npos) << seven.err;
+  auto killed = loupe({"capture", "-o", dir.file("c.db"), "--", "/bin/sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(killed.exit_code, 128 + SIGTERM) << "loupe dies of the same signal";
+  auto missing = loupe({"capture", "--", dir.file("no-such-program")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no-such-program"), std::string::npos);
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ struct Capture::State {
   std::unordered_map<const char*, StringId> string_ids;
   uint64_t registry_version = ~uint64_t(0);
   size_t callsites_written = 0;
+  uint64_t external_skipped = 0;
   std::vector<RawEvent> writing;
   std::vector<std::pair<uint32_t, size_t>> writing_runs;
 
@@ -144,6 +145,7 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
       e->dropped_base = e->ring.dropped.load(std::memory_order_relaxed);
     }
     reg.compiles.clear();
+    reg.external.clear();
     detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // odd: recording
   }
   s.drainer_thread = std::thread([&s] { s.run_drainer(); });
@@ -291,6 +293,33 @@ void Capture::State::sync_registry() {
     writer->add(std::move(row));
   }
   reg.compiles.clear();
+  for (detail::ExternalEvents& batch : reg.external) {
+    auto thread_of = [&](int64_t os_tid) { return reg.thread_by_os_tid_locked(os_tid).id; };
+    auto ns = [&](int64_t monotonic) { return monotonic - origin_ns; };
+    for (const DeviceRow& d : batch.devices) writer->put(d);
+    for (const auto& s : batch.spans) {
+      writer->add(HostSpanRow{thread_of(s.os_tid), ns(s.start), std::max<int64_t>(0, s.end - s.start),
+                              writer->intern(s.name), s.kind, s.depth, 0});
+    }
+    for (const auto& o : batch.ops) {
+      writer->add(DeviceOpRow{o.device, o.stream, ns(o.start), std::max<int64_t>(0, o.end - o.start), o.kind,
+                              writer->intern(o.name), o.bytes, o.copy, o.correlation});
+    }
+    for (const auto& l : batch.launches) {
+      writer->add(LaunchRow{thread_of(l.os_tid), ns(l.start), std::max<int64_t>(0, l.end - l.start),
+                            writer->intern(l.name), l.device, l.stream, l.correlation});
+    }
+    for (const auto& c : batch.copies) {
+      writer->add(TransferRow{thread_of(c.os_tid), ns(c.start), std::max<int64_t>(0, c.end - c.start), c.device,
+                              c.direction, c.bytes, c.synchronous, false, c.host_memory, 0, c.correlation});
+    }
+    for (const auto& m : batch.memory) {
+      writer->add(MemoryEventRow{m.device, ns(m.time), m.kind, m.bytes, m.address, m.allocated, m.reserved, 0});
+    }
+    external_skipped += batch.skipped;
+  }
+  reg.external.clear();
+  if (external_skipped > 0) writer->set_meta("skipped_events", std::to_string(external_skipped));
   if (reg.version == registry_version) return;
   registry_version = reg.version;
   for (const DeviceInfo& d : reg.devices) {

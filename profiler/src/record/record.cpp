@@ -58,6 +58,28 @@ ThreadEntry& Registry::this_thread_locked() {
   return *t_owner.entry;
 }
 
+ThreadEntry& Registry::thread_by_os_tid_locked(int64_t os_tid) {
+  for (auto& e : threads) {
+    if (e->os_tid == os_tid && !e->retired) return *e;
+  }
+  auto entry = std::make_unique<ThreadEntry>();
+  entry->id = next_thread_id++;
+  entry->process = ::getpid();
+  entry->os_tid = os_tid;
+  entry->name = os_tid == entry->process ? "main" : fmt::format("thread {}", os_tid);
+  threads.push_back(std::move(entry));
+  ++version;
+  return *threads.back();
+}
+
+bool submit_external(ExternalEvents&& batch) {
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  if (!reg.capture_active) return false;
+  reg.external.push_back(std::move(batch));
+  return true;
+}
+
 RawEvent* acquire_slow() {
   ThreadState& st = t_state;
   Ring* r = st.ring;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "loupe/prof/record.h"
+#include "record/external_events.h"
 
 namespace loupe::prof::detail {
 
@@ -59,9 +60,13 @@ class Registry {
   };
   std::vector<Stream> streams;
   std::vector<QueuedCompile> compiles;
+  std::vector<ExternalEvents> external;
 
   // The calling thread's entry, created on first use (mu must be held).
   ThreadEntry& this_thread_locked();
+  // The entry of an OS thread, created (without a ring) if it never
+  // recorded through the ring (mu must be held).
+  ThreadEntry& thread_by_os_tid_locked(int64_t os_tid);
 };
 
 }  // namespace loupe::prof::detail

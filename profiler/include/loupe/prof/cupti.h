@@ -1,0 +1,50 @@
+// Collects what NVIDIA GPUs did, from CUPTI's activity records, into the
+// active capture: kernels, copies and memsets with the device's own times,
+// the runtime and driver API calls that launched them, synchronisation,
+// device memory allocations, CUPTI's own overhead, and NVTX ranges. Times
+// are CUPTI's, converted onto the trace's clock (CUPTI is given
+// CLOCK_MONOTONIC as its timestamp source).
+//
+// Built without the CUDA toolkit, start() always returns nullptr and says
+// why, so that callers need no #ifdef.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace loupe::prof {
+
+struct CuptiOptions {
+  // How often buffered records are handed to the capture.
+  std::chrono::milliseconds flush_interval{250};
+};
+
+class CuptiCollector {
+ public:
+  // Starts collecting into whatever capture is active. Returns nullptr and
+  // sets `why_not` when CUPTI cannot be used: a build without CUDA, no
+  // driver or GPU, or another tool (Nsight Systems, Nsight Compute) already
+  // holding CUPTI. The program runs on either way.
+  static std::unique_ptr<CuptiCollector> start(const CuptiOptions& options, std::string* why_not);
+  ~CuptiCollector();  // flushes everything and stops
+  CuptiCollector(const CuptiCollector&) = delete;
+  CuptiCollector& operator=(const CuptiCollector&) = delete;
+
+  // Hands every record CUPTI holds to the capture now.
+  void flush();
+
+  // Links the device work launched between push and pop to a loupe
+  // correlation id (the runtime's launch of the operation).
+  static void push_correlation(uint64_t id);
+  static void pop_correlation();
+
+  struct Impl;
+
+ private:
+  explicit CuptiCollector(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loupe::prof

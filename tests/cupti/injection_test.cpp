@@ -1,0 +1,23 @@
+// The injection library loads and initialises on a machine without a GPU:
+// the program runs on, and a trace file is still written at exit.
+#include <gtest/gtest.h>
+
+#include "loupe/prof/trace_reader.h"
+#include "profiler/test_files.h"
+#include "run_command.h"
+
+TEST(Injection, LoadsAndExitsCleanlyWithoutAGpu) {
+  loupe::test::TempDir dir;
+  std::string trace = dir.file("t.db");
+  ::setenv("LOUPE_TRACE", trace.c_str(), 1);
+  auto r = loupe::test::run_command({LOUPE_INJECT_PROBE, LOUPE_INJECT_LIBRARY}, dir.path().string());
+  ::unsetenv("LOUPE_TRACE");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Without a driver CUPTI cannot start: said once, and the program ran on.
+  EXPECT_NE(r.err.find("loupe: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the trace holds no GPU activity"), std::string::npos) << r.err;
+  loupe::prof::TraceModel m = loupe::prof::load_trace(trace);
+  EXPECT_EQ(m.info.status, "complete");
+  EXPECT_EQ(m.info.producer, "loupe capture");
+  EXPECT_NE(m.info.meta.at("command_line").find("inject_probe"), std::string::npos);
+}
