@@ -1,6 +1,11 @@
-// Records a numbered sequence of events until it is killed.
-//   crash_child TRACE FLUSH_MS
-// Prints "ready" once the capture has started.
+// A program that records numbered events, for the crash and fault tests.
+//   crash_child TRACE FLUSH_MS                  until killed
+//   crash_child TRACE FLUSH_MS EVENTS [FSIZE]   EVENTS events, then a clean stop;
+//                                               FSIZE limits file sizes (a full disk)
+// Prints "ready" once recording, and at a clean stop
+// "recorded R dropped D lost L".
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,19 +16,29 @@
 #include "loupe/prof/record.h"
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: crash_child TRACE FLUSH_MS\n");
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: crash_child TRACE FLUSH_MS [EVENTS [FSIZE]]\n");
     return 2;
+  }
+  long long events = argc > 3 ? std::atoll(argv[3]) : -1;
+  if (argc > 4) {
+    rlimit limit{rlim_t(std::atoll(argv[4])), rlim_t(std::atoll(argv[4]))};
+    setrlimit(RLIMIT_FSIZE, &limit);
   }
   loupe::prof::Capture capture({.path = argv[1], .flush_interval = std::chrono::milliseconds(std::atoi(argv[2]))});
   if (!capture.ok()) return 1;
   std::printf("ready\n");
   std::fflush(stdout);
-  for (uint64_t i = 0;; ++i) {
+  for (long long i = 0; events < 0 || i < events; ++i) {
     loupe::prof::counter("seq", double(i));
     if (i % 16 == 0) {
       loupe::prof::Scope s("batch");
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::microseconds(events < 0 ? 100 : 2));
     }
   }
+  capture.stop();
+  auto st = capture.stats();
+  std::printf("recorded %llu dropped %llu lost %llu\n", (unsigned long long)st.recorded, (unsigned long long)st.dropped,
+              (unsigned long long)st.lost);
+  return 0;
 }

@@ -1,6 +1,7 @@
 #include "loupe/prof/capture.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,32 @@ using detail::Registry;
 using detail::ThreadEntry;
 
 namespace {
+
+// A write past the process's file size limit raises SIGXFSZ for the whole
+// process, and its default action kills it: a trace growing past the limit
+// would take the program down. While a capture records, SIGXFSZ is ignored
+// (only if the program left it at its default), so that such a write fails
+// with an error the capture reports instead.
+bool g_ignoring_sigxfsz = false;
+
+void ignore_sigxfsz() {
+  struct sigaction old{}, ign{};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  if (sigaction(SIGXFSZ, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
+    g_ignoring_sigxfsz = sigaction(SIGXFSZ, &ign, nullptr) == 0;
+  }
+}
+
+void restore_sigxfsz() {
+  struct sigaction cur{}, dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  if (g_ignoring_sigxfsz && sigaction(SIGXFSZ, nullptr, &cur) == 0 && cur.sa_handler == SIG_IGN) {
+    sigaction(SIGXFSZ, &dfl, nullptr);
+  }
+  g_ignoring_sigxfsz = false;
+}
 
 // Only one capture records at a time: the rings and the generation counter
 // are process-wide.
@@ -56,6 +83,7 @@ std::string host_name() {
 struct Capture::State {
   CaptureOptions options;
   std::unique_ptr<TraceWriter> writer;
+  bool started = false;  // the file was created and recording began
   TickConverter clock;
   int64_t origin_ns = 0;  // CLOCK_MONOTONIC at the trace's origin
 
@@ -109,6 +137,7 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
       return;
     }
     g_capture_exists = true;
+    ignore_sigxfsz();
   }
   s.origin_ns = monotonic_ns();
   WriterOptions wo;
@@ -123,6 +152,8 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
     s.writer->set_meta("flush_interval_ms", std::to_string(s.options.flush_interval.count()));
     s.writer->set_meta("status", "recording");
     s.writer->set_meta("capture_start_ns", "0");
+    s.writer->set_meta("dropped_events", "0");
+    s.writer->set_meta("lost_events", "0");
     s.writer->commit();
   } catch (const StoreError& e) {
     std::fprintf(stderr, "loupe: %s; the program runs on without recording\n", e.what());
@@ -131,6 +162,7 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
     s.stopped = true;
     std::lock_guard lock(g_capture_mu);
     g_capture_exists = false;
+    restore_sigxfsz();
     return;
   }
   {
@@ -148,13 +180,17 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
     reg.external.clear();
     detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // odd: recording
   }
+  s.started = true;
   s.drainer_thread = std::thread([&s] { s.run_drainer(); });
   s.writer_thread = std::thread([&s] { s.run_writer(); });
 }
 
 Capture::~Capture() { stop(); }
 
-bool Capture::ok() const { return state_->writer != nullptr && state_->stats.error.empty(); }
+bool Capture::ok() const {
+  std::lock_guard lock(state_->stats_mu);
+  return state_->started && state_->stats.error.empty();
+}
 const std::string& Capture::path() const { return state_->options.path; }
 
 CaptureStats Capture::stats() const {
@@ -181,6 +217,7 @@ void Capture::stop() {
   s.writer_thread.join();
   std::lock_guard lock(g_capture_mu);
   g_capture_exists = false;
+  restore_sigxfsz();
 }
 
 void Capture::State::run_drainer() {
@@ -251,6 +288,9 @@ void Capture::State::run_writer() {
   } catch (const StoreError& e) {
     report_loss(e.what(), 0);
   }
+  // Closing a connection that could not finish writing retries the write:
+  // do it here, while the capture still guards against SIGXFSZ.
+  writer.reset();
   // Free the rings of threads that exited during the capture.
   Registry& reg = Registry::get();
   std::lock_guard reg_lock(reg.mu);
@@ -405,6 +445,14 @@ void Capture::State::commit() {
     ++stats.commits;
   } catch (const StoreError& e) {
     report_loss(e.what(), rows);
+    // Say in the file what was lost, if it has room for that much.
+    std::lock_guard lock(stats_mu);
+    writer->set_meta("lost_events", std::to_string(stats.lost));
+    writer->set_meta("status", "incomplete");
+    try {
+      writer->commit_meta_only();
+    } catch (const StoreError&) {
+    }
   }
 }
 

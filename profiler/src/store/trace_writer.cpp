@@ -583,6 +583,39 @@ void TraceWriter::commit() {
   w.committed += rows;
 }
 
+void TraceWriter::commit_meta_only() {
+  Impl& w = *impl_;
+  try {
+    // A checkpoint moves the log into the database and TRUNCATE empties
+    // the log file, giving back its space for this small transaction.
+    store::exec(w.db.get(), "PRAGMA wal_checkpoint(TRUNCATE)");
+  } catch (const StoreError&) {
+  }
+  try {
+    w.begin.step();
+    w.begin.reset();
+    for (const std::string& key : w.dirty_meta) {
+      auto it = w.meta.find(key);
+      w.put_meta.bind_static(1, it->first);
+      w.put_meta.bind_static(2, it->second);
+      w.put_meta.step();
+      w.put_meta.reset();
+    }
+    w.commit_tx.step();
+    w.commit_tx.reset();
+  } catch (const StoreError& e) {
+    if (!sqlite3_get_autocommit(w.db.get())) {
+      try {
+        w.rollback.step();
+      } catch (const StoreError&) {
+      }
+      w.rollback.reset();
+    }
+    throw StoreError(fmt::format("cannot write trace '{}': {}", w.path, e.what()));
+  }
+  w.dirty_meta.clear();
+}
+
 void TraceWriter::close() {
   Impl& w = *impl_;
   if (!w.db.get()) return;

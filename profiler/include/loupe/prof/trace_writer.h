@@ -69,6 +69,10 @@ class TraceWriter {
   // Writes everything staged in one transaction; throws StoreError (the
   // staged rows are then discarded and counted by the caller as lost).
   void commit();
+  // After a failed commit (a full disk): frees what space the write-ahead
+  // log holds and commits only the meta rows, so that the file can still
+  // say what was lost. Throws StoreError if even that fails.
+  void commit_meta_only();
   // Commits, then leaves the file self-contained (no -wal file beside it).
   void close();
 
