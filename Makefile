@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 
 LOUPE = $(BUILD)/bin/loupe
 
-.PHONY: all setup build demo test bench test-asan clean
+.PHONY: all setup build demo test bench test-asan test-tsan clean
 
 all: build
 
@@ -43,5 +43,14 @@ test-asan: setup
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
 
+# The threaded parts (recorder, captures, executor) under ThreadSanitizer.
+TSAN_TESTS ?= Record|Crash|Fault|Capture|Executor|Stream|Runtime
+test-tsan: setup
+	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLOUPE_WERROR=ON \
+	  -DLOUPE_SANITIZE=thread -DLOUPE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-tsan -j $(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-release $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-release $(BUILD)-asan $(BUILD)-tsan
