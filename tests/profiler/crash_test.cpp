@@ -54,7 +54,7 @@ TEST(Crash, SigkillLeavesAReadablePrefix) {
   for (int run = 0; run < 3; ++run) {
     loupe::test::TempDir dir;
     std::string path = dir.file("killed.db");
-    KillResult k = run_and_kill(path, kFlushMs, std::chrono::milliseconds(800 + 150 * run));
+    KillResult k = run_and_kill(path, kFlushMs, std::chrono::milliseconds(1500 + 150 * run));
 
     TraceModel m;
     ASSERT_NO_THROW(m = load_trace(path)) << "run " << run;
@@ -65,12 +65,13 @@ TEST(Crash, SigkillLeavesAReadablePrefix) {
     std::sort(values.begin(), values.end());
     ASSERT_FALSE(values.empty());
     for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], double(i)) << "a hole in the sequence";
-    // The last committed event is recent: at most a flush interval, plus the
-    // time a commit takes and scheduling slack on a busy machine, before
-    // the kill.
+    // Commits kept coming while the program ran: the last one is recent.
+    // The bound leaves room for a commit's own time and for a loaded
+    // machine (sanitizer builds, parallel tests); a capture that stopped
+    // committing would leave the last event seconds before the kill.
     int64_t origin = std::stoll(m.info.meta.at("origin_monotonic_ns"));
     int64_t last = seq.time.back() + origin;
-    EXPECT_GT(last, k.killed_at_ns - 4 * kFlushMs * 1'000'000) << "run " << run;
+    EXPECT_GT(last, k.killed_at_ns - 10 * kFlushMs * 1'000'000) << "run " << run;
     EXPECT_LT(last, k.killed_at_ns);
   }
 }
