@@ -21,5 +21,6 @@ struct Command {
 Command add_info_command(CLI::App& app);
 Command add_sql_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);
+Command add_import_command(CLI::App& app);
 
 }  // namespace loupe::cli

@@ -450,6 +450,11 @@ StringId TraceWriter::intern(std::string_view text) {
   return id;
 }
 
+std::string_view TraceWriter::text(StringId id) const {
+  const Impl& w = *impl_;
+  return id < w.strings_by_id.size() ? std::string_view(*w.strings_by_id[id]) : std::string_view();
+}
+
 void TraceWriter::put(const DeviceRow& row) {
   impl_->devices[row.id] = row;
   impl_->dirty_devices.push_back(row.id);

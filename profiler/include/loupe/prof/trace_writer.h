@@ -42,6 +42,8 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   StringId intern(std::string_view text);
+  // The text of an interned string (importers look names up by id).
+  std::string_view text(StringId id) const;
 
   // Small tables: written (or replaced) at the next commit.
   void put(const DeviceRow& row);

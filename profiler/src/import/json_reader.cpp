@@ -1,0 +1,687 @@
+#include "import/json_reader.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "import/decimal.h"
+#include "loupe/prof/import.h"
+
+namespace loupe::prof::import {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+
+constexpr size_t kInitialBuffer = size_t(4) << 20;
+constexpr uint64_t kNoOffset = ~uint64_t(0);
+
+bool is_space(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The text of a field's key as written (no escapes): keys loupe looks for
+// never contain escapes, so a key with one is returned as "\\" and matches
+// nothing.
+std::string_view key_text(od::field& field) {
+  const char* p = field.key().raw();
+  const char* q = p;
+  while (*q != '"') {
+    if (*q == '\\') return "\\";
+    ++q;
+  }
+  return {p, size_t(q - p)};
+}
+
+struct TypeError {
+  std::string what;
+};
+
+od::json_type type_of(od::value& v) { return v.type(); }  // throws on a malformed value
+
+// A string value without copying when it has no escapes (nearly always).
+std::string_view string_of(od::value& v, std::string_view field) {
+  std::string_view tok = v.raw_json_token();
+  if (tok.empty() || tok[0] != '"') throw TypeError{fmt::format("'{}' is not a string", field)};
+  size_t close = tok.find_last_of('"');
+  std::string_view content = tok.substr(1, close == 0 ? 0 : close - 1);
+  if (content.find('\\') == std::string_view::npos) return content;
+  return v.get_string();
+}
+
+// The text of a number (or of a string holding one): exact decimal
+// conversion happens on it, never through a double.
+std::string_view number_text(od::value& v, std::string_view field) {
+  std::string_view tok = v.raw_json_token();
+  if (tok.empty()) throw TypeError{fmt::format("'{}' is not a number", field)};
+  if (tok[0] == '"') {
+    size_t close = tok.find_last_of('"');
+    return tok.substr(1, close == 0 ? 0 : close - 1);
+  }
+  if (tok[0] == '-' || (tok[0] >= '0' && tok[0] <= '9')) return tok;
+  throw TypeError{fmt::format("'{}' is not a number", field)};
+}
+
+// An integer argument, leniently: a number or a string holding one
+// (ROCm writes "size": "2560" and "stream": "0x0"). Nothing otherwise.
+std::optional<int64_t> lenient_int(od::value& v) {
+  std::string_view tok = v.raw_json_token();
+  if (tok.empty()) return std::nullopt;
+  if (tok[0] == '"') {
+    size_t close = tok.find_last_of('"');
+    return parse_integer(tok.substr(1, close == 0 ? 0 : close - 1));
+  }
+  if (tok[0] == '-' || (tok[0] >= '0' && tok[0] <= '9')) return parse_integer(tok);
+  return std::nullopt;
+}
+
+class JsonReader {
+ public:
+  JsonReader(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace)
+      : source_(source), path_(path), strings_(strings), trace_(trace) {
+    allocate(kInitialBuffer);
+  }
+
+  void run() {
+    int c = next_nonspace();
+    if (c < 0) fail(kNoOffset, trace_.bytes == 0 ? "the file is empty" : "the JSON document is empty");
+    if (uint8_t(c) == 0xEF) {  // a UTF-8 byte order mark
+      for (uint8_t b : {0xEF, 0xBB, 0xBF}) {
+        if (get() != b) fail(offset(), "not JSON: unexpected bytes at the start");
+      }
+      c = next_nonspace();
+    }
+    if (c == '[') {
+      ++pos_;
+      trace_.top_level_array = true;
+      read_events();
+    } else if (c == '{') {
+      ++pos_;
+      read_top_object();
+    } else if (c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+      fail(offset(), "not a trace: the JSON document is a single value, not an object with 'traceEvents' or an "
+                     "array of events");
+    } else {
+      fail(offset(), "not JSON (a trace file is JSON, gzip-compressed JSON or an Nsight Systems SQLite export)");
+    }
+    c = next_nonspace();
+    if (c > 0) fail(offset(), "unexpected data after the end of the JSON document");
+  }
+
+ private:
+  // ---- the buffer ----------------------------------------------------------
+  // buf_[0] is never filled by a read: the byte before any kept data is
+  // always in the buffer, so a run of events can be framed with '[' there.
+
+  void allocate(size_t cap) {
+    auto next = std::make_unique<char[]>(cap + 1 + simdjson::SIMDJSON_PADDING);
+    if (buf_) std::memcpy(next.get(), buf_.get(), len_);
+    buf_ = std::move(next);
+    cap_ = cap;
+  }
+
+  uint64_t offset() const { return uint64_t(base_ + int64_t(pos_)); }
+  size_t index(uint64_t abs) const { return size_t(int64_t(abs) - base_); }
+
+  // Makes pos_ < len_ unless the input is exhausted; false at its end.
+  bool fill() {
+    if (pos_ < len_) return true;
+    if (eof_) return false;
+    flush_batch();
+    uint64_t keep = in_event_ ? event_start_ : offset();
+    size_t k = index(keep);
+    if (k > 1) {
+      std::memmove(buf_.get() + 1, buf_.get() + k, len_ - k);
+      size_t shift = k - 1;
+      base_ += int64_t(shift);
+      len_ -= shift;
+      pos_ -= shift;
+    }
+    if (len_ == cap_) allocate(cap_ * 2);  // one event larger than the buffer
+    size_t got = source_.read(buf_.get() + len_, cap_ - len_);
+    if (got == 0) {
+      eof_ = true;
+      return false;
+    }
+    len_ += got;
+    trace_.bytes += got;
+    return true;
+  }
+
+  int peek() { return fill() ? uint8_t(buf_[pos_]) : -1; }
+  int get() {
+    if (!fill()) return -1;
+    return uint8_t(buf_[pos_++]);
+  }
+  int next_nonspace() {
+    for (;;) {
+      int c = peek();
+      if (!is_space(c)) return c;
+      ++pos_;
+    }
+  }
+
+  [[noreturn]] void fail(uint64_t at, std::string_view what) const {
+    if (at == kNoOffset) throw ImportError(fmt::format("{}: {}", path_, what));
+    throw ImportError(fmt::format("{}: at byte {}: {}", path_, at, what));
+  }
+  [[noreturn]] void truncated(std::string_view where) const {
+    fail(trace_.bytes, fmt::format("truncated JSON: the document ends {}", where));
+  }
+
+  // ---- the top level ---------------------------------------------------------
+
+  void read_top_object() {
+    bool saw_events = false;
+    int c = next_nonspace();
+    if (c == '}') {
+      ++pos_;
+    } else {
+      for (;;) {
+        if (c < 0) truncated("inside the top-level object");
+        if (c != '"') fail(offset(), "expected a member name in the top-level object");
+        std::string key = read_plain_string();
+        c = next_nonspace();
+        if (c < 0) truncated("inside the top-level object");
+        if (c != ':') fail(offset(), fmt::format("expected ':' after \"{}\"", key));
+        ++pos_;
+        c = next_nonspace();
+        if (c < 0) truncated("inside the top-level object");
+        uint64_t at = offset();
+        if (key == "traceEvents") {
+          if (c != '[') fail(at, "'traceEvents' is not an array");
+          ++pos_;
+          read_events();
+          saw_events = true;
+        } else if (key == "deviceProperties" || key == "baseTimeNanoseconds" || key == "schemaVersion") {
+          std::string text;
+          skip_value(&text);
+          top_member(key, text, at);
+        } else {
+          skip_value(nullptr);
+        }
+        c = next_nonspace();
+        if (c == ',') {
+          ++pos_;
+          c = next_nonspace();
+          continue;
+        }
+        if (c == '}') {
+          ++pos_;
+          break;
+        }
+        if (c < 0) truncated("inside the top-level object");
+        fail(offset(), "expected ',' or '}' in the top-level object");
+      }
+    }
+    if (!saw_events) {
+      fail(offset(), "not a trace: the JSON object has no 'traceEvents' array (expected a Chrome trace: PyTorch "
+                     "profiler, JAX profiler or another tool's trace-event JSON)");
+    }
+  }
+
+  // A string at pos_ (which is at its opening quote), unescaped only as far
+  // as member names need.
+  std::string read_plain_string() {
+    ++pos_;
+    std::string s;
+    for (;;) {
+      int c = get();
+      if (c < 0) truncated("inside a string");
+      if (c == '"') return s;
+      if (c == '\\') {
+        c = get();
+        if (c < 0) truncated("inside a string");
+      }
+      s.push_back(char(c));
+    }
+  }
+
+  // Skips the value at pos_, appending its text to `capture` if given.
+  void skip_value(std::string* capture) {
+    int c = peek();
+    auto take = [&](int ch) {
+      if (capture) capture->push_back(char(ch));
+    };
+    if (c == '{' || c == '[' || c == '"') {
+      int depth = 0;
+      bool in_string = false;
+      for (;;) {
+        int ch = get();
+        if (ch < 0) truncated("inside a value of the top-level object");
+        take(ch);
+        if (in_string) {
+          if (ch == '\\') {
+            int e = get();
+            if (e < 0) truncated("inside a string");
+            take(e);
+          } else if (ch == '"') {
+            in_string = false;
+            if (depth == 0) return;
+          }
+          continue;
+        }
+        if (ch == '"') {
+          in_string = true;
+        } else if (ch == '{' || ch == '[') {
+          ++depth;
+        } else if (ch == '}' || ch == ']') {
+          if (--depth == 0) return;
+        }
+      }
+    }
+    for (;;) {  // a number or a literal
+      int ch = peek();
+      if (ch < 0 || ch == ',' || ch == '}' || ch == ']' || is_space(ch)) return;
+      take(ch);
+      ++pos_;
+    }
+  }
+
+  void top_member(const std::string& key, const std::string& text, uint64_t at) {
+    simdjson::padded_string json(text);
+    od::parser parser;
+    try {
+      od::document doc = parser.iterate(json);
+      if (key == "schemaVersion") {
+        trace_.has_schema_version = true;
+      } else if (key == "baseTimeNanoseconds") {
+        std::optional<int64_t> base = parse_integer(text);
+        if (!base) fail(at, "'baseTimeNanoseconds' is not an integer");
+        trace_.base_time_ns = *base;
+      } else if (key == "deviceProperties") {
+        od::json_type type = doc.type();
+        if (type != od::json_type::array) fail(at, "'deviceProperties' is not an array");
+        for (auto element : doc.get_array()) {
+          od::object props = element.get_object();
+          DeviceRow row;
+          bool has_id = false;
+          for (auto f : props) {
+            od::field field = std::move(f);
+            std::string_view k = key_text(field);
+            od::value v = field.value();
+            if (k == "id") {
+              std::optional<int64_t> id = lenient_int(v);
+              if (!id || *id < 0 || *id > 0xffff) fail(at, "a deviceProperties entry has a bad 'id'");
+              row.id = uint32_t(*id);
+              has_id = true;
+            } else if (k == "name") {
+              row.name = std::string(string_of(v, "name"));
+            } else if (k == "totalGlobalMem") {
+              row.memory_capacity = lenient_int(v).value_or(0);
+            }
+          }
+          if (!has_id) fail(at, "a deviceProperties entry has no 'id'");
+          trace_.device_properties.push_back(std::move(row));
+        }
+      }
+    } catch (const simdjson::simdjson_error& e) {
+      fail(at, fmt::format("malformed '{}': {}", key, e.what()));
+    } catch (const TypeError& e) {
+      fail(at, fmt::format("malformed '{}': {}", key, e.what));
+    }
+  }
+
+  // ---- the events --------------------------------------------------------------
+
+  // pos_ is just past the array's '['.
+  void read_events() {
+    int c = next_nonspace();
+    if (c < 0) truncated("inside the traceEvents array");
+    if (c == ']') {
+      ++pos_;
+      return;
+    }
+    for (;;) {
+      if (c != '{') fail(offset(), "an element of the events array is not an object");
+      event_start_ = offset();
+      in_event_ = true;
+      if (!scan_object()) truncated(fmt::format("inside the event that starts at byte {}", event_start_));
+      in_event_ = false;
+      if (batch_count_ == 0) batch_first_ = event_start_;
+      batch_end_ = offset();
+      ++batch_count_;
+      c = next_nonspace();
+      if (c == ',') {
+        ++pos_;
+        c = next_nonspace();
+        if (c < 0) truncated("inside the traceEvents array");
+        continue;
+      }
+      if (c == ']') {
+        ++pos_;
+        flush_batch();
+        return;
+      }
+      if (c < 0) truncated("inside the traceEvents array");
+      fail(offset(), "expected ',' or ']' after an event");
+    }
+  }
+
+  // Advances pos_ past the object that starts at pos_; false if the input
+  // ends first. Only strings and nesting are tracked: simdjson checks the
+  // rest when it parses the event.
+  bool scan_object() {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (;;) {
+      if (pos_ >= len_ && !fill()) return false;
+      const char* p = buf_.get() + pos_;
+      const char* end = buf_.get() + len_;
+      while (p < end) {
+        if (in_string) {
+          if (escaped) {
+            escaped = false;
+            ++p;
+            continue;
+          }
+          while (p < end) {
+            char ch = *p;
+            if (ch == '"') {
+              in_string = false;
+              ++p;
+              break;
+            }
+            if (ch == '\\') {
+              if (p + 1 < end) {
+                p += 2;
+              } else {
+                escaped = true;
+                ++p;
+              }
+              continue;
+            }
+            ++p;
+          }
+          continue;
+        }
+        char ch = *p++;
+        if (ch == '"') {
+          in_string = true;
+        } else if (ch == '{' || ch == '[') {
+          ++depth;
+        } else if (ch == '}' || ch == ']') {
+          if (--depth == 0) {
+            pos_ = size_t(p - buf_.get());
+            return true;
+          }
+        }
+      }
+      pos_ = len_;
+    }
+  }
+
+  // Parses the complete events scanned so far, framed as one JSON array.
+  void flush_batch() {
+    if (batch_count_ == 0) return;
+    size_t first = index(batch_first_), end = index(batch_end_);
+    char before = buf_[first - 1], after = buf_[end];
+    buf_[first - 1] = '[';
+    buf_[end] = ']';
+    char* start = buf_.get() + first - 1;
+    size_t length = end + 1 - (first - 1);
+    size_t capacity = cap_ + 1 + simdjson::SIMDJSON_PADDING - (first - 1);
+    current_event_ = batch_first_;
+    try {
+      od::document doc = parser_.iterate(start, length, capacity);
+      for (auto element : doc.get_array()) {
+        od::value v = element.value();
+        current_event_ = uint64_t(base_ + (v.raw_json_token().data() - buf_.get()));
+        od::object event = v.get_object();
+        read_event(event);
+      }
+    } catch (const simdjson::simdjson_error& e) {
+      fail(current_event_, fmt::format("malformed JSON in this event: {}", e.what()));
+    } catch (const TypeError& e) {
+      fail(current_event_, fmt::format("bad event: {}", e.what));
+    }
+    buf_[first - 1] = before;
+    buf_[end] = after;
+    batch_count_ = 0;
+  }
+
+  LaneId lane_id(od::value& v, std::string_view field) {
+    std::string_view tok = v.raw_json_token();
+    if (!tok.empty() && tok[0] == '"') return {int64_t(strings_.intern(string_of(v, field))), true};
+    std::optional<int64_t> n = lenient_int(v);
+    if (!n) throw TypeError{fmt::format("'{}' is neither a number nor a string", field)};
+    return {*n, false};
+  }
+
+  void read_args(od::object& args, ChromeEvent& e, std::string_view& name_arg, std::string_view& kind_arg) {
+    numeric_args_.clear();
+    for (auto f : args) {
+      od::field field = std::move(f);
+      std::string_view k = key_text(field);
+      od::value v = field.value();
+      od::json_type type = type_of(v);
+      if (type == od::json_type::object || type == od::json_type::array) continue;
+      bool is_string = type == od::json_type::string;
+      switch (k.size()) {
+        case 4:
+          if (k == "name" && is_string) {
+            name_arg = string_of(v, "args.name");
+            continue;
+          }
+          if (k == "kind" && is_string) {
+            if (kind_arg.empty()) kind_arg = string_of(v, "args.kind");
+            continue;
+          }
+          if (k == "Addr") {
+            e.addr = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "size") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 5:
+          if (k == "bytes" || k == "Bytes") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 6:
+          if (k == "device") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "stream") {
+            e.stream = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "labels" && is_string) {
+            kind_arg = string_of(v, "args.labels");
+            continue;
+          }
+          break;
+        case 9:
+          if (k == "device_id" || k == "Device Id") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "stream_id") {
+            e.stream = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "num_bytes") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 11:
+          if (k == "correlation") {
+            e.correlation = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "Device Type") {
+            e.device_type = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 14:
+          if (k == "correlation_id") {
+            e.correlation = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "device_ordinal") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "cuda_sync_kind" && is_string) {
+            kind_arg = string_of(v, "args.cuda_sync_kind");
+            continue;
+          }
+          if ((k == "memcpy_details" || k == "memset_details") && is_string) {
+            kind_arg = string_of(v, "args.memcpy_details");
+            continue;
+          }
+          if (k == "Total Reserved") {
+            e.total_reserved = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 15:
+          if (k == "Total Allocated") {
+            e.total_allocated = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        default:
+          break;
+      }
+      if (type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
+    }
+  }
+
+  void read_event(od::object& object) {
+    ++trace_.total_events;
+    ChromeEvent e;
+    std::string_view ph, name, cat, ts, dur, id, bp, name_arg, kind_arg;
+    LaneId pid, tid;
+    bool has_args = false;
+    numeric_args_.clear();
+    for (auto f : object) {
+      od::field field = std::move(f);
+      std::string_view k = key_text(field);
+      od::value v = field.value();
+      switch (k.size()) {
+        case 2:
+          if (k == "ph") ph = string_of(v, "ph");
+          else if (k == "ts") ts = number_text(v, "ts");
+          else if (k == "id") id = v.raw_json_token();
+          else if (k == "bp") bp = string_of(v, "bp");
+          break;
+        case 3:
+          if (k == "pid") pid = lane_id(v, "pid");
+          else if (k == "tid") tid = lane_id(v, "tid");
+          else if (k == "cat") cat = type_of(v) == od::json_type::string ? string_of(v, "cat") : v.raw_json_token();
+          else if (k == "dur") dur = number_text(v, "dur");
+          break;
+        case 4:
+          if (k == "name") name = type_of(v) == od::json_type::string ? string_of(v, "name") : v.raw_json_token();
+          else if (k == "args" && type_of(v) == od::json_type::object) {
+            od::object args = v.get_object();
+            read_args(args, e, name_arg, kind_arg);
+            has_args = true;
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    (void)has_args;
+    if (ph.empty()) throw TypeError{"the event has no 'ph'"};
+    char kind = ph.size() == 1 ? ph[0] : '?';
+    if (kind == 'M') {
+      ++trace_.metadata_events;
+      if (name == "process_name") {
+        trace_.process_names[pid] = std::string(name_arg);
+      } else if (name == "process_labels") {
+        trace_.process_labels[pid] = std::string(kind_arg);
+      } else if (name == "thread_name") {
+        trace_.thread_names[trace_.lane(pid, tid)] = std::string(name_arg);
+      }
+      return;
+    }
+    switch (kind) {
+      case 'X': case 'B': case 'E': case 'i': case 'I': case 'n': case 'b': case 'e':
+      case 's': case 't': case 'f': case 'C':
+        break;
+      default:
+        ++trace_.skipped[fmt::format("events of phase '{}'", ph)];
+        return;
+    }
+    if (ts.empty()) throw TypeError{fmt::format("the event (ph '{}') has no 'ts'", ph)};
+    std::optional<int64_t> t = micros_to_nanos(ts);
+    if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", ts)};
+    e.ts = *t;
+    e.lane = trace_.lane(pid, tid);
+    if (kind == 'C') {
+      StringId base = strings_.intern(name);
+      for (const auto& [key, text] : numeric_args_) {
+        std::optional<int64_t> milli = scaled_decimal(text, 3);
+        double value = milli ? double(*milli) / 1000.0 : 0.0;
+        if (!milli) {
+          value = std::strtod(std::string(text).c_str(), nullptr);  // huge or tiny: a double is all it is
+        }
+        StringId series = numeric_args_.size() == 1 ? base : strings_.intern(fmt::format("{}.{}", name, key));
+        trace_.counters.push_back({e.ts, e.lane, series, value});
+      }
+      return;
+    }
+    if (kind == 'X') {
+      if (dur.empty()) throw TypeError{"the complete event (ph 'X') has no 'dur'"};
+      std::optional<int64_t> d = micros_to_nanos(dur);
+      if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
+      e.dur = *d;
+    }
+    if (kind == 's' || kind == 't' || kind == 'f') {
+      if (!id.empty()) {
+        std::string_view idt = id;
+        if (idt[0] == '"') idt = idt.substr(1, idt.find_last_of('"') - 1);
+        e.correlation = parse_integer(idt).value_or(kNone);
+      }
+      if (!bp.empty()) e.bp = bp[0];
+    }
+    e.ph = kind;
+    e.name = strings_.intern(name);
+    e.cat = cat.empty() ? 0 : strings_.intern(cat);
+    if (!kind_arg.empty()) e.arg_kind = strings_.intern(kind_arg);
+    if (!name_arg.empty()) e.arg_name = strings_.intern(name_arg);
+    trace_.events.push_back(e);
+  }
+
+  ByteSource& source_;
+  const std::string& path_;
+  TraceWriter& strings_;
+  ChromeTrace& trace_;
+
+  std::unique_ptr<char[]> buf_;
+  size_t cap_ = 0;
+  size_t len_ = 1, pos_ = 1;  // buf_[0] is the spare byte
+  int64_t base_ = -1;         // offset in the document of buf_[0]
+  bool eof_ = false;
+
+  bool in_event_ = false;
+  uint64_t event_start_ = 0;
+  uint64_t batch_first_ = 0, batch_end_ = 0;
+  size_t batch_count_ = 0;
+  uint64_t current_event_ = 0;
+
+  od::parser parser_;
+  std::vector<std::pair<std::string_view, std::string_view>> numeric_args_;
+};
+
+}  // namespace
+
+void read_chrome_json(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace) {
+  JsonReader(source, path, strings, trace).run();
+}
+
+}  // namespace loupe::prof::import

@@ -1,0 +1,442 @@
+// PyTorch profiler (Kineto) traces: Chrome JSON whose categories say what
+// each event is. docs/import.md has the mapping table; in short:
+//   cpu_op, user_annotation, python_function  -> host spans (ProfilerStep#N -> steps)
+//   cuda_runtime / cuda_driver (hip* on ROCm) -> launches when they started a
+//       device op, waits when they synchronise, runtime spans otherwise
+//   kernel, gpu_memcpy, gpu_memset             -> device ops (+ transfers for copies)
+//   cuda_sync                                  -> marks its runtime call as a wait
+//   [memory] instants                          -> memory events
+//   deviceProperties                           -> devices
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "import/chrome_common.h"
+#include "import/decimal.h"
+#include "import/mappings.h"
+
+namespace loupe::prof::import {
+
+namespace {
+
+enum class Cat : uint8_t {
+  other,
+  cpu_op,
+  user_annotation,
+  python_function,
+  runtime,
+  kernel,
+  memcpy,
+  memset,
+  sync,
+  gpu_user_annotation,
+  ac2g,
+  overhead,
+};
+
+Cat classify(std::string_view c) {
+  if (c == "cpu_op" || c == "operator" || c == "Operator") return Cat::cpu_op;
+  if (c == "user_annotation" || c == "User annotation") return Cat::user_annotation;
+  if (c == "python_function" || c == "Python function") return Cat::python_function;
+  // cuda_runtime, cuda_driver and their cousins (xpu_runtime,
+  // privateuse1_runtime, mtia_runtime); ROCm builds keep "cuda_runtime".
+  if (c == "Runtime" || c == "Driver" || c.ends_with("_runtime") || c.ends_with("_driver")) return Cat::runtime;
+  if (c == "kernel" || c == "Kernel") return Cat::kernel;
+  if (c == "gpu_memcpy" || c == "Memcpy") return Cat::memcpy;
+  if (c == "gpu_memset" || c == "Memset") return Cat::memset;
+  if (c == "cuda_sync") return Cat::sync;
+  if (c == "gpu_user_annotation") return Cat::gpu_user_annotation;
+  if (c == "ac2g") return Cat::ac2g;
+  if (c == "overhead") return Cat::overhead;
+  return Cat::other;
+}
+
+// A runtime or driver API call, before it is known whether it launched
+// device work.
+struct ApiCall {
+  uint32_t thread = 0;
+  int64_t start = 0, dur = 0;
+  StringId name = 0;
+  int64_t correlation = kNone;
+  int64_t size = kNone;  // args.size (ROCm copies carry their size only here)
+  uint32_t lane = 0;
+};
+
+struct PendingOp {
+  DeviceOpRow row;
+  int64_t bytes = kNone;
+  int64_t correlation = kNone;
+  HostMemory host_memory = HostMemory::unknown;
+  uint32_t lane = 0;
+};
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// cudaDeviceSynchronize, cudaStreamSynchronize, cuCtxSynchronize,
+// hipEventSynchronize, ...: the host blocks until the device catches up.
+bool is_sync_call(std::string_view name) { return name.ends_with("Synchronize"); }
+
+// cudaMemcpy, cudaMemcpy2D, cuMemcpyHtoD_v2, hipMemcpy, hipMemcpyWithStream:
+// copies whose call returns only when the copy is done.
+bool is_blocking_copy_call(std::string_view name) {
+  return (contains(name, "Memcpy") || contains(name, "memcpy")) && !contains(name, "Async");
+}
+
+CopyKind copy_kind_of(std::string_view token) {
+  if (token == "HtoD" || token == "HtoA") return CopyKind::host_to_device;
+  if (token == "DtoH" || token == "AtoH") return CopyKind::device_to_host;
+  if (token == "DtoD" || token == "AtoA" || token == "AtoD" || token == "DtoA") return CopyKind::device_to_device;
+  if (token == "HtoH") return CopyKind::host_to_host;
+  if (token == "PtoP") return CopyKind::peer_to_peer;
+  return CopyKind::none;
+}
+
+HostMemory host_memory_of(std::string_view word) {
+  if (word == "Pageable") return HostMemory::pageable;
+  if (word == "Pinned") return HostMemory::pinned;
+  return HostMemory::unknown;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// "Memcpy HtoD (Pageable -> Device)": the direction, and where the host
+// side of the copy lives.
+void parse_memcpy_name(std::string_view name, CopyKind& kind, HostMemory& host) {
+  size_t p = name.find("Memcpy ");
+  if (p == std::string_view::npos) return;
+  std::string_view rest = name.substr(p + 7);
+  std::string_view token = rest.substr(0, rest.find(' '));
+  kind = copy_kind_of(token);
+  size_t open = rest.find('('), arrow = rest.find("->"), close = rest.find(')');
+  if (open == std::string_view::npos || arrow == std::string_view::npos || close == std::string_view::npos ||
+      !(open < arrow && arrow < close)) {
+    return;
+  }
+  std::string_view src = trim(rest.substr(open + 1, arrow - open - 1));
+  std::string_view dst = trim(rest.substr(arrow + 2, close - arrow - 2));
+  if (kind == CopyKind::host_to_device || kind == CopyKind::host_to_host) host = host_memory_of(src);
+  if (kind == CopyKind::device_to_host) host = host_memory_of(dst);
+}
+
+std::optional<int64_t> step_number(std::string_view name) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  return parse_integer(name.substr(kPrefix.size()));
+}
+
+class KinetoMapper {
+ public:
+  KinetoMapper(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out)
+      : raw_(raw), strings_(strings), out_(out), threads_(raw, strings) {}
+
+  void run() {
+    complete_begin_end(raw_);
+    for (const ChromeEvent& e : raw_.events) event(e);
+    link_flows();
+    join_calls();
+    finish_ops();
+    devices_and_streams();
+    for (const ChromeCounter& c : raw_.counters) out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
+    assign_depths(out_.host_spans);
+    threads_.emit(out_);
+    for (const auto& [why, n] : raw_.skipped) out_.skipped[why] += n;
+    out_.source_events = raw_.total_events;
+    clock();
+  }
+
+ private:
+  Cat cat(StringId id) {
+    auto [it, inserted] = cats_.try_emplace(id, Cat::other);
+    if (inserted) it->second = classify(strings_.text(id));
+    return it->second;
+  }
+
+  void skip(const char* why) { ++out_.skipped[why]; }
+
+  void span(const ChromeEvent& e, SpanKind kind) {
+    out_.host_spans.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = std::max<int64_t>(e.dur, 0),
+                               .name = e.name, .kind = kind});
+  }
+
+  void event(const ChromeEvent& e) {
+    const Lane& lane = raw_.lanes[e.lane];
+    Cat c = cat(e.cat);
+    if (e.ph == 's' || e.ph == 't' || e.ph == 'f') {
+      if (c == Cat::ac2g && e.correlation != kNone) {
+        // The flow's ends sit where the launch and the device op are: a
+        // fallback link for events that lack args.correlation.
+        (e.ph == 's' ? flow_starts_ : flow_ends_)[{e.lane, e.ts}] = e.correlation;
+      } else {
+        skip("flow events other than ac2g (fwdbwd, ...)");
+      }
+      return;
+    }
+    if (lane.pid.is_string) {
+      // pid "Spans" / "Traces": the profiler's own window and markers.
+      skip("the profiler's own spans and markers (pid 'Spans', 'Traces')");
+      return;
+    }
+    if (e.ph == 'i' || e.ph == 'I' || e.ph == 'n') {
+      if (strings_.text(e.name) == "[memory]") {
+        memory(e);
+      } else {
+        out_.instants.push_back({.thread = threads_.thread(e.lane), .time = e.ts, .name = e.name,
+                                 .kind = SpanKind::user});
+      }
+      return;
+    }
+    if (e.ph != 'X') {
+      skip("async events (ph 'b', 'e')");
+      return;
+    }
+    if (e.dur < 0) {
+      skip("events with a negative duration");
+      return;
+    }
+    switch (c) {
+      case Cat::cpu_op:
+        span(e, SpanKind::runtime);
+        break;
+      case Cat::user_annotation:
+        if (auto n = step_number(strings_.text(e.name))) {
+          out_.steps.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = e.dur, .number = *n});
+        } else {
+          span(e, SpanKind::user);
+        }
+        break;
+      case Cat::python_function:
+        span(e, SpanKind::user);
+        break;
+      case Cat::runtime:
+        calls_.push_back({threads_.thread(e.lane), e.ts, e.dur, e.name, e.correlation, e.bytes, e.lane});
+        if (strings_.text(e.name).starts_with("hip")) rocm_ = true;
+        break;
+      case Cat::kernel:
+      case Cat::memcpy:
+      case Cat::memset:
+        device_op(e, c);
+        break;
+      case Cat::sync:
+        if (e.correlation != kNone) sync_correlations_.insert(e.correlation);
+        syncs_.push_back(e.correlation);
+        break;
+      case Cat::gpu_user_annotation:
+        skip("gpu_user_annotation (user annotations repeated on GPU lanes)");
+        break;
+      case Cat::overhead:
+        skip("overhead (profiler overhead on GPU lanes)");
+        break;
+      case Cat::ac2g:
+      case Cat::other:
+        // Kept: a host span of an unknown category on its lane.
+        span(e, SpanKind::runtime);
+        ++unknown_kept_;
+        break;
+    }
+  }
+
+  void device_op(const ChromeEvent& e, Cat c) {
+    const Lane& lane = raw_.lanes[e.lane];
+    int64_t device = e.device != kNone ? e.device : lane_number(lane.pid).value_or(-1);
+    int64_t stream = e.stream != kNone ? e.stream : lane_number(lane.tid).value_or(-1);
+    if (device < 0 || device > 0xffff || stream < 0 || stream > 0xffffffffll) {
+      skip("device ops without a valid device or stream");
+      return;
+    }
+    PendingOp op;
+    op.row.device = uint32_t(device);
+    op.row.stream = uint32_t(stream);
+    op.row.start = e.ts;
+    op.row.dur = e.dur;
+    op.row.name = e.name;
+    op.row.kind = c == Cat::kernel ? DeviceOpKind::kernel : c == Cat::memcpy ? DeviceOpKind::memcpy
+                                                                             : DeviceOpKind::memset;
+    op.bytes = c == Cat::kernel ? 0 : e.bytes;
+    op.correlation = e.correlation;
+    op.lane = e.lane;
+    if (c == Cat::memcpy) {
+      parse_memcpy_name(strings_.text(e.name), op.row.copy_kind, op.host_memory);
+      if (op.row.copy_kind == CopyKind::none && e.arg_kind != 0) {
+        op.row.copy_kind = copy_kind_of(strings_.text(e.arg_kind));  // ROCm: args.kind "HtoD"
+      }
+    }
+    ops_.push_back(op);
+  }
+
+  void memory(const ChromeEvent& e) {
+    if (e.device_type == 0 || e.device == kNone || e.device < 0 || e.device > 0xffff) {
+      skip("[memory] events of host (CPU) memory");
+      return;
+    }
+    MemoryEventRow m;
+    m.device = uint32_t(e.device);
+    m.time = e.ts;
+    int64_t bytes = e.bytes == kNone ? 0 : e.bytes;
+    m.kind = bytes < 0 ? MemoryEventKind::free : MemoryEventKind::alloc;
+    m.bytes = bytes < 0 ? -bytes : bytes;
+    m.address = e.addr == kNone ? 0 : uint64_t(e.addr);
+    m.allocated = e.total_allocated == kNone ? 0 : e.total_allocated;
+    m.reserved = e.total_reserved == kNone ? 0 : e.total_reserved;
+    out_.memory.push_back(m);
+    memory_devices_.insert(m.device);
+  }
+
+  // Events without args.correlation take it from the ac2g flow that ends
+  // on them.
+  void link_flows() {
+    if (flow_starts_.empty() && flow_ends_.empty()) return;
+    for (PendingOp& op : ops_) {
+      if (op.correlation != kNone) continue;
+      auto it = flow_ends_.find({op.lane, op.row.start});
+      if (it != flow_ends_.end()) op.correlation = it->second;
+    }
+    for (ApiCall& call : calls_) {
+      if (call.correlation != kNone) continue;
+      auto it = flow_starts_.find({call.lane, call.start});
+      if (it != flow_starts_.end()) call.correlation = it->second;
+    }
+  }
+
+  void join_calls() {
+    std::unordered_map<int64_t, uint32_t> op_by_correlation;
+    for (uint32_t i = 0; i < ops_.size(); ++i) {
+      if (ops_[i].correlation != kNone) op_by_correlation.try_emplace(ops_[i].correlation, i);
+    }
+    std::unordered_set<int64_t> matched_syncs;
+    for (const ApiCall& call : calls_) {
+      auto it = call.correlation == kNone ? op_by_correlation.end() : op_by_correlation.find(call.correlation);
+      if (it == op_by_correlation.end()) {
+        bool waits = is_sync_call(strings_.text(call.name)) ||
+                     (call.correlation != kNone && sync_correlations_.count(call.correlation));
+        if (call.correlation != kNone && sync_correlations_.count(call.correlation)) {
+          matched_syncs.insert(call.correlation);
+        }
+        out_.host_spans.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
+                                   .kind = waits ? SpanKind::wait : SpanKind::runtime});
+        continue;
+      }
+      PendingOp& op = ops_[it->second];
+      if (op.bytes == kNone && call.size != kNone) op.bytes = call.size;  // ROCm: hipMemcpy*'s size
+      uint64_t correlation = uint64_t(call.correlation);
+      out_.launches.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
+                               .device = op.row.device, .stream = op.row.stream, .correlation = correlation});
+      if (op.row.kind == DeviceOpKind::memcpy) {
+        std::string_view name = strings_.text(call.name);
+        // A device-to-host copy into pageable memory returns only when it is
+        // done, even through cudaMemcpyAsync (CUDA's documented behaviour).
+        bool blocking = is_blocking_copy_call(name) ||
+                        (op.row.copy_kind == CopyKind::device_to_host && op.host_memory == HostMemory::pageable);
+        TransferRow t;
+        t.thread = call.thread;
+        t.start = call.start;
+        t.dur = call.dur;
+        t.device = op.row.device;
+        t.direction = op.row.copy_kind;
+        t.bytes = op.bytes == kNone ? 0 : op.bytes;
+        t.synchronous = blocking;
+        t.host_memory = op.host_memory;
+        t.correlation = correlation;
+        out_.transfers.push_back(t);
+      }
+    }
+    for (int64_t corr : syncs_) {
+      if (corr == kNone || !matched_syncs.count(corr)) skip("cuda_sync records without their runtime call");
+    }
+  }
+
+  void finish_ops() {
+    for (PendingOp& op : ops_) {
+      op.row.bytes = op.bytes == kNone ? 0 : op.bytes;
+      op.row.correlation = op.correlation == kNone ? 0 : uint64_t(op.correlation);
+      auto key = std::make_pair(op.row.device, op.row.stream);
+      if (!stream_lanes_.count(key)) stream_lanes_[key] = op.lane;
+      out_.device_ops.push_back(op.row);
+    }
+    std::vector<PendingOp>().swap(ops_);
+  }
+
+  void devices_and_streams() {
+    for (const DeviceRow& d : raw_.device_properties) {
+      if (d.name.find("AMD") != std::string::npos || d.name.find("Radeon") != std::string::npos ||
+          d.name.find("Instinct") != std::string::npos) {
+        rocm_ = true;
+      }
+    }
+    DeviceKind kind = rocm_ ? DeviceKind::rocm : DeviceKind::cuda;
+    std::map<uint32_t, DeviceRow> devices;
+    for (DeviceRow d : raw_.device_properties) {
+      d.kind = kind;
+      if (d.name.empty()) d.name = fmt::format("GPU {}", d.id);
+      devices[d.id] = d;
+    }
+    auto ensure = [&](uint32_t id) {
+      if (!devices.count(id)) devices[id] = DeviceRow{.id = id, .name = fmt::format("GPU {}", id), .kind = kind};
+    };
+    for (const auto& [key, lane] : stream_lanes_) ensure(key.first);
+    for (uint32_t id : memory_devices_) ensure(id);
+    for (auto& [id, d] : devices) out_.devices.push_back(d);
+    for (const auto& [key, lane] : stream_lanes_) {
+      std::string name;
+      if (auto it = raw_.thread_names.find(lane); it != raw_.thread_names.end()) name = std::string(trim(it->second));
+      if (name.empty()) name = fmt::format("stream {}", key.second);
+      out_.streams.push_back({key.first, key.second, name});
+    }
+  }
+
+  void clock() {
+    out_.meta["source_format"] = "kineto";
+    if (raw_.base_time_ns != kNone) {
+      out_.wall_clock_known = true;
+      out_.wall_ns_at_zero = raw_.base_time_ns;
+      out_.meta["clock"] = "kineto: host clock, ts in us after baseTimeNanoseconds";
+    } else {
+      int64_t first = std::numeric_limits<int64_t>::max();
+      for (const ChromeEvent& e : raw_.events) first = std::min(first, e.ts);
+      // Microseconds since the Unix epoch (after the year 2000), as Kineto
+      // writes when it has no baseTimeNanoseconds.
+      if (first != std::numeric_limits<int64_t>::max() && first > int64_t(946684800) * 1'000'000'000) {
+        out_.wall_clock_known = true;
+        out_.wall_ns_at_zero = 0;
+      }
+      out_.meta["clock"] = "kineto: host clock, ts in us";
+    }
+    if (unknown_kept_ > 0) out_.meta["generic_host_spans"] = std::to_string(unknown_kept_);
+  }
+
+  struct FlowKeyHash {
+    size_t operator()(const std::pair<uint32_t, int64_t>& k) const {
+      return std::hash<int64_t>{}(k.second * 31 + k.first);
+    }
+  };
+
+  ChromeTrace& raw_;
+  TraceWriter& strings_;
+  ImportedTrace& out_;
+  LaneThreads threads_;
+  std::unordered_map<StringId, Cat> cats_;
+  std::vector<ApiCall> calls_;
+  std::vector<PendingOp> ops_;
+  std::vector<int64_t> syncs_;
+  std::unordered_set<int64_t> sync_correlations_;
+  std::unordered_map<std::pair<uint32_t, int64_t>, int64_t, FlowKeyHash> flow_starts_, flow_ends_;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;
+  std::set<uint32_t> memory_devices_;
+  uint64_t unknown_kept_ = 0;
+  bool rocm_ = false;
+};
+
+}  // namespace
+
+void map_kineto(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) { KinetoMapper(raw, strings, out).run(); }
+
+}  // namespace loupe::prof::import
