@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace loupe::prof::import {
@@ -35,6 +36,15 @@ void LaneThreads::emit(ImportedTrace& out) const {
 
 std::string lane_id_text(LaneId id, const TraceWriter& strings) {
   return id.is_string ? std::string(strings.text(StringId(id.value))) : std::to_string(id.value);
+}
+
+void guess_wall_clock(const ChromeTrace& raw, ImportedTrace& out) {
+  int64_t first = std::numeric_limits<int64_t>::max();
+  for (const ChromeEvent& e : raw.events) first = std::min(first, e.ts);
+  if (first != std::numeric_limits<int64_t>::max() && first > int64_t(946684800) * 1'000'000'000) {
+    out.wall_clock_known = true;
+    out.wall_ns_at_zero = 0;
+  }
 }
 
 void complete_begin_end(ChromeTrace& raw) {

@@ -37,6 +37,10 @@ inline std::optional<int64_t> lane_number(LaneId id) {
   return id.is_string ? std::nullopt : std::optional<int64_t>(id.value);
 }
 
+// Timestamps that read as microseconds since the Unix epoch (after the year
+// 2000) are taken as wall-clock time, as Kineto and most tools write them.
+void guess_wall_clock(const ChromeTrace& raw, ImportedTrace& out);
+
 // Turns each "B" event and the next "E" event of its lane into one "X"
 // event (the "E" is dropped); unmatched ones are counted as skipped.
 void complete_begin_end(ChromeTrace& raw);

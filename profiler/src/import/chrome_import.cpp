@@ -65,6 +65,7 @@ void map_chrome(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) {
   out.source_events = raw.total_events;
   out.meta["source_format"] = "chrome";
   out.meta["clock"] = "chrome trace: ts in us";
+  guess_wall_clock(raw, out);
 }
 
 }  // namespace loupe::prof::import

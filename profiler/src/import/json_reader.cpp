@@ -53,6 +53,18 @@ std::string_view string_of(od::value& v, std::string_view field) {
   return v.get_string();
 }
 
+// A name: a string, or (leniently) a number written as its text.
+std::string_view text_of(od::value& v, std::string_view field) {
+  if (type_of(v) == od::json_type::number) {
+    std::string_view tok = v.raw_json_token();
+    double unused = v.get_double();  // validates the number
+    (void)unused;
+    while (!tok.empty() && is_space(tok.back())) tok.remove_suffix(1);
+    return tok;
+  }
+  return string_of(v, field);
+}
+
 // The text of a number (or of a string holding one): exact decimal
 // conversion happens on it, never through a double.
 std::string_view number_text(od::value& v, std::string_view field) {
@@ -88,7 +100,11 @@ class JsonReader {
 
   void run() {
     int c = next_nonspace();
-    if (c < 0) fail(kNoOffset, trace_.bytes == 0 ? "the file is empty" : "the JSON document is empty");
+    if (c < 0) {
+      fail(kNoOffset, trace_.bytes > 0          ? "the JSON document is empty"
+                      : source_.compressed() ? "the JSON document is empty (the compressed data holds nothing)"
+                                             : "the file is empty");
+    }
     if (uint8_t(c) == 0xEF) {  // a UTF-8 byte order mark
       for (uint8_t b : {0xEF, 0xBB, 0xBF}) {
         if (get() != b) fail(offset(), "not JSON: unexpected bytes at the start");
@@ -580,11 +596,11 @@ class JsonReader {
         case 3:
           if (k == "pid") pid = lane_id(v, "pid");
           else if (k == "tid") tid = lane_id(v, "tid");
-          else if (k == "cat") cat = type_of(v) == od::json_type::string ? string_of(v, "cat") : v.raw_json_token();
+          else if (k == "cat") cat = text_of(v, "cat");
           else if (k == "dur") dur = number_text(v, "dur");
           break;
         case 4:
-          if (k == "name") name = type_of(v) == od::json_type::string ? string_of(v, "name") : v.raw_json_token();
+          if (k == "name") name = text_of(v, "name");
           else if (k == "args" && type_of(v) == od::json_type::object) {
             od::object args = v.get_object();
             read_args(args, e, name_arg, kind_arg);

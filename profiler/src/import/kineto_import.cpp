@@ -400,14 +400,7 @@ class KinetoMapper {
       out_.wall_ns_at_zero = raw_.base_time_ns;
       out_.meta["clock"] = "kineto: host clock, ts in us after baseTimeNanoseconds";
     } else {
-      int64_t first = std::numeric_limits<int64_t>::max();
-      for (const ChromeEvent& e : raw_.events) first = std::min(first, e.ts);
-      // Microseconds since the Unix epoch (after the year 2000), as Kineto
-      // writes when it has no baseTimeNanoseconds.
-      if (first != std::numeric_limits<int64_t>::max() && first > int64_t(946684800) * 1'000'000'000) {
-        out_.wall_clock_known = true;
-        out_.wall_ns_at_zero = 0;
-      }
+      guess_wall_clock(raw_, out_);
       out_.meta["clock"] = "kineto: host clock, ts in us";
     }
     if (unknown_kept_ > 0) out_.meta["generic_host_spans"] = std::to_string(unknown_kept_);
