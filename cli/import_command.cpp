@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include "commands.h"
 #include "loupe/prof/import.h"
@@ -50,6 +51,10 @@ int run_import(const ImportArgs& args) {
   std::string tables;
   for (const auto& [table, rows] : r.rows_by_table) {
     if (rows > 0) tables += fmt::format("{}{} {}", tables.empty() ? "" : ", ", table, format_count(rows));
+  }
+  if (std::getenv("LOUPE_IMPORT_TIMES")) {
+    fmt::print("times      read {:.3f} s, map {:.3f} s, write {:.3f} s\n", r.read_seconds, r.map_seconds,
+               r.write_seconds);
   }
   fmt::print("wrote {}: {} rows{}\n", out, format_count(r.rows_written), tables.empty() ? "" : " (" + tables + ")");
   if (r.skipped > 0) {

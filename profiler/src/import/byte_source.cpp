@@ -26,6 +26,7 @@ class Fd {
       ::close(fd_);
       throw ImportError(fmt::format("{}: is a directory, not a trace file", path));
     }
+    size_ = uint64_t(st.st_size);
   }
   ~Fd() { ::close(fd_); }
   Fd(const Fd&) = delete;
@@ -42,12 +43,15 @@ class Fd {
     }
   }
   uint64_t offset() const { return offset_; }
+  uint64_t size() const { return size_; }
+  int fd() const { return fd_; }
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
   int fd_ = -1;
   uint64_t offset_ = 0;
+  uint64_t size_ = 0;
 };
 
 class PlainSource final : public ByteSource {
@@ -56,6 +60,7 @@ class PlainSource final : public ByteSource {
   size_t read(char* dst, size_t n) override { return fd_.read(dst, n); }
   uint64_t file_offset() const override { return fd_.offset(); }
   bool compressed() const override { return false; }
+  uint64_t size_hint() const override { return fd_.size(); }
 
  private:
   Fd fd_;
@@ -66,6 +71,11 @@ class PlainSource final : public ByteSource {
 class GzipSource final : public ByteSource {
  public:
   explicit GzipSource(const std::string& path) : fd_(path), in_(kInput) {
+    // gzip's last four bytes: the uncompressed size, modulo 4 GiB.
+    uint8_t tail[4];
+    if (fd_.size() >= 18 && ::pread(fd_.fd(), tail, 4, off_t(fd_.size() - 4)) == 4) {
+      size_hint_ = uint64_t(tail[0]) | uint64_t(tail[1]) << 8 | uint64_t(tail[2]) << 16 | uint64_t(tail[3]) << 24;
+    }
     std::memset(&z_, 0, sizeof z_);
     if (inflateInit2(&z_, 15 + 32) != Z_OK) throw ImportError(fmt::format("{}: cannot start zlib", path));
   }
@@ -111,6 +121,7 @@ class GzipSource final : public ByteSource {
   }
   uint64_t file_offset() const override { return fd_.offset() - z_.avail_in; }
   bool compressed() const override { return true; }
+  uint64_t size_hint() const override { return size_hint_; }
 
  private:
   static constexpr size_t kInput = size_t(1) << 18;
@@ -119,6 +130,7 @@ class GzipSource final : public ByteSource {
   z_stream z_;
   bool stream_ended_ = false;
   bool done_ = false;
+  uint64_t size_hint_ = 0;
 };
 
 }  // namespace

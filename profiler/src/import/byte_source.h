@@ -20,6 +20,9 @@ class ByteSource {
   // Bytes of the file itself consumed so far (compressed bytes for gzip).
   virtual uint64_t file_offset() const = 0;
   virtual bool compressed() const = 0;
+  // The expected number of bytes read() will yield (0 if unknown): the file
+  // size, or what gzip's trailer records (modulo 4 GiB). A hint only.
+  virtual uint64_t size_hint() const = 0;
 };
 
 // Opens `path`; gzip and zlib streams (by their magic bytes) are inflated,

@@ -39,8 +39,7 @@ std::string lane_id_text(LaneId id, const TraceWriter& strings) {
 }
 
 void guess_wall_clock(const ChromeTrace& raw, ImportedTrace& out) {
-  int64_t first = std::numeric_limits<int64_t>::max();
-  for (const ChromeEvent& e : raw.events) first = std::min(first, e.ts);
+  int64_t first = raw.min_ts;
   if (first != std::numeric_limits<int64_t>::max() && first > int64_t(946684800) * 1'000'000'000) {
     out.wall_clock_known = true;
     out.wall_ns_at_zero = 0;
@@ -48,6 +47,7 @@ void guess_wall_clock(const ChromeTrace& raw, ImportedTrace& out) {
 }
 
 void complete_begin_end(ChromeTrace& raw) {
+  if (raw.begin_end_events == 0) return;
   std::map<uint32_t, std::vector<size_t>> open;  // lane -> indices of open "B" events
   std::vector<uint8_t> drop(raw.events.size(), 0);
   bool any = false;

@@ -70,6 +70,8 @@ struct ChromeTrace {
   uint64_t bytes = 0;             // JSON bytes read
   uint64_t total_events = 0;      // elements of traceEvents read, of any phase
   uint64_t metadata_events = 0;   // "ph": "M" events read
+  uint64_t begin_end_events = 0;  // "ph": "B" and "E" events read
+  int64_t min_ts = std::numeric_limits<int64_t>::max();  // earliest ts of the events
   std::map<std::string, uint64_t> skipped;  // events the reader itself dropped, by reason
 
   // The lane of (pid, tid), created on first use.

@@ -1,5 +1,6 @@
 #include "import/decimal.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace loupe::prof::import {
@@ -24,8 +25,44 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// The common case, fast: up to 18 digits with at most `scale` of them after
+// the point ("1669783687464181", "4458676522690.655"). Nothing to round.
+std::optional<int64_t> simple_decimal(std::string_view text, int scale) {
+  size_t i = 0, n = text.size();
+  bool negative = n > 0 && text[0] == '-';
+  i += negative;
+  int64_t v = 0;
+  int digits = 0, fraction = -1;
+  for (; i < n; ++i) {
+    char c = text[i];
+    if (is_digit(c)) {
+      v = v * 10 + (c - '0');
+      ++digits;
+      if (fraction >= 0) ++fraction;
+    } else if (c == '.' && fraction < 0) {
+      fraction = 0;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (digits == 0 || digits > 18 || fraction > scale || fraction == 0) return std::nullopt;
+  int shift = scale - std::max(fraction, 0);
+  static constexpr int64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+  if (shift > 9) return std::nullopt;
+  if (v > std::numeric_limits<int64_t>::max() / kPow10[shift]) return std::nullopt;
+  v *= kPow10[shift];
+  return negative ? -v : v;
+}
+
+}  // namespace
+
 std::optional<int64_t> scaled_decimal(std::string_view text, int scale) {
   text = trim(text);
+  if (scale >= 0 && scale <= 9) {
+    if (std::optional<int64_t> v = simple_decimal(text, scale)) return v;
+  }
   size_t i = 0, n = text.size();
   bool negative = false;
   if (i < n && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -95,11 +96,15 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   // leaves no file behind, and never a half-written one under `out`.
   std::string tmp = fmt::format("{}.importing-{}", out, ::getpid());
   ImportResult result;
-  auto writer = std::make_unique<TraceWriter>(tmp, WriterOptions{.producer = "loupe import"});
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  auto t0 = Clock::now();
+  auto writer = std::make_unique<TraceWriter>(tmp, WriterOptions{.producer = "loupe import", .durable = false});
   try {
     import::ImportedTrace trace;
     if (sqlite) {
       import::read_nsys(in, *writer, trace);
+      result.read_seconds = seconds_since(t0);
       result.format = ImportFormat::nsys;
       result.input_bytes = uint64_t(in_st.st_size);
     } else {
@@ -108,6 +113,8 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
         auto source = import::open_byte_source(in);
         import::read_chrome_json(*source, in, *writer, raw);
       }
+      result.read_seconds = seconds_since(t0);
+      auto t1 = Clock::now();
       result.input_bytes = raw.bytes;
       ImportFormat format = options.format == ImportFormat::auto_detect
                                 ? import::detect_json_dialect(raw, *writer)
@@ -120,13 +127,16 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
       } else {
         import::map_chrome(raw, *writer, trace);
       }
+      result.map_seconds = seconds_since(t1);
     }
     trace.meta["source_file"] = in;
     trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
     result.source_events = trace.source_events;
     result.skipped_by_kind = trace.skipped;
+    auto t2 = Clock::now();
     import::WriteSummary s = import::write_imported(trace, *writer);
     writer.reset();
+    result.write_seconds = seconds_since(t2);
     result.rows_written = s.rows;
     result.skipped = s.skipped;
     result.rows_by_table = s.rows_by_table;

@@ -156,8 +156,11 @@ class KinetoMapper {
 
  private:
   Cat cat(StringId id) {
+    if (id == last_cat_id_) return last_cat_;  // runs of one category are the rule
     auto [it, inserted] = cats_.try_emplace(id, Cat::other);
     if (inserted) it->second = classify(strings_.text(id));
+    last_cat_id_ = id;
+    last_cat_ = it->second;
     return it->second;
   }
 
@@ -417,6 +420,8 @@ class KinetoMapper {
   ImportedTrace& out_;
   LaneThreads threads_;
   std::unordered_map<StringId, Cat> cats_;
+  StringId last_cat_id_ = ~StringId(0);
+  Cat last_cat_ = Cat::other;
   std::vector<ApiCall> calls_;
   std::vector<PendingOp> ops_;
   std::vector<int64_t> syncs_;

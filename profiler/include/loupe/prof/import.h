@@ -47,6 +47,9 @@ struct ImportResult {
   uint64_t skipped = 0;         // source events not imported (also meta skipped_events)
   std::map<std::string, uint64_t> skipped_by_kind;  // why, and how many
   std::map<std::string, uint64_t> rows_by_table;    // loupe table -> rows
+  // Where the time went: reading and parsing, mapping to loupe rows, and
+  // writing the file (seconds).
+  double read_seconds = 0, map_seconds = 0, write_seconds = 0;
 };
 
 // Reads `in` and writes the loupe trace `out` (replacing it). Throws
