@@ -84,4 +84,72 @@ void complete_begin_end(ChromeTrace& raw) {
   raw.events.resize(out);
 }
 
+namespace {
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+}  // namespace
+
+bool is_sync_call(std::string_view name) { return name.ends_with("Synchronize"); }
+
+bool is_blocking_copy_call(std::string_view name) {
+  return (contains(name, "Memcpy") || contains(name, "memcpy")) && !contains(name, "Async");
+}
+
+void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& ops,
+                    const std::unordered_set<int64_t>& sync_correlations, const std::vector<int64_t>& sync_records,
+                    const TraceWriter& strings, ImportedTrace& out) {
+  std::unordered_map<int64_t, uint32_t> op_by_correlation;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].correlation != kNone) op_by_correlation.try_emplace(ops[i].correlation, i);
+  }
+  std::unordered_set<int64_t> matched_syncs;
+  for (const ApiCall& call : calls) {
+    auto it = call.correlation == kNone ? op_by_correlation.end() : op_by_correlation.find(call.correlation);
+    if (it == op_by_correlation.end()) {
+      bool named = call.correlation != kNone && sync_correlations.count(call.correlation);
+      if (named) matched_syncs.insert(call.correlation);
+      bool waits = named || is_sync_call(strings.text(call.name));
+      out.host_spans.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
+                                .kind = waits ? SpanKind::wait : SpanKind::runtime});
+      continue;
+    }
+    PendingOp& op = ops[it->second];
+    if (op.bytes == kNone && call.size != kNone) op.bytes = call.size;  // ROCm: hipMemcpy*'s size
+    uint64_t correlation = uint64_t(call.correlation);
+    out.launches.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
+                            .device = op.row.device, .stream = op.row.stream, .correlation = correlation});
+    if (op.row.kind == DeviceOpKind::memcpy) {
+      // A device-to-host copy into pageable memory returns only when it is
+      // done, even through cudaMemcpyAsync (CUDA's documented behaviour).
+      bool blocking = is_blocking_copy_call(strings.text(call.name)) ||
+                      (op.row.copy_kind == CopyKind::device_to_host && op.host_memory == HostMemory::pageable);
+      TransferRow t;
+      t.thread = call.thread;
+      t.start = call.start;
+      t.dur = call.dur;
+      t.device = op.row.device;
+      t.direction = op.row.copy_kind;
+      t.bytes = op.bytes == kNone ? 0 : op.bytes;
+      t.synchronous = blocking;
+      t.host_memory = op.host_memory;
+      t.correlation = correlation;
+      out.transfers.push_back(t);
+    }
+  }
+  for (int64_t corr : sync_records) {
+    if (corr == kNone || !matched_syncs.count(corr)) ++out.skipped["sync records without their API call"];
+  }
+}
+
+void emit_device_ops(std::vector<PendingOp>& ops, ImportedTrace& out) {
+  out.device_ops.reserve(out.device_ops.size() + ops.size());
+  for (PendingOp& op : ops) {
+    op.row.bytes = op.bytes == kNone ? 0 : op.bytes;
+    op.row.correlation = op.correlation == kNone ? 0 : uint64_t(op.correlation);
+    out.device_ops.push_back(op.row);
+  }
+  std::vector<PendingOp>().swap(ops);
+}
+
 }  // namespace loupe::prof::import

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "import/chrome_events.h"
@@ -29,6 +30,46 @@ class LaneThreads {
   std::unordered_map<uint32_t, uint32_t> by_lane_;
   std::vector<uint32_t> lanes_;  // by thread id - 1
 };
+
+// A host API call (CUDA runtime or driver, HIP, CUPTI callback) before it
+// is known whether it launched device work.
+struct ApiCall {
+  uint32_t thread = 0;
+  int64_t start = 0, dur = 0;
+  StringId name = 0;
+  int64_t correlation = kNone;
+  int64_t size = kNone;  // args.size (ROCm copies carry their size only here)
+  uint32_t lane = 0;
+};
+
+// A device op whose bytes may still come from its API call.
+struct PendingOp {
+  DeviceOpRow row;
+  int64_t bytes = kNone;
+  int64_t correlation = kNone;
+  HostMemory host_memory = HostMemory::unknown;
+  uint32_t lane = 0;
+};
+
+// Joins API calls to device ops by correlation id: a call that started an
+// op becomes a launch (and, for a copy, a transfer); a call that blocks on
+// the device (a *Synchronize, or one a sync record names) becomes a host
+// span of kind wait; any other call a runtime span. `sync_records` are the
+// correlation ids of sync records (kNone if they had none); those no call
+// claims are counted as skipped.
+void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& ops,
+                    const std::unordered_set<int64_t>& sync_correlations, const std::vector<int64_t>& sync_records,
+                    const TraceWriter& strings, ImportedTrace& out);
+
+// Moves the pending ops into out.device_ops (unknown bytes become 0).
+void emit_device_ops(std::vector<PendingOp>& ops, ImportedTrace& out);
+
+// cudaDeviceSynchronize, cudaStreamSynchronize, cuCtxSynchronize,
+// hipEventSynchronize, ...: calls that block until the device catches up.
+bool is_sync_call(std::string_view name);
+// cudaMemcpy, cuMemcpyHtoD_v2, hipMemcpy, hipMemcpyWithStream: copies whose
+// call returns only when the copy is done.
+bool is_blocking_copy_call(std::string_view name);
 
 // A pid or tid as text ("783658", "Spans").
 std::string lane_id_text(LaneId id, const TraceWriter& strings);

@@ -45,6 +45,7 @@ struct ChromeEvent {
   int64_t bytes = kNone;       // bytes, Bytes, size
   int64_t total_allocated = kNone, total_reserved = kNone;  // [memory] totals
   int64_t addr = kNone;        // Addr
+  int64_t step = kNone;        // step_num (JAX StepTraceAnnotation)
   StringId arg_kind = 0;   // cuda_sync_kind, kind, memcpy_details or memset_details
   StringId arg_name = 0;   // args.name (metadata value, XLA module name)
 };

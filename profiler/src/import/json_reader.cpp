@@ -536,6 +536,12 @@ class JsonReader {
             continue;
           }
           break;
+        case 8:
+          if (k == "step_num") {
+            e.step = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
         case 9:
           if (k == "device_id" || k == "Device Id") {
             e.device = lenient_int(v).value_or(kNone);
@@ -600,9 +606,10 @@ class JsonReader {
     ChromeEvent e;
     std::string_view ph, name, cat, ts, dur, id, bp, name_arg, kind_arg;
     LaneId pid, tid;
-    bool has_args = false;
+    bool has_args = false, any_field = false;
     numeric_args_.clear();
     for (auto f : object) {
+      any_field = true;
       od::field field = std::move(f);
       std::string_view k = key_text(field);
       od::value v = field.value();
@@ -634,6 +641,10 @@ class JsonReader {
       }
     }
     (void)has_args;
+    if (!any_field) {
+      --trace_.total_events;  // "{}": XLA ends its event list with one
+      return;
+    }
     if (ph.empty()) throw TypeError{"the event has no 'ph'"};
     char kind = ph.size() == 1 ? ph[0] : '?';
     if (kind == 'M') {

@@ -57,37 +57,6 @@ Cat classify(std::string_view c) {
   return Cat::other;
 }
 
-// A runtime or driver API call, before it is known whether it launched
-// device work.
-struct ApiCall {
-  uint32_t thread = 0;
-  int64_t start = 0, dur = 0;
-  StringId name = 0;
-  int64_t correlation = kNone;
-  int64_t size = kNone;  // args.size (ROCm copies carry their size only here)
-  uint32_t lane = 0;
-};
-
-struct PendingOp {
-  DeviceOpRow row;
-  int64_t bytes = kNone;
-  int64_t correlation = kNone;
-  HostMemory host_memory = HostMemory::unknown;
-  uint32_t lane = 0;
-};
-
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-
-// cudaDeviceSynchronize, cudaStreamSynchronize, cuCtxSynchronize,
-// hipEventSynchronize, ...: the host blocks until the device catches up.
-bool is_sync_call(std::string_view name) { return name.ends_with("Synchronize"); }
-
-// cudaMemcpy, cudaMemcpy2D, cuMemcpyHtoD_v2, hipMemcpy, hipMemcpyWithStream:
-// copies whose call returns only when the copy is done.
-bool is_blocking_copy_call(std::string_view name) {
-  return (contains(name, "Memcpy") || contains(name, "memcpy")) && !contains(name, "Async");
-}
-
 CopyKind copy_kind_of(std::string_view token) {
   if (token == "HtoD" || token == "HtoA") return CopyKind::host_to_device;
   if (token == "DtoH" || token == "AtoH") return CopyKind::device_to_host;
@@ -311,61 +280,15 @@ class KinetoMapper {
   }
 
   void join_calls() {
-    std::unordered_map<int64_t, uint32_t> op_by_correlation;
-    for (uint32_t i = 0; i < ops_.size(); ++i) {
-      if (ops_[i].correlation != kNone) op_by_correlation.try_emplace(ops_[i].correlation, i);
-    }
-    std::unordered_set<int64_t> matched_syncs;
-    for (const ApiCall& call : calls_) {
-      auto it = call.correlation == kNone ? op_by_correlation.end() : op_by_correlation.find(call.correlation);
-      if (it == op_by_correlation.end()) {
-        bool waits = is_sync_call(strings_.text(call.name)) ||
-                     (call.correlation != kNone && sync_correlations_.count(call.correlation));
-        if (call.correlation != kNone && sync_correlations_.count(call.correlation)) {
-          matched_syncs.insert(call.correlation);
-        }
-        out_.host_spans.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
-                                   .kind = waits ? SpanKind::wait : SpanKind::runtime});
-        continue;
-      }
-      PendingOp& op = ops_[it->second];
-      if (op.bytes == kNone && call.size != kNone) op.bytes = call.size;  // ROCm: hipMemcpy*'s size
-      uint64_t correlation = uint64_t(call.correlation);
-      out_.launches.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
-                               .device = op.row.device, .stream = op.row.stream, .correlation = correlation});
-      if (op.row.kind == DeviceOpKind::memcpy) {
-        std::string_view name = strings_.text(call.name);
-        // A device-to-host copy into pageable memory returns only when it is
-        // done, even through cudaMemcpyAsync (CUDA's documented behaviour).
-        bool blocking = is_blocking_copy_call(name) ||
-                        (op.row.copy_kind == CopyKind::device_to_host && op.host_memory == HostMemory::pageable);
-        TransferRow t;
-        t.thread = call.thread;
-        t.start = call.start;
-        t.dur = call.dur;
-        t.device = op.row.device;
-        t.direction = op.row.copy_kind;
-        t.bytes = op.bytes == kNone ? 0 : op.bytes;
-        t.synchronous = blocking;
-        t.host_memory = op.host_memory;
-        t.correlation = correlation;
-        out_.transfers.push_back(t);
-      }
-    }
-    for (int64_t corr : syncs_) {
-      if (corr == kNone || !matched_syncs.count(corr)) skip("cuda_sync records without their runtime call");
-    }
+    join_api_calls(calls_, ops_, sync_correlations_, syncs_, strings_, out_);
   }
 
   void finish_ops() {
-    for (PendingOp& op : ops_) {
-      op.row.bytes = op.bytes == kNone ? 0 : op.bytes;
-      op.row.correlation = op.correlation == kNone ? 0 : uint64_t(op.correlation);
+    for (const PendingOp& op : ops_) {
       auto key = std::make_pair(op.row.device, op.row.stream);
       if (!stream_lanes_.count(key)) stream_lanes_[key] = op.lane;
-      out_.device_ops.push_back(op.row);
     }
-    std::vector<PendingOp>().swap(ops_);
+    emit_device_ops(ops_, out_);
   }
 
   void devices_and_streams() {
