@@ -25,6 +25,9 @@ namespace {
 namespace od = simdjson::ondemand;
 
 constexpr size_t kInitialBuffer = size_t(4) << 20;
+// Complete events are parsed in runs of about this many bytes, while the
+// scanner's pass has left them in cache for simdjson's two passes.
+constexpr uint64_t kBatchBytes = uint64_t(256) << 10;
 constexpr uint64_t kNoOffset = ~uint64_t(0);
 
 bool is_space(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -378,6 +381,7 @@ class JsonReader {
       if (batch_count_ == 0) batch_first_ = event_start_;
       batch_end_ = offset();
       ++batch_count_;
+      if (batch_end_ - batch_first_ >= kBatchBytes) flush_batch();
       c = next_nonspace();
       if (c == ',') {
         ++pos_;

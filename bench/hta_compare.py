@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""loupe against Holistic Trace Analysis (HTA) on the real Kineto fixtures.
+
+    bench/hta_compare.py BUILD_DIR [--json] [--fixtures a.json.gz,b.json.gz]
+
+For each fixture, side by side:
+
+* speed: HTA's load of the trace plus its temporal breakdown (idle time),
+  against loupe's import of the trace plus loading it and computing idle
+  time; both timed inside their own process, best of two runs;
+* idle time per device: HTA's temporal breakdown (idle_time(us) per rank;
+  each fixture is one rank on one GPU) against loupe's, which is computed
+  here from the imported TraceModel as the device's active window (first
+  op start to last op end) minus the union of its device ops
+  (`import_bench idle`). When `loupe analyze` exists, loupe_idle() is the
+  one function to switch to it. docs/import.md explains the differences.
+
+Prints a table, or with --json one JSON row per figure for bench/run
+(bench/run_import.py passes --json and the two largest fixtures, to keep
+its runtime short). Skips, saying so, when HTA is not installed
+(pip install HolisticTraceAnalysis).
+"""
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+build = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "build-release"
+as_json = "--json" in sys.argv
+here = os.path.dirname(os.path.abspath(__file__))
+fixtures_dir = os.environ.get("LOUPE_FIXTURES_DIR", os.path.join(here, "..", "..", "shared", "fixtures", "kineto"))
+tool = os.path.join(build, "bench", "import_bench")
+default = ["v100_train_5steps.json.gz", "a100_nccl.json.gz"] if as_json else None
+chosen = next((a.split("=", 1)[1] if "=" in a else sys.argv[sys.argv.index(a) + 1]
+               for a in sys.argv if a.startswith("--fixtures")), None)
+
+
+def emit(group, metric, value, target="", ok=None):
+    verdict = "" if ok is None else ("met" if ok else "MISSED")
+    if as_json:
+        print(json.dumps([group, metric, value, target, verdict]))
+    else:
+        print(f"{group:12} {metric:58} {value:44} {target:8} {verdict}")
+
+
+try:
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    from hta.trace_analysis import TraceAnalysis
+except Exception as e:  # noqa: BLE001 - any failure to import means "not available"
+    emit("import vs HTA", "HTA comparison", f"skipped: HTA is not installed ({type(e).__name__})")
+    sys.exit(0)
+
+if not os.path.isdir(fixtures_dir):
+    emit("import vs HTA", "HTA comparison", f"skipped: no fixtures at {fixtures_dir}")
+    sys.exit(0)
+names = chosen.split(",") if chosen else default or sorted(
+    n for n in os.listdir(fixtures_dir) if n.endswith(".json.gz"))
+
+
+def hta_run(path):
+    """Seconds for HTA to load the trace and compute its temporal breakdown,
+    and the breakdown's idle and kernel time (us) per rank."""
+    d = tempfile.mkdtemp(prefix="loupe-hta-")
+    try:
+        shutil.copy(path, d)
+        t0 = time.perf_counter()
+        analyzer = TraceAnalysis(trace_dir=d)
+        df = analyzer.get_temporal_breakdown(visualize=False)
+        seconds = time.perf_counter() - t0
+        return seconds, {int(r["rank"]): (float(r["idle_time(us)"]), float(r["kernel_time(us)"]))
+                         for r in df.to_dict("records")}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def loupe_idle(db):
+    """loupe's idle time per device, from the TraceModel's device-op union."""
+    return json.loads(subprocess.run([tool, "idle", db], check=True, capture_output=True, text=True).stdout)
+
+
+def loupe_run(path):
+    """Seconds for loupe to import the trace, load it and compute idle time,
+    and the idle and window time (us) per device."""
+    d = tempfile.mkdtemp(prefix="loupe-bench-")
+    try:
+        db = os.path.join(d, "t.db")
+        imp = json.loads(subprocess.run([tool, "import", path, db], check=True, capture_output=True,
+                                        text=True).stdout)
+        idle = loupe_idle(db)
+        return imp["seconds"] + idle["seconds"], {
+            dev["device"]: (dev["idle_ns"] / 1000, dev["window_ns"] / 1000) for dev in idle["devices"]}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+for name in names:
+    path = os.path.join(fixtures_dir, name)
+    label = name.replace(".json.gz", "")
+    try:
+        hta = [hta_run(path) for _ in range(2)]
+    except Exception as e:  # noqa: BLE001 - HTA fails on some traces (cpu_only: no GPU kernels)
+        emit("import vs HTA", f"{label}: HTA", f"HTA failed: {type(e).__name__}: {e}"[:60])
+        continue
+    ours = [loupe_run(path) for _ in range(2)]
+    hta_s, hta_idle = min(hta, key=lambda x: x[0])
+    our_s, our_idle = min(ours, key=lambda x: x[0])
+    ratio = hta_s / our_s
+    emit("import vs HTA", f"{label}: HTA load+idle / loupe import+load+idle",
+         f"{hta_s:.2f} s / {our_s:.3f} s = {ratio:.0f}x", ">= 20x", ratio >= 20)
+    # One rank per fixture, one GPU with device ops per rank.
+    for (rank, (h_idle, h_window)), (device, (l_idle, l_window)) in zip(sorted(hta_idle.items()),
+                                                                      sorted(our_idle.items())):
+        emit("idle vs HTA", f"{label}: rank {rank} / device {device} idle (us)",
+             f"HTA {h_idle:.0f} of {h_window:.0f}, loupe {l_idle:.3f} of {l_window:.3f}")
