@@ -9,8 +9,11 @@
 namespace loupe::prof::import {
 
 uint32_t LaneThreads::thread(uint32_t lane) {
+  if (lane == last_lane_) return last_thread_;  // events come in runs of one lane
   auto [it, inserted] = by_lane_.try_emplace(lane, uint32_t(lanes_.size() + 1));
   if (inserted) lanes_.push_back(lane);
+  last_lane_ = lane;
+  last_thread_ = it->second;
   return it->second;
 }
 

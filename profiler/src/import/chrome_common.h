@@ -29,6 +29,7 @@ class LaneThreads {
   TraceWriter& strings_;
   std::unordered_map<uint32_t, uint32_t> by_lane_;
   std::vector<uint32_t> lanes_;  // by thread id - 1
+  uint32_t last_lane_ = ~0u, last_thread_ = 0;
 };
 
 // A host API call (CUDA runtime or driver, HIP, CUPTI callback) before it

@@ -64,12 +64,21 @@ od::json_type type_of(od::value& v) {
 }
 
 // A string value without copying when it has no escapes (nearly always).
+// The raw token runs from the opening quote to just before the next
+// structural character: the closing quote, then perhaps spaces.
 std::string_view string_of(od::value& v, std::string_view field) {
   std::string_view tok = v.raw_json_token();
   if (tok.empty() || tok[0] != '"') throw TypeError{fmt::format("'{}' is not a string", field)};
-  size_t close = tok.find_last_of('"');
+  size_t close = tok.size() - 1;
+  while (close > 0 && tok[close] != '"') --close;
   std::string_view content = tok.substr(1, close == 0 ? 0 : close - 1);
-  if (content.find('\\') == std::string_view::npos) return content;
+  bool escaped = false;
+  if (content.size() < 32) {
+    for (char c : content) escaped |= c == '\\';
+  } else {
+    escaped = std::memchr(content.data(), '\\', content.size()) != nullptr;
+  }
+  if (!escaped) return content;
   return v.get_string();
 }
 
@@ -111,10 +120,44 @@ std::optional<int64_t> lenient_int(od::value& v) {
   return std::nullopt;
 }
 
+// A small direct-mapped cache in front of the trace's string table: event
+// names and categories repeat, and a hit costs a short hash and a compare
+// instead of a lookup in the table's hash map.
+class InternCache {
+ public:
+  explicit InternCache(TraceWriter& strings) : strings_(strings) {}
+  StringId operator()(std::string_view s) {
+    uint64_t h = s.size() * 0x9e3779b97f4a7c15ull;
+    if (s.size() >= 8) {
+      uint64_t head, tail;
+      std::memcpy(&head, s.data(), 8);
+      std::memcpy(&tail, s.data() + s.size() - 8, 8);
+      h ^= head * 0xbf58476d1ce4e5b9ull ^ tail * 0x94d049bb133111ebull;
+    } else {
+      for (char c : s) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+    }
+    Slot& slot = slots_[(h ^ (h >> 29)) & (kSlots - 1)];
+    if (slot.valid && slot.text == s) return slot.id;
+    StringId id = strings_.intern(s);
+    slot = {strings_.text(id), id, true};  // the table's copy outlives the cache
+    return id;
+  }
+
+ private:
+  static constexpr size_t kSlots = 1024;
+  struct Slot {
+    std::string_view text;
+    StringId id = 0;
+    bool valid = false;
+  };
+  TraceWriter& strings_;
+  Slot slots_[kSlots];
+};
+
 class JsonReader {
  public:
   JsonReader(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace)
-      : source_(source), path_(path), strings_(strings), trace_(trace) {
+      : source_(source), path_(path), strings_(strings), trace_(trace), intern_(strings) {
     allocate(kInitialBuffer);
   }
 
@@ -154,7 +197,8 @@ class JsonReader {
   // always in the buffer, so a run of events can be framed with '[' there.
 
   void allocate(size_t cap) {
-    auto next = std::make_unique<char[]>(cap + 1 + simdjson::SIMDJSON_PADDING);
+    // Not value-initialised: pages of the buffer cost nothing until used.
+    std::unique_ptr<char[]> next(new char[cap + 1 + simdjson::SIMDJSON_PADDING]);
     if (buf_) std::memcpy(next.get(), buf_.get(), len_);
     buf_ = std::move(next);
     cap_ = cap;
@@ -674,7 +718,12 @@ class JsonReader {
     std::optional<int64_t> t = micros_to_nanos(ts);
     if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", ts)};
     e.ts = *t;
-    e.lane = trace_.lane(pid, tid);
+    if (!(pid == last_pid_ && tid == last_tid_)) {  // events come in runs of one lane
+      last_lane_ = trace_.lane(pid, tid);
+      last_pid_ = pid;
+      last_tid_ = tid;
+    }
+    e.lane = last_lane_;
     if (kind == 'C') {
       StringId base = strings_.intern(name);
       for (const auto& [key, text] : numeric_args_) {
@@ -705,10 +754,10 @@ class JsonReader {
     e.ph = kind;
     trace_.min_ts = std::min(trace_.min_ts, e.ts);
     if (kind == 'B' || kind == 'E') ++trace_.begin_end_events;
-    e.name = strings_.intern(name);
-    e.cat = cat.empty() ? 0 : strings_.intern(cat);
-    if (!kind_arg.empty()) e.arg_kind = strings_.intern(kind_arg);
-    if (!name_arg.empty()) e.arg_name = strings_.intern(name_arg);
+    e.name = intern_(name);
+    e.cat = cat.empty() ? 0 : intern_(cat);
+    if (!kind_arg.empty()) e.arg_kind = intern_(kind_arg);
+    if (!name_arg.empty()) e.arg_name = intern_(name_arg);
     trace_.events.push_back(e);
   }
 
@@ -731,6 +780,9 @@ class JsonReader {
 
   od::parser parser_;
   std::vector<std::pair<std::string_view, std::string_view>> numeric_args_;
+  InternCache intern_;
+  LaneId last_pid_{-1, true}, last_tid_{-1, true};  // no lane has a string id of -1
+  uint32_t last_lane_ = 0;
 };
 
 }  // namespace
