@@ -1,8 +1,9 @@
 // The import benchmarks' measuring tool. Each measurement runs in a
 // process of its own, so that the peak memory belongs to it alone:
 //
-//   import_bench import IN OUT.db      import; one JSON line: bytes, time,
-//                                      MB/s, peak memory over input size
+//   import_bench import IN OUT.db [T]  import (T parsing threads, 0 = auto);
+//                                      one JSON line: bytes, time, MB/s,
+//                                      peak memory over input size
 //   import_bench generate OUT.json N   write a synthetic Kineto trace of
 //                                      about N bytes (a training loop like
 //                                      the V100 fixture's)
@@ -37,10 +38,10 @@ int64_t proc_status_bytes(const char* field) {
   return 0;
 }
 
-int run_import(const std::string& in, const std::string& out) {
+int run_import(const std::string& in, const std::string& out, unsigned threads) {
   int64_t rss_before = proc_status_bytes("VmRSS:");
   auto t0 = Clock::now();
-  loupe::prof::ImportResult r = loupe::prof::import_trace(in, out);
+  loupe::prof::ImportResult r = loupe::prof::import_trace(in, out, {.threads = threads});
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   int64_t peak = proc_status_bytes("VmHWM:");
   fmt::print(
@@ -231,13 +232,15 @@ int run_generate(const std::string& path, uint64_t target_bytes) {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "import" && argc == 4) return run_import(argv[2], argv[3]);
+    if (mode == "import" && (argc == 4 || argc == 5)) {
+      return run_import(argv[2], argv[3], argc == 5 ? unsigned(std::atoi(argv[4])) : 0);
+    }
     if (mode == "idle" && argc == 3) return run_idle(argv[2]);
     if (mode == "generate" && argc == 4) return run_generate(argv[2], std::strtoull(argv[3], nullptr, 10));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "import_bench: %s\n", e.what());
     return 2;
   }
-  std::fprintf(stderr, "usage: import_bench import IN OUT.db | generate OUT.json BYTES | idle TRACE.db\n");
+  std::fprintf(stderr, "usage: import_bench import IN OUT.db [THREADS] | generate OUT.json BYTES | idle TRACE.db\n");
   return 2;
 }

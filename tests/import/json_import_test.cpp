@@ -281,10 +281,11 @@ TEST(ImportStreaming, EventsAcrossBufferBoundariesAndEscapes) {
   json += "  ],\n  \"displayTimeUnit\": \"ms\"\n}\n";
   write_text(dir.file("s.json"), json);
   write_gzip(dir.file("s.json.gz"), json);
-  for (const char* in : {"s.json", "s.json.gz"}) {
-    SCOPED_TRACE(in);
-    ImportResult r;
-    TraceModel m = import_and_load(dir.file(in), dir.file("s.db"), ImportFormat::auto_detect, &r);
+  std::vector<std::string> dumps;
+  for (auto [in, threads] : {std::pair{"s.json", 0u}, {"s.json.gz", 0u}, {"s.json", 1u}, {"s.json", 3u}}) {
+    SCOPED_TRACE(std::string(in) + " with " + std::to_string(threads) + " threads");
+    ImportResult r = import_trace(dir.file(in), dir.file("s.db"), {.threads = threads});
+    TraceModel m = load_trace(dir.file("s.db"));
     EXPECT_EQ(r.format, ImportFormat::kineto);
     EXPECT_EQ(r.input_bytes, json.size());
     auto spans = all_spans(m);
@@ -297,7 +298,17 @@ TEST(ImportStreaming, EventsAcrossBufferBoundariesAndEscapes) {
     EXPECT_TRUE(names.count("quote \" back\\slash \xc3\xa9 {[ 3"));
     EXPECT_TRUE(names.count(long_name));
     EXPECT_EQ(spans.back().start, int64_t(n - 1) * 1000);
+    // Parsed on any number of threads, the trace is the same: same string
+    // ids, same rows.
+    std::string dump;
+    for (size_t i = 0; i < m.strings.size(); i += 997) dump += m.strings[i].substr(0, 40) + "|";
+    for (const auto& s : spans) dump += std::to_string(s.start) + "," + std::to_string(m.host_spans[0].name[0]) + ";";
+    for (const HostSpans& t : m.host_spans) {
+      for (StringId id : t.name) dump += std::to_string(id) + " ";
+    }
+    dumps.push_back(dump);
   }
+  for (const std::string& d : dumps) EXPECT_EQ(d, dumps[0]);
 }
 
 // ---------------------------------------------------------------------------

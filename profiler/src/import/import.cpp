@@ -111,7 +111,7 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
       import::ChromeTrace raw;
       {
         auto source = import::open_byte_source(in);
-        import::read_chrome_json(*source, in, *writer, raw);
+        import::read_chrome_json(*source, in, *writer, raw, options.threads);
       }
       result.read_seconds = seconds_since(t0);
       auto t1 = Clock::now();

@@ -8,11 +8,19 @@
 #endif
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <memory>
+#include <limits>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "import/decimal.h"
@@ -25,9 +33,10 @@ namespace {
 namespace od = simdjson::ondemand;
 
 constexpr size_t kInitialBuffer = size_t(4) << 20;
-// Complete events are parsed in runs of about this many bytes, while the
-// scanner's pass has left them in cache for simdjson's two passes.
+// Complete events are parsed in runs (batches) of about this many bytes,
+// on worker threads when the machine has more than one core.
 constexpr uint64_t kBatchBytes = uint64_t(256) << 10;
+constexpr size_t kMaxWorkers = 4;
 constexpr uint64_t kNoOffset = ~uint64_t(0);
 
 bool is_space(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -66,7 +75,7 @@ od::json_type type_of(od::value& v) {
 // A string value without copying when it has no escapes (nearly always).
 // The raw token runs from the opening quote to just before the next
 // structural character: the closing quote, then perhaps spaces.
-std::string_view string_of(od::value& v, std::string_view field) {
+std::string_view string_of(od::value& v, std::string_view field, std::deque<std::string>* arena = nullptr) {
   std::string_view tok = v.raw_json_token();
   if (tok.empty() || tok[0] != '"') throw TypeError{fmt::format("'{}' is not a string", field)};
   size_t close = tok.size() - 1;
@@ -79,11 +88,13 @@ std::string_view string_of(od::value& v, std::string_view field) {
     escaped = std::memchr(content.data(), '\\', content.size()) != nullptr;
   }
   if (!escaped) return content;
-  return v.get_string();
+  std::string_view unescaped = v.get_string();  // in the parser's buffer, reused by its next document
+  if (!arena) return unescaped;
+  return arena->emplace_back(unescaped);
 }
 
 // A name: a string, or (leniently) a number written as its text.
-std::string_view text_of(od::value& v, std::string_view field) {
+std::string_view text_of(od::value& v, std::string_view field, std::deque<std::string>* arena) {
   if (type_of(v) == od::json_type::number) {
     std::string_view tok = v.raw_json_token();
     double unused = v.get_double();  // validates the number
@@ -91,7 +102,7 @@ std::string_view text_of(od::value& v, std::string_view field) {
     while (!tok.empty() && is_space(tok.back())) tok.remove_suffix(1);
     return tok;
   }
-  return string_of(v, field);
+  return string_of(v, field, arena);
 }
 
 // The text of a number (or of a string holding one): exact decimal
@@ -154,14 +165,447 @@ class InternCache {
   Slot slots_[kSlots];
 };
 
+// A run of complete events, copied out of the reading buffer and framed as
+// one JSON array ("[" events "]") in a padded buffer of its own, and what
+// parsing it produced. String and lane ids in the results are local to the
+// batch (0 is ""); merging maps them onto the trace's, in file order.
+struct Batch {
+  uint64_t offset = 0;  // document offset of the byte framed as '['
+  std::vector<char> bytes;
+  size_t length = 0;
+
+  std::vector<ChromeEvent> events;
+  std::vector<ChromeCounter> counters;
+  std::vector<std::string_view> strings;  // local string id -> text, in bytes or owned
+  std::deque<std::string> owned;           // unescaped and composed strings
+  std::vector<Lane> lanes;                 // local lane id -> (pid, tid); string ids local
+  struct Meta {
+    enum Kind : uint8_t { process_name, process_labels, thread_name } kind;
+    LaneId pid, tid;
+    uint32_t value;  // local string id
+  };
+  std::vector<Meta> metadata;
+  std::map<std::string, uint64_t> skipped;
+  uint64_t total_events = 0, metadata_events = 0, begin_end_events = 0;
+  int64_t min_ts = std::numeric_limits<int64_t>::max();
+  bool failed = false;
+  uint64_t error_offset = 0;
+  std::string error;
+
+  void clear_results() {
+    events.clear();
+    counters.clear();
+    strings.clear();
+    owned.clear();
+    lanes.clear();
+    metadata.clear();
+    skipped.clear();
+    total_events = metadata_events = begin_end_events = 0;
+    min_ts = std::numeric_limits<int64_t>::max();
+    failed = false;
+    error.clear();
+  }
+};
+
+// Parses batches with simdjson's On-Demand API into compact events. One per
+// thread: it owns a simdjson parser and the batch-local string and lane
+// tables.
+class EventParser {
+ public:
+  void parse(Batch& batch) {
+    batch_ = &batch;
+    batch.clear_results();
+    strings_.clear();
+    lanes_.clear();
+    has_last_lane_ = false;
+    batch.strings.push_back("");
+    strings_.emplace("", 0);
+    uint64_t current = batch.offset;
+    try {
+      od::document doc = parser_.iterate(batch.bytes.data(), batch.length, batch.bytes.size());
+      for (auto element : doc.get_array()) {
+        od::value v = element.value();
+        current = batch.offset + uint64_t(v.raw_json_token().data() - batch.bytes.data());
+        od::object event = v.get_object();
+        read_event(event);
+      }
+    } catch (const simdjson::simdjson_error& e) {
+      batch.failed = true;
+      batch.error_offset = current;
+      batch.error = fmt::format("malformed JSON in this event: {}", e.what());
+    } catch (const TypeError& e) {
+      batch.failed = true;
+      batch.error_offset = current;
+      batch.error = fmt::format("bad event: {}", e.what);
+    } catch (const std::bad_alloc&) {
+      batch.failed = true;
+      batch.error_offset = current;
+      batch.error = "out of memory while reading the events";
+    }
+  }
+
+ private:
+  uint32_t intern(std::string_view s) {
+    auto [it, inserted] = strings_.try_emplace(s, uint32_t(batch_->strings.size()));
+    if (inserted) batch_->strings.push_back(s);
+    return it->second;
+  }
+
+  uint32_t lane(LaneId pid, LaneId tid) {
+    if (has_last_lane_ && pid == last_pid_ && tid == last_tid_) return last_lane_;  // runs of one lane
+    uint64_t key = uint64_t(pid.value) * 0x9e3779b97f4a7c15ull ^ uint64_t(tid.value) * 0xbf58476d1ce4e5b9ull ^
+                   (uint64_t(pid.is_string) << 1 | uint64_t(tid.is_string));
+    std::vector<uint32_t>& bucket = lanes_[key];
+    uint32_t id = ~0u;
+    for (uint32_t candidate : bucket) {
+      if (batch_->lanes[candidate].pid == pid && batch_->lanes[candidate].tid == tid) id = candidate;
+    }
+    if (id == ~0u) {
+      id = uint32_t(batch_->lanes.size());
+      batch_->lanes.push_back({pid, tid});
+      bucket.push_back(id);
+    }
+    has_last_lane_ = true;
+    last_pid_ = pid;
+    last_tid_ = tid;
+    last_lane_ = id;
+    return id;
+  }
+
+  LaneId lane_id(od::value& v, std::string_view field) {
+    std::string_view tok = v.raw_json_token();
+    if (!tok.empty() && tok[0] == '"') return {int64_t(intern(string_of(v, field, &batch_->owned))), true};
+    std::optional<int64_t> n = lenient_int(v);
+    if (!n) throw TypeError{fmt::format("'{}' is neither a number nor a string", field)};
+    return {*n, false};
+  }
+
+  // `numbers`: also collect the numeric arguments (a counter's series).
+  void read_args(od::object& args, ChromeEvent& e, std::string_view& name_arg, std::string_view& kind_arg,
+                 bool numbers) {
+    numeric_args_.clear();
+    for (auto f : args) {
+      od::field field = std::move(f);
+      std::string_view k = key_text(field);
+      od::value v = field.value();
+      od::json_type type = type_of(v);
+      if (type == od::json_type::object || type == od::json_type::array) continue;
+      bool is_string = type == od::json_type::string;
+      switch (k.size()) {
+        case 4:
+          if (k == "name" && is_string) {
+            name_arg = string_of(v, "args.name", &batch_->owned);
+            continue;
+          }
+          if (k == "kind" && is_string) {
+            if (kind_arg.empty()) kind_arg = string_of(v, "args.kind", &batch_->owned);
+            continue;
+          }
+          if (k == "Addr") {
+            e.addr = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "size") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 5:
+          if (k == "bytes" || k == "Bytes") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 6:
+          if (k == "device") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "stream") {
+            e.stream = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "labels" && is_string) {
+            kind_arg = string_of(v, "args.labels", &batch_->owned);
+            continue;
+          }
+          break;
+        case 8:
+          if (k == "step_num") {
+            e.step = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 9:
+          if (k == "device_id" || k == "Device Id") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "stream_id") {
+            e.stream = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "num_bytes") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 11:
+          if (k == "correlation") {
+            e.correlation = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "Device Type") {
+            e.device_type = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 14:
+          if (k == "correlation_id") {
+            e.correlation = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "device_ordinal") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "cuda_sync_kind" && is_string) {
+            kind_arg = string_of(v, "args.cuda_sync_kind", &batch_->owned);
+            continue;
+          }
+          if ((k == "memcpy_details" || k == "memset_details") && is_string) {
+            kind_arg = string_of(v, "args.memcpy_details", &batch_->owned);
+            continue;
+          }
+          if (k == "Total Reserved") {
+            e.total_reserved = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 15:
+          if (k == "Total Allocated") {
+            e.total_allocated = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        default:
+          break;
+      }
+      if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
+    }
+  }
+
+  void read_event(od::object& object) {
+    ++batch_->total_events;
+    ChromeEvent e;
+    std::string_view ph, name, cat, ts, dur, id, bp, name_arg, kind_arg;
+    LaneId pid, tid;
+    bool has_args = false, any_field = false;
+    numeric_args_.clear();
+    for (auto f : object) {
+      any_field = true;
+      od::field field = std::move(f);
+      std::string_view k = key_text(field);
+      od::value v = field.value();
+      switch (k.size()) {
+        case 2:
+          if (k == "ph") ph = string_of(v, "ph", &batch_->owned);
+          else if (k == "ts") ts = number_text(v, "ts");
+          else if (k == "id") id = v.raw_json_token();
+          else if (k == "bp") bp = string_of(v, "bp", &batch_->owned);
+          break;
+        case 3:
+          if (k == "pid") pid = lane_id(v, "pid");
+          else if (k == "tid") tid = lane_id(v, "tid");
+          else if (k == "cat") cat = text_of(v, "cat", &batch_->owned);
+          else if (k == "dur") dur = number_text(v, "dur");
+          break;
+        case 4:
+          if (k == "name") name = text_of(v, "name", &batch_->owned);
+          else if (k == "args" && type_of(v) == od::json_type::object) {
+            od::object args = v.get_object();
+            // Counter series are only needed for "C" events (or when "ph"
+            // comes after "args", as some writers order them).
+            read_args(args, e, name_arg, kind_arg, ph.empty() || ph == "C");
+            has_args = true;
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    (void)has_args;
+    if (!any_field) {
+      --batch_->total_events;  // "{}": XLA ends its event list with one
+      return;
+    }
+    if (ph.empty()) throw TypeError{"the event has no 'ph'"};
+    char kind = ph.size() == 1 ? ph[0] : '?';
+    if (kind == 'M') {
+      ++batch_->metadata_events;
+      if (name == "process_name") {
+        batch_->metadata.push_back({Batch::Meta::process_name, pid, tid, intern(name_arg)});
+      } else if (name == "process_labels") {
+        batch_->metadata.push_back({Batch::Meta::process_labels, pid, tid, intern(kind_arg)});
+      } else if (name == "thread_name") {
+        batch_->metadata.push_back({Batch::Meta::thread_name, pid, tid, intern(name_arg)});
+      }
+      return;
+    }
+    switch (kind) {
+      case 'X': case 'B': case 'E': case 'i': case 'I': case 'n': case 'b': case 'e':
+      case 's': case 't': case 'f': case 'C':
+        break;
+      default:
+        ++batch_->skipped[fmt::format("events of phase '{}'", ph)];
+        return;
+    }
+    if (ts.empty()) throw TypeError{fmt::format("the event (ph '{}') has no 'ts'", ph)};
+    std::optional<int64_t> t = micros_to_nanos(ts);
+    if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", ts)};
+    e.ts = *t;
+    e.lane = lane(pid, tid);
+    if (kind == 'C') {
+      StringId base = intern(name);
+      for (const auto& [key, text] : numeric_args_) {
+        std::optional<int64_t> milli = scaled_decimal(text, 3);
+        double value = milli ? double(*milli) / 1000.0 : 0.0;
+        if (!milli) {
+          value = std::strtod(std::string(text).c_str(), nullptr);  // huge or tiny: a double is all it is
+        }
+        StringId series =
+            numeric_args_.size() == 1 ? base : intern(batch_->owned.emplace_back(fmt::format("{}.{}", name, key)));
+        batch_->counters.push_back({e.ts, e.lane, series, value});
+      }
+      return;
+    }
+    if (kind == 'X') {
+      if (dur.empty()) throw TypeError{"the complete event (ph 'X') has no 'dur'"};
+      std::optional<int64_t> d = micros_to_nanos(dur);
+      if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
+      e.dur = *d;
+    }
+    if (kind == 's' || kind == 't' || kind == 'f') {
+      if (!id.empty()) {
+        std::string_view idt = id;
+        if (idt[0] == '"') idt = idt.substr(1, idt.find_last_of('"') - 1);
+        e.correlation = parse_integer(idt).value_or(kNone);
+      }
+      if (!bp.empty()) e.bp = bp[0];
+    }
+    e.ph = kind;
+    batch_->min_ts = std::min(batch_->min_ts, e.ts);
+    if (kind == 'B' || kind == 'E') ++batch_->begin_end_events;
+    e.name = intern(name);
+    e.cat = cat.empty() ? 0 : intern(cat);
+    if (!kind_arg.empty()) e.arg_kind = intern(kind_arg);
+    if (!name_arg.empty()) e.arg_name = intern(name_arg);
+    batch_->events.push_back(e);
+  }
+
+  Batch* batch_ = nullptr;
+  od::parser parser_;
+  std::unordered_map<std::string_view, uint32_t> strings_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> lanes_;
+  bool has_last_lane_ = false;
+  LaneId last_pid_, last_tid_;
+  uint32_t last_lane_ = 0;
+  std::vector<std::pair<std::string_view, std::string_view>> numeric_args_;
+};
+
+// Worker threads parsing batches; results are taken back in submission
+// order, so the trace is the same whatever the number of threads.
+class ParsePool {
+ public:
+  explicit ParsePool(size_t workers) {
+    for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~ParsePool() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  ParsePool(const ParsePool&) = delete;
+  ParsePool& operator=(const ParsePool&) = delete;
+
+  void submit(Batch* batch) {
+    {
+      std::lock_guard lock(mu_);
+      todo_.push_back(batch);
+      order_.push_back(batch);
+    }
+    ready_.notify_one();
+  }
+  size_t in_flight() {
+    std::lock_guard lock(mu_);
+    return order_.size();
+  }
+  // The oldest outstanding batch, once parsed; nullptr if none.
+  Batch* next_done() {
+    std::unique_lock lock(mu_);
+    if (order_.empty()) return nullptr;
+    Batch* b = order_.front();
+    done_cv_.wait(lock, [&] { return done_.count(b) > 0; });
+    done_.erase(b);
+    order_.pop_front();
+    return b;
+  }
+
+ private:
+  void work() {
+    EventParser parser;
+    for (;;) {
+      Batch* b = nullptr;
+      {
+        std::unique_lock lock(mu_);
+        ready_.wait(lock, [&] { return stop_ || !todo_.empty(); });
+        if (todo_.empty()) return;  // stopping
+        b = todo_.front();
+        todo_.pop_front();
+      }
+      parser.parse(*b);
+      {
+        std::lock_guard lock(mu_);
+        done_.insert(b);
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable ready_, done_cv_;
+  std::deque<Batch*> todo_, order_;
+  std::set<Batch*> done_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
 class JsonReader {
  public:
-  JsonReader(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace)
+  JsonReader(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace,
+             unsigned threads)
       : source_(source), path_(path), strings_(strings), trace_(trace), intern_(strings) {
+    workers_ = threads != 0 ? threads : std::min<size_t>(std::thread::hardware_concurrency(), kMaxWorkers);
     allocate(kInitialBuffer);
   }
 
   void run() {
+    try {
+      read_document();
+    } catch (const ImportError&) {
+      // A batch still being parsed may hold an earlier error: the first in
+      // the file is the one to report.
+      drain();
+      throw;
+    }
+    drain();
+  }
+
+ private:
+  void read_document() {
     int c = next_nonspace();
     if (c < 0) {
       fail(kNoOffset, trace_.bytes > 0          ? "the JSON document is empty"
@@ -191,7 +635,96 @@ class JsonReader {
     if (c > 0) fail(offset(), "unexpected data after the end of the JSON document");
   }
 
- private:
+  // ---- batches -------------------------------------------------------------------
+
+  // Copies the complete events scanned so far into a batch and parses it:
+  // on the worker threads once there is more than one batch and more than
+  // one core, here otherwise.
+  void flush_batch() {
+    if (batch_count_ == 0) return;
+    size_t first = index(batch_first_), end = index(batch_end_);
+    Batch* b = take_batch();
+    b->offset = batch_first_ - 1;
+    b->length = end - first + 2;
+    b->bytes.resize(b->length + simdjson::SIMDJSON_PADDING);
+    b->bytes[0] = '[';
+    std::memcpy(b->bytes.data() + 1, buf_.get() + first, end - first);
+    b->bytes[b->length - 1] = ']';
+    std::memset(b->bytes.data() + b->length, ' ', simdjson::SIMDJSON_PADDING);
+    batch_count_ = 0;
+    ++batches_;
+    if (!pool_ && batches_ > 1 && workers_ > 1) pool_ = std::make_unique<ParsePool>(workers_);
+    if (!pool_) {
+      inline_parser_.parse(*b);
+      free_.push_back(b);
+      merge(*b);
+      return;
+    }
+    pool_->submit(b);
+    while (pool_->in_flight() > 2 * workers_) merge_next();  // a bounded number in flight
+  }
+
+  Batch* take_batch() {
+    if (!free_.empty()) {
+      Batch* b = free_.back();
+      free_.pop_back();
+      return b;
+    }
+    batches_owned_.push_back(std::make_unique<Batch>());
+    return batches_owned_.back().get();
+  }
+
+  void merge_next() {
+    Batch* b = pool_->next_done();
+    if (!b) return;
+    free_.push_back(b);
+    merge(*b);
+  }
+
+  void drain() {
+    if (!pool_) return;
+    while (pool_->in_flight() > 0) merge_next();
+  }
+
+  // The batch's events into the trace, its local ids mapped onto the
+  // trace's string table and lanes.
+  void merge(Batch& b) {
+    if (b.failed) fail(b.error_offset, b.error);
+    ids_.resize(b.strings.size());
+    for (size_t i = 0; i < b.strings.size(); ++i) ids_[i] = i == 0 ? 0 : intern_(b.strings[i]);
+    auto global = [&](LaneId id) { return id.is_string ? LaneId{int64_t(ids_[size_t(id.value)]), true} : id; };
+    lane_ids_.resize(b.lanes.size());
+    for (size_t i = 0; i < b.lanes.size(); ++i) {
+      lane_ids_[i] = trace_.lane(global(b.lanes[i].pid), global(b.lanes[i].tid));
+    }
+    for (ChromeEvent e : b.events) {
+      e.name = ids_[e.name];
+      e.cat = ids_[e.cat];
+      e.arg_kind = ids_[e.arg_kind];
+      e.arg_name = ids_[e.arg_name];
+      e.lane = lane_ids_[e.lane];
+      trace_.events.push_back(e);
+    }
+    for (ChromeCounter c : b.counters) {
+      c.name = ids_[c.name];
+      c.lane = lane_ids_[c.lane];
+      trace_.counters.push_back(c);
+    }
+    for (const Batch::Meta& m : b.metadata) {
+      std::string value(strings_.text(ids_[m.value]));
+      switch (m.kind) {
+        case Batch::Meta::process_name: trace_.process_names[global(m.pid)] = value; break;
+        case Batch::Meta::process_labels: trace_.process_labels[global(m.pid)] = value; break;
+        case Batch::Meta::thread_name: trace_.thread_names[trace_.lane(global(m.pid), global(m.tid))] = value; break;
+      }
+    }
+    for (const auto& [why, n] : b.skipped) trace_.skipped[why] += n;
+    trace_.total_events += b.total_events;
+    trace_.metadata_events += b.metadata_events;
+    trace_.begin_end_events += b.begin_end_events;
+    trace_.min_ts = std::min(trace_.min_ts, b.min_ts);
+  }
+
   // ---- the buffer ----------------------------------------------------------
   // buf_[0] is never filled by a read: the byte before any kept data is
   // always in the buffer, so a run of events can be framed with '[' there.
@@ -497,270 +1030,6 @@ class JsonReader {
     }
   }
 
-  // Parses the complete events scanned so far, framed as one JSON array.
-  void flush_batch() {
-    if (batch_count_ == 0) return;
-    size_t first = index(batch_first_), end = index(batch_end_);
-    char before = buf_[first - 1], after = buf_[end];
-    buf_[first - 1] = '[';
-    buf_[end] = ']';
-    char* start = buf_.get() + first - 1;
-    size_t length = end + 1 - (first - 1);
-    size_t capacity = cap_ + 1 + simdjson::SIMDJSON_PADDING - (first - 1);
-    current_event_ = batch_first_;
-    try {
-      od::document doc = parser_.iterate(start, length, capacity);
-      for (auto element : doc.get_array()) {
-        od::value v = element.value();
-        current_event_ = uint64_t(base_ + (v.raw_json_token().data() - buf_.get()));
-        od::object event = v.get_object();
-        read_event(event);
-      }
-    } catch (const simdjson::simdjson_error& e) {
-      fail(current_event_, fmt::format("malformed JSON in this event: {}", e.what()));
-    } catch (const TypeError& e) {
-      fail(current_event_, fmt::format("bad event: {}", e.what));
-    }
-    buf_[first - 1] = before;
-    buf_[end] = after;
-    batch_count_ = 0;
-  }
-
-  LaneId lane_id(od::value& v, std::string_view field) {
-    std::string_view tok = v.raw_json_token();
-    if (!tok.empty() && tok[0] == '"') return {int64_t(strings_.intern(string_of(v, field))), true};
-    std::optional<int64_t> n = lenient_int(v);
-    if (!n) throw TypeError{fmt::format("'{}' is neither a number nor a string", field)};
-    return {*n, false};
-  }
-
-  // `numbers`: also collect the numeric arguments (a counter's series).
-  void read_args(od::object& args, ChromeEvent& e, std::string_view& name_arg, std::string_view& kind_arg,
-                 bool numbers) {
-    numeric_args_.clear();
-    for (auto f : args) {
-      od::field field = std::move(f);
-      std::string_view k = key_text(field);
-      od::value v = field.value();
-      od::json_type type = type_of(v);
-      if (type == od::json_type::object || type == od::json_type::array) continue;
-      bool is_string = type == od::json_type::string;
-      switch (k.size()) {
-        case 4:
-          if (k == "name" && is_string) {
-            name_arg = string_of(v, "args.name");
-            continue;
-          }
-          if (k == "kind" && is_string) {
-            if (kind_arg.empty()) kind_arg = string_of(v, "args.kind");
-            continue;
-          }
-          if (k == "Addr") {
-            e.addr = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "size") {
-            e.bytes = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 5:
-          if (k == "bytes" || k == "Bytes") {
-            e.bytes = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 6:
-          if (k == "device") {
-            e.device = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "stream") {
-            e.stream = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "labels" && is_string) {
-            kind_arg = string_of(v, "args.labels");
-            continue;
-          }
-          break;
-        case 8:
-          if (k == "step_num") {
-            e.step = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 9:
-          if (k == "device_id" || k == "Device Id") {
-            e.device = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "stream_id") {
-            e.stream = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "num_bytes") {
-            e.bytes = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 11:
-          if (k == "correlation") {
-            e.correlation = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "Device Type") {
-            e.device_type = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 14:
-          if (k == "correlation_id") {
-            e.correlation = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "device_ordinal") {
-            e.device = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "cuda_sync_kind" && is_string) {
-            kind_arg = string_of(v, "args.cuda_sync_kind");
-            continue;
-          }
-          if ((k == "memcpy_details" || k == "memset_details") && is_string) {
-            kind_arg = string_of(v, "args.memcpy_details");
-            continue;
-          }
-          if (k == "Total Reserved") {
-            e.total_reserved = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 15:
-          if (k == "Total Allocated") {
-            e.total_allocated = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        default:
-          break;
-      }
-      if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
-    }
-  }
-
-  void read_event(od::object& object) {
-    ++trace_.total_events;
-    ChromeEvent e;
-    std::string_view ph, name, cat, ts, dur, id, bp, name_arg, kind_arg;
-    LaneId pid, tid;
-    bool has_args = false, any_field = false;
-    numeric_args_.clear();
-    for (auto f : object) {
-      any_field = true;
-      od::field field = std::move(f);
-      std::string_view k = key_text(field);
-      od::value v = field.value();
-      switch (k.size()) {
-        case 2:
-          if (k == "ph") ph = string_of(v, "ph");
-          else if (k == "ts") ts = number_text(v, "ts");
-          else if (k == "id") id = v.raw_json_token();
-          else if (k == "bp") bp = string_of(v, "bp");
-          break;
-        case 3:
-          if (k == "pid") pid = lane_id(v, "pid");
-          else if (k == "tid") tid = lane_id(v, "tid");
-          else if (k == "cat") cat = text_of(v, "cat");
-          else if (k == "dur") dur = number_text(v, "dur");
-          break;
-        case 4:
-          if (k == "name") name = text_of(v, "name");
-          else if (k == "args" && type_of(v) == od::json_type::object) {
-            od::object args = v.get_object();
-            // Counter series are only needed for "C" events (or when "ph"
-            // comes after "args", as some writers order them).
-            read_args(args, e, name_arg, kind_arg, ph.empty() || ph == "C");
-            has_args = true;
-          }
-          break;
-        default:
-          break;
-      }
-    }
-    (void)has_args;
-    if (!any_field) {
-      --trace_.total_events;  // "{}": XLA ends its event list with one
-      return;
-    }
-    if (ph.empty()) throw TypeError{"the event has no 'ph'"};
-    char kind = ph.size() == 1 ? ph[0] : '?';
-    if (kind == 'M') {
-      ++trace_.metadata_events;
-      if (name == "process_name") {
-        trace_.process_names[pid] = std::string(name_arg);
-      } else if (name == "process_labels") {
-        trace_.process_labels[pid] = std::string(kind_arg);
-      } else if (name == "thread_name") {
-        trace_.thread_names[trace_.lane(pid, tid)] = std::string(name_arg);
-      }
-      return;
-    }
-    switch (kind) {
-      case 'X': case 'B': case 'E': case 'i': case 'I': case 'n': case 'b': case 'e':
-      case 's': case 't': case 'f': case 'C':
-        break;
-      default:
-        ++trace_.skipped[fmt::format("events of phase '{}'", ph)];
-        return;
-    }
-    if (ts.empty()) throw TypeError{fmt::format("the event (ph '{}') has no 'ts'", ph)};
-    std::optional<int64_t> t = micros_to_nanos(ts);
-    if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", ts)};
-    e.ts = *t;
-    if (!(pid == last_pid_ && tid == last_tid_)) {  // events come in runs of one lane
-      last_lane_ = trace_.lane(pid, tid);
-      last_pid_ = pid;
-      last_tid_ = tid;
-    }
-    e.lane = last_lane_;
-    if (kind == 'C') {
-      StringId base = strings_.intern(name);
-      for (const auto& [key, text] : numeric_args_) {
-        std::optional<int64_t> milli = scaled_decimal(text, 3);
-        double value = milli ? double(*milli) / 1000.0 : 0.0;
-        if (!milli) {
-          value = std::strtod(std::string(text).c_str(), nullptr);  // huge or tiny: a double is all it is
-        }
-        StringId series = numeric_args_.size() == 1 ? base : strings_.intern(fmt::format("{}.{}", name, key));
-        trace_.counters.push_back({e.ts, e.lane, series, value});
-      }
-      return;
-    }
-    if (kind == 'X') {
-      if (dur.empty()) throw TypeError{"the complete event (ph 'X') has no 'dur'"};
-      std::optional<int64_t> d = micros_to_nanos(dur);
-      if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
-      e.dur = *d;
-    }
-    if (kind == 's' || kind == 't' || kind == 'f') {
-      if (!id.empty()) {
-        std::string_view idt = id;
-        if (idt[0] == '"') idt = idt.substr(1, idt.find_last_of('"') - 1);
-        e.correlation = parse_integer(idt).value_or(kNone);
-      }
-      if (!bp.empty()) e.bp = bp[0];
-    }
-    e.ph = kind;
-    trace_.min_ts = std::min(trace_.min_ts, e.ts);
-    if (kind == 'B' || kind == 'E') ++trace_.begin_end_events;
-    e.name = intern_(name);
-    e.cat = cat.empty() ? 0 : intern_(cat);
-    if (!kind_arg.empty()) e.arg_kind = intern_(kind_arg);
-    if (!name_arg.empty()) e.arg_name = intern_(name_arg);
-    trace_.events.push_back(e);
-  }
-
   ByteSource& source_;
   const std::string& path_;
   TraceWriter& strings_;
@@ -776,22 +1045,26 @@ class JsonReader {
   uint64_t event_start_ = 0;
   uint64_t batch_first_ = 0, batch_end_ = 0;
   size_t batch_count_ = 0;
-  uint64_t current_event_ = 0;
+  uint64_t batches_ = 0;
+  size_t workers_ = 1;
 
-  od::parser parser_;
-  std::vector<std::pair<std::string_view, std::string_view>> numeric_args_;
   InternCache intern_;
-  LaneId last_pid_{-1, true}, last_tid_{-1, true};  // no lane has a string id of -1
-  uint32_t last_lane_ = 0;
+  EventParser inline_parser_;
+  std::vector<std::unique_ptr<Batch>> batches_owned_;
+  std::vector<Batch*> free_;
+  std::vector<StringId> ids_;
+  std::vector<uint32_t> lane_ids_;
+  std::unique_ptr<ParsePool> pool_;  // last: its threads are joined before the batches go
 };
 
 }  // namespace
 
-void read_chrome_json(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace) {
+void read_chrome_json(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace,
+                      unsigned threads) {
   // Kineto events average 250 bytes; reserving address space for more is
   // free (untouched pages cost nothing) and spares the copies of growth.
   trace.events.reserve(size_t(std::min<uint64_t>(source.size_hint(), uint64_t(1) << 40) / 160));
-  JsonReader(source, path, strings, trace).run();
+  JsonReader(source, path, strings, trace, threads).run();
 }
 
 }  // namespace loupe::prof::import

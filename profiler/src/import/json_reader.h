@@ -24,6 +24,8 @@ namespace loupe::prof::import {
 // deviceProperties, baseTimeNanoseconds) or a bare array of events. Throws
 // ImportError naming `path` and the byte offset in the (uncompressed) JSON
 // for a document that is truncated, malformed or not a trace.
-void read_chrome_json(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace);
+// `threads`: parsing threads, 0 = one per core (at most 4), 1 = none.
+void read_chrome_json(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace,
+                      unsigned threads = 0);
 
 }  // namespace loupe::prof::import

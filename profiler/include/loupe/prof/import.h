@@ -37,6 +37,10 @@ ImportFormat parse_import_format(std::string_view name);
 
 struct ImportOptions {
   ImportFormat format = ImportFormat::auto_detect;
+  // Threads parsing JSON besides the reading one: 0 = one per core (at
+  // most 4), 1 = parse on the reading thread only. The trace written is
+  // the same either way.
+  unsigned threads = 0;
 };
 
 struct ImportResult {
