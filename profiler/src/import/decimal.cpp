@@ -38,8 +38,8 @@ std::optional<int64_t> simple_decimal(std::string_view text, int scale) {
   for (; i < n; ++i) {
     char c = text[i];
     if (is_digit(c)) {
+      if (++digits > 18) return std::nullopt;  // may not fit: the exact path takes it
       v = v * 10 + (c - '0');
-      ++digits;
       if (fraction >= 0) ++fraction;
     } else if (c == '.' && fraction < 0) {
       fraction = 0;

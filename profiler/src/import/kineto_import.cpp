@@ -334,7 +334,7 @@ class KinetoMapper {
 
   struct FlowKeyHash {
     size_t operator()(const std::pair<uint32_t, int64_t>& k) const {
-      return std::hash<int64_t>{}(k.second * 31 + k.first);
+      return std::hash<uint64_t>{}(uint64_t(k.second) * 31 + k.first);
     }
   };
 
