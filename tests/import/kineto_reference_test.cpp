@@ -1,7 +1,10 @@
 // Every real Kineto fixture, imported and checked against figures counted
 // independently from its raw JSON by tests/import/reference_counts.py
 // (Python's own JSON parser and exact Decimal arithmetic, no code shared
-// with the importer). Busy time is checked to the nanosecond.
+// with the importer) and written down here. Busy time is checked to the
+// nanosecond, and also recomputed in the test from the raw JSON by a
+// second reader (raw_json_reference.h: nlohmann's SAX parser, numbers as
+// text).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "import/import_test_util.h"
+#include "import/raw_json_reference.h"
 #include "profiler/test_files.h"
 
 using namespace loupe::prof;
@@ -112,6 +116,10 @@ TEST_P(KinetoReference, ImportAgreesWithIndependentCounts) {
   using Pairs = std::vector<std::pair<uint32_t, int64_t>>;
   std::map<uint32_t, int64_t> busy = loupe::test::busy_ns(m);
   EXPECT_EQ(Pairs(busy.begin(), busy.end()), ref.busy_ns);
+  // And recomputed here from the raw JSON, by a second reader.
+  Pairs recomputed;
+  for (auto [device, ns] : loupe::test::reference_busy_ns(fixture(ref.file))) recomputed.push_back({uint32_t(device), ns});
+  EXPECT_EQ(recomputed, ref.busy_ns);
   EXPECT_EQ(Pairs(peak.begin(), peak.end()), ref.peak_bytes);
 
   // Whatever was not imported is accounted for.
