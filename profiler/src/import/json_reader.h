@@ -1,14 +1,16 @@
 // Streams a Chrome trace-event JSON document (Kineto, JAX and others) into
 // a ChromeTrace, in bounded memory.
 //
-// The document is read in chunks straight into one padded buffer. A small
-// scanner finds where each element of the "traceEvents" array ends; every
-// run of complete events in the buffer is handed to simdjson's On-Demand
-// parser as one array (the separator bytes before and after the run are
-// briefly overwritten with '[' and ']', so nothing is copied), and the
-// unfinished event at the end of the buffer moves to its front before the
-// next chunk is read. Memory is the buffer (4 MiB, more only for a single
-// larger event), simdjson's index of one buffer, and the compact events.
+// The document is read in chunks straight into one buffer. A small scanner
+// finds where each element of the "traceEvents" array ends; each run of
+// complete events (about 256 KiB) is copied into a padded buffer of its own,
+// framed as one JSON array, and parsed with simdjson's On-Demand API, on
+// worker threads when there is more than one core. A run's strings and
+// lanes are numbered locally and mapped onto the trace's in file order, so
+// the result does not depend on the number of threads. The unfinished
+// event at the end of the buffer moves to its front before the next chunk
+// is read. Memory is the 4 MiB buffer (more only for a single larger
+// event), a few runs in flight, and the compact events.
 #pragma once
 
 #include <string>
