@@ -110,6 +110,7 @@ class KinetoMapper {
 
   void run() {
     complete_begin_end(raw_);
+    reserve();
     for (const ChromeEvent& e : raw_.events) event(e);
     link_flows();
     join_calls();
@@ -124,6 +125,33 @@ class KinetoMapper {
   }
 
  private:
+  // Every row vector sized once from a count of the categories: growing
+  // them by doubling would copy them and touch fresh pages many times over.
+  void reserve() {
+    size_t spans = 0, calls = 0, ops = 0, copies = 0, points = 0;
+    for (const ChromeEvent& e : raw_.events) {
+      if (e.ph == 'i' || e.ph == 'I' || e.ph == 'n') {
+        ++points;
+        continue;
+      }
+      if (e.ph != 'X') continue;
+      switch (cat(e.cat)) {
+        case Cat::runtime: ++calls; break;
+        case Cat::kernel: case Cat::memset: ++ops; break;
+        case Cat::memcpy: ++ops; ++copies; break;
+        case Cat::sync: case Cat::gpu_user_annotation: case Cat::overhead: break;
+        default: ++spans; break;
+      }
+    }
+    calls_.reserve(calls);
+    ops_.reserve(ops);
+    out_.host_spans.reserve(spans + calls);
+    out_.launches.reserve(std::min(calls, ops));
+    out_.transfers.reserve(copies);
+    out_.device_ops.reserve(ops);
+    out_.memory.reserve(points);
+  }
+
   Cat cat(StringId id) {
     if (id == last_cat_id_) return last_cat_;  // runs of one category are the rule
     auto [it, inserted] = cats_.try_emplace(id, Cat::other);
@@ -147,7 +175,7 @@ class KinetoMapper {
       if (c == Cat::ac2g && e.correlation != kNone) {
         // The flow's ends sit where the launch and the device op are: a
         // fallback link for events that lack args.correlation.
-        (e.ph == 's' ? flow_starts_ : flow_ends_)[{e.lane, e.ts}] = e.correlation;
+        flows_.push_back(&e);
       } else {
         skip("flow events other than ac2g (fwdbwd, ...)");
       }
@@ -266,16 +294,20 @@ class KinetoMapper {
   // Events without args.correlation take it from the ac2g flow that ends
   // on them.
   void link_flows() {
-    if (flow_starts_.empty() && flow_ends_.empty()) return;
+    bool needed = std::any_of(ops_.begin(), ops_.end(), [](const PendingOp& op) { return op.correlation == kNone; }) ||
+                  std::any_of(calls_.begin(), calls_.end(), [](const ApiCall& c) { return c.correlation == kNone; });
+    if (!needed || flows_.empty()) return;  // the rule: every event has its args.correlation
+    std::unordered_map<std::pair<uint32_t, int64_t>, int64_t, FlowKeyHash> starts, ends;
+    for (const ChromeEvent* f : flows_) (f->ph == 's' ? starts : ends)[{f->lane, f->ts}] = f->correlation;
     for (PendingOp& op : ops_) {
       if (op.correlation != kNone) continue;
-      auto it = flow_ends_.find({op.lane, op.row.start});
-      if (it != flow_ends_.end()) op.correlation = it->second;
+      auto it = ends.find({op.lane, op.row.start});
+      if (it != ends.end()) op.correlation = it->second;
     }
     for (ApiCall& call : calls_) {
       if (call.correlation != kNone) continue;
-      auto it = flow_starts_.find({call.lane, call.start});
-      if (it != flow_starts_.end()) call.correlation = it->second;
+      auto it = starts.find({call.lane, call.start});
+      if (it != starts.end()) call.correlation = it->second;
     }
   }
 
@@ -349,7 +381,7 @@ class KinetoMapper {
   std::vector<PendingOp> ops_;
   std::vector<int64_t> syncs_;
   std::unordered_set<int64_t> sync_correlations_;
-  std::unordered_map<std::pair<uint32_t, int64_t>, int64_t, FlowKeyHash> flow_starts_, flow_ends_;
+  std::vector<const ChromeEvent*> flows_;  // ac2g flow events, in case some event lacks its correlation
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;
   std::set<uint32_t> memory_devices_;
   uint64_t unknown_kept_ = 0;
