@@ -6,7 +6,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <vector>
 
@@ -133,6 +139,99 @@ class GzipSource final : public ByteSource {
   uint64_t size_hint_ = 0;
 };
 
+// Inflates on a thread of its own, a few chunks ahead of the reader, so
+// that decompression overlaps scanning and parsing. Each chunk is copied
+// once more, into the reader's buffer: cheap next to inflating it.
+class PrefetchSource final : public ByteSource {
+ public:
+  explicit PrefetchSource(std::unique_ptr<ByteSource> inner) : inner_(std::move(inner)) {
+    thread_ = std::thread([this] { produce(); });
+  }
+  ~PrefetchSource() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  size_t read(char* dst, size_t n) override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !full_.empty() || done_; });
+    if (full_.empty()) {
+      if (error_) std::rethrow_exception(error_);
+      return 0;
+    }
+    Chunk& c = full_.front();
+    size_t take = std::min(n, c.size - c.used);
+    std::memcpy(dst, c.data.get() + c.used, take);
+    c.used += take;
+    if (c.used == c.size) {
+      free_.push_back(std::move(c.data));
+      full_.pop_front();
+      cv_.notify_all();
+    }
+    return take;
+  }
+  uint64_t file_offset() const override { return inner_->file_offset(); }
+  bool compressed() const override { return inner_->compressed(); }
+  uint64_t size_hint() const override { return inner_->size_hint(); }
+
+ private:
+  static constexpr size_t kChunk = size_t(1) << 20, kChunks = 4;
+  struct Chunk {
+    std::unique_ptr<char[]> data;
+    size_t size = 0, used = 0;
+  };
+
+  void produce() {
+    try {
+      for (;;) {
+        std::unique_ptr<char[]> buf;
+        {
+          std::unique_lock lock(mu_);
+          cv_.wait(lock, [&] { return stop_ || full_.size() < kChunks; });
+          if (stop_) return;
+          if (!free_.empty()) {
+            buf = std::move(free_.back());
+            free_.pop_back();
+          }
+        }
+        if (!buf) buf.reset(new char[kChunk]);
+        size_t got = 0;
+        while (got < kChunk) {
+          size_t r = inner_->read(buf.get() + got, kChunk - got);
+          if (r == 0) break;
+          got += r;
+        }
+        std::lock_guard lock(mu_);
+        if (got > 0) full_.push_back({std::move(buf), got, 0});
+        if (got < kChunk) {
+          done_ = true;
+          cv_.notify_all();
+          return;
+        }
+        cv_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      error_ = std::current_exception();
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  std::unique_ptr<ByteSource> inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Chunk> full_;
+  std::vector<std::unique_ptr<char[]>> free_;
+  bool stop_ = false, done_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: started once everything above exists
+};
+
 }  // namespace
 
 std::string read_file_head(const std::string& path, size_t n) {
@@ -148,13 +247,15 @@ std::string read_file_head(const std::string& path, size_t n) {
   return head;
 }
 
-std::unique_ptr<ByteSource> open_byte_source(const std::string& path) {
+std::unique_ptr<ByteSource> open_byte_source(const std::string& path, bool prefetch) {
   std::string head = read_file_head(path, 2);
   bool gzip = head.size() == 2 && uint8_t(head[0]) == 0x1f && uint8_t(head[1]) == 0x8b;
   // A zlib stream: CMF byte 0x78 and a valid header check.
   bool zlib = head.size() == 2 && uint8_t(head[0]) == 0x78 && ((uint8_t(head[0]) << 8) | uint8_t(head[1])) % 31 == 0;
-  if (gzip || zlib) return std::make_unique<GzipSource>(path);
-  return std::make_unique<PlainSource>(path);
+  if (!(gzip || zlib)) return std::make_unique<PlainSource>(path);
+  auto source = std::make_unique<GzipSource>(path);
+  if (prefetch && std::thread::hardware_concurrency() > 1) return std::make_unique<PrefetchSource>(std::move(source));
+  return source;
 }
 
 }  // namespace loupe::prof::import

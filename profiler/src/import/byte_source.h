@@ -26,8 +26,10 @@ class ByteSource {
 };
 
 // Opens `path`; gzip and zlib streams (by their magic bytes) are inflated,
-// anything else is read as it is. Throws ImportError if it cannot be opened.
-std::unique_ptr<ByteSource> open_byte_source(const std::string& path);
+// anything else is read as it is. With `prefetch` (and more than one core)
+// a compressed stream is inflated on a thread of its own, a few MiB ahead
+// of the reader. Throws ImportError if the file cannot be opened.
+std::unique_ptr<ByteSource> open_byte_source(const std::string& path, bool prefetch = false);
 
 // The first `n` bytes of the file as stored (not inflated); fewer if the
 // file is shorter. Throws ImportError if it cannot be read.

@@ -110,7 +110,7 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
     } else {
       import::ChromeTrace raw;
       {
-        auto source = import::open_byte_source(in);
+        auto source = import::open_byte_source(in, options.threads != 1);
         import::read_chrome_json(*source, in, *writer, raw, options.threads);
       }
       result.read_seconds = seconds_since(t0);
