@@ -27,5 +27,6 @@ Command add_check_command(CLI::App& app);
 Command add_diff_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_capture_command(CLI::App& app);
+Command add_import_command(CLI::App& app);
 
 }  // namespace loupe::cli

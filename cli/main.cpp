@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
       add_capture_command(app),
       add_sql_command(app),
       add_synth_command(app),
+      add_import_command(app),
   };
 
   try {

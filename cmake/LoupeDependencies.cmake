@@ -5,6 +5,10 @@ find_package(SQLite3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(tomlplusplus REQUIRED)
+# The importers: simdjson (On-Demand) parses JSON traces, zlib inflates
+# .json.gz.
+find_package(simdjson REQUIRED)
+find_package(ZLIB REQUIRED)
 
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 add_library(loupe_cli11 INTERFACE)

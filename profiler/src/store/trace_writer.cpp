@@ -397,10 +397,16 @@ TraceWriter::TraceWriter(const std::string& path, const WriterOptions& options) 
     // Larger pages hold more rows per B-tree page: fewer pages to balance
     // and less per-page overhead on disk (see bench/writer_bench.cpp).
     store::exec(db, "PRAGMA page_size=16384");
-    store::exec(db, "PRAGMA journal_mode=WAL");
-    // NORMAL in WAL mode: a commit survives the process being killed; only
-    // a power loss can lose the last commits.
-    store::exec(db, "PRAGMA synchronous=NORMAL");
+    if (options.durable) {
+      store::exec(db, "PRAGMA journal_mode=WAL");
+      // NORMAL in WAL mode: a commit survives the process being killed; only
+      // a power loss can lose the last commits.
+      store::exec(db, "PRAGMA synchronous=NORMAL");
+    } else {
+      // Each page is written once, straight to the file.
+      store::exec(db, "PRAGMA journal_mode=OFF");
+      store::exec(db, "PRAGMA synchronous=OFF");
+    }
     store::exec(db, "PRAGMA cache_size=-32768");
     store::exec(db, fmt::format("PRAGMA application_id={}", kApplicationId).c_str());
     store::exec(db, fmt::format("PRAGMA user_version={}", pack_user_version(kFormatMajor, kFormatMinor)).c_str());
@@ -448,6 +454,11 @@ StringId TraceWriter::intern(std::string_view text) {
   auto [pos, inserted] = w.string_ids.emplace(std::string(text), id);
   w.strings_by_id.push_back(&pos->first);
   return id;
+}
+
+std::string_view TraceWriter::text(StringId id) const {
+  const Impl& w = *impl_;
+  return id < w.strings_by_id.size() ? std::string_view(*w.strings_by_id[id]) : std::string_view();
 }
 
 void TraceWriter::put(const DeviceRow& row) {

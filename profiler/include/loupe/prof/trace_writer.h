@@ -31,6 +31,9 @@ struct WriterOptions {
   int64_t origin_wall_ns = 0;
   int64_t origin_monotonic_ns = 0;
   bool overwrite = true;  // replace an existing file at the path
+  // false: no journal and no syncs, for a file written in one go and only
+  // then moved into place (an import); a crash leaves a file to discard.
+  bool durable = true;
 };
 
 class TraceWriter {
@@ -42,6 +45,8 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   StringId intern(std::string_view text);
+  // The text of an interned string (importers look names up by id).
+  std::string_view text(StringId id) const;
 
   // Small tables: written (or replaced) at the next commit.
   void put(const DeviceRow& row);

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""loupe against Holistic Trace Analysis (HTA) on the real Kineto fixtures.
+
+    bench/hta_compare.py BUILD_DIR [--json] [--fixtures a.json.gz,b.json.gz]
+
+For each fixture, side by side:
+
+* speed: HTA's load of the trace plus its temporal breakdown (idle time),
+  against loupe's import of the trace plus loading it and computing idle
+  time (the like-for-like figure, with the target), and against loading
+  the imported trace and computing idle time alone (what every later
+  analysis of the same trace costs: HTA parses the JSON each time); both
+  timed inside their own process, best of two runs;
+* idle time per device: HTA's temporal breakdown (idle_time(us) per rank;
+  each fixture is one rank on one GPU) against loupe's, which is computed
+  here from the imported TraceModel as the device's active window (first
+  op start to last op end) minus the union of its device ops
+  (`import_bench idle`). When `loupe analyze` exists, loupe_idle() is the
+  one function to switch to it. A third figure re-applies HTA's own rules
+  to the raw JSON (hta_rules_idle below): when it equals HTA's, the
+  difference from loupe is fully explained by those rules, which
+  docs/import.md lists.
+
+Prints a table, or with --json one JSON row per figure for bench/run
+(bench/run_import.py passes --json and the two largest fixtures, to keep
+its runtime short). Skips, saying so, when HTA is not installed
+(pip install HolisticTraceAnalysis).
+"""
+import gzip
+import json
+import logging
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+build = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "build-release"
+as_json = "--json" in sys.argv
+here = os.path.dirname(os.path.abspath(__file__))
+fixtures_dir = os.environ.get("LOUPE_FIXTURES_DIR", os.path.join(here, "..", "..", "shared", "fixtures", "kineto"))
+tool = os.path.join(build, "bench", "import_bench")
+default = ["v100_train_5steps.json.gz", "a100_nccl.json.gz"] if as_json else None
+chosen = next((a.split("=", 1)[1] if "=" in a else sys.argv[sys.argv.index(a) + 1]
+               for a in sys.argv if a.startswith("--fixtures")), None)
+
+
+def emit(group, metric, value, target="", ok=None):
+    verdict = "" if ok is None else ("met" if ok else "MISSED")
+    if as_json:
+        print(json.dumps([group, metric, value, target, verdict]))
+    else:
+        print(f"{group:12} {metric:58} {value:44} {target:8} {verdict}")
+
+
+try:
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    from hta.trace_analysis import TraceAnalysis
+except Exception as e:  # noqa: BLE001 - any failure to import means "not available"
+    emit("import vs HTA", "HTA comparison", f"skipped: HTA is not installed ({type(e).__name__})")
+    sys.exit(0)
+
+if not os.path.isdir(fixtures_dir):
+    emit("import vs HTA", "HTA comparison", f"skipped: no fixtures at {fixtures_dir}")
+    sys.exit(0)
+names = chosen.split(",") if chosen else default or sorted(
+    n for n in os.listdir(fixtures_dir) if n.endswith(".json.gz"))
+
+
+def hta_rules_idle(path):
+    """HTA's temporal breakdown recomputed from the raw JSON with HTA's
+    rules, to show where HTA and loupe differ (docs/import.md):
+    1. with two or more ProfilerStep annotations, only GPU events whose
+       correlation matches a CPU event that started before the last step
+       are kept (the last iteration is dropped);
+    2. GPU events are those with a stream and a correlation, so cuda_sync
+       records on a stream count as busy (Event/Context Sync pass the
+       filter but, on stream -1, not the breakdown);
+    3. fractional-microsecond timestamps are rounded inward: ceil(ts),
+       floor(ts + dur).
+    Returns (idle us, window us)."""
+    with gzip.open(path, "rb") as f:
+        doc = json.loads(f.read())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    rows, fractional = [], False
+    for e in events:
+        if e.get("ph") != "X" or "dur" not in e or "cat" not in e or e.get("cat") == "Trace":
+            continue
+        args = e.get("args") or {}
+        try:
+            stream = int(args.get("stream", -1))
+        except (TypeError, ValueError):
+            stream = -1
+        try:
+            corr = int(args.get("correlation", -1))
+        except (TypeError, ValueError):
+            corr = -1
+        fractional |= isinstance(e["ts"], float)
+        rows.append((e["ts"], e["dur"], stream, corr, e.get("name", "")))
+
+    def on_gpu(r):
+        return (r[2] >= 0 and r[3] >= 0) or r[4] in ("Event Sync", "Context Sync")
+
+    steps = {r[4] for r in rows if "ProfilerStep" in r[4]}
+    if len(steps) >= 2:
+        cpu = [r for r in rows if not on_gpu(r)]
+        last = max(r[0] for r in cpu if r[4] in steps)
+        kept = {r[3] for r in cpu if r[0] < last}
+        rows = [r for r in rows if on_gpu(r) and r[3] in kept] + [r for r in cpu if r[0] < last]
+    spans = sorted((math.ceil(ts), math.floor(ts + dur)) if fractional else (ts, ts + dur)
+                   for ts, dur, stream, corr, name in rows if stream != -1)
+    busy, start, end = 0, spans[0][0], spans[0][1]
+    for a, b in spans:
+        if a > end:
+            busy += end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    busy += end - start
+    window = max(b for a, b in spans) - spans[0][0]
+    return window - busy, window
+
+
+def hta_run(path):
+    """Seconds for HTA to load the trace and compute its temporal breakdown,
+    and the breakdown's idle and kernel time (us) per rank."""
+    d = tempfile.mkdtemp(prefix="loupe-hta-")
+    try:
+        shutil.copy(path, d)
+        t0 = time.perf_counter()
+        analyzer = TraceAnalysis(trace_dir=d)
+        df = analyzer.get_temporal_breakdown(visualize=False)
+        seconds = time.perf_counter() - t0
+        return seconds, {int(r["rank"]): (float(r["idle_time(us)"]), float(r["kernel_time(us)"]))
+                         for r in df.to_dict("records")}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def loupe_idle(db):
+    """loupe's idle time per device, from the TraceModel's device-op union."""
+    return json.loads(subprocess.run([tool, "idle", db], check=True, capture_output=True, text=True).stdout)
+
+
+def loupe_run(path):
+    """Seconds for loupe to import the trace, load it and compute idle time,
+    and the idle and window time (us) per device."""
+    d = tempfile.mkdtemp(prefix="loupe-bench-")
+    try:
+        db = os.path.join(d, "t.db")
+        imp = json.loads(subprocess.run([tool, "import", path, db], check=True, capture_output=True,
+                                        text=True).stdout)
+        idle = loupe_idle(db)
+        return imp["seconds"] + idle["seconds"], idle["seconds"], {
+            dev["device"]: (dev["idle_ns"] / 1000, dev["window_ns"] / 1000) for dev in idle["devices"]}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+for name in names:
+    path = os.path.join(fixtures_dir, name)
+    label = name.replace(".json.gz", "")
+    try:
+        hta = [hta_run(path) for _ in range(2)]
+    except Exception as e:  # noqa: BLE001 - HTA fails on some traces (cpu_only: no GPU kernels)
+        emit("import vs HTA", f"{label}: HTA", f"HTA failed: {type(e).__name__}: {e}"[:60])
+        continue
+    ours = [loupe_run(path) for _ in range(2)]
+    hta_s, hta_idle = min(hta, key=lambda x: x[0])
+    our_s, _, our_idle = min(ours, key=lambda x: x[0])
+    again_s = min(x[1] for x in ours)
+    ratio = hta_s / our_s
+    emit("import vs HTA", f"{label}: HTA load+idle / loupe import+load+idle",
+         f"{hta_s:.2f} s / {our_s:.3f} s = {ratio:.0f}x", ">= 20x", ratio >= 20)
+    emit("import vs HTA", f"{label}: HTA load+idle / loupe load+idle (imported)",
+         f"{hta_s:.2f} s / {again_s:.3f} s = {hta_s / again_s:.0f}x")
+    # One rank per fixture, one GPU with device ops per rank.
+    rules_idle, rules_window = hta_rules_idle(path)
+    for (rank, (h_idle, h_window)), (device, (l_idle, l_window)) in zip(sorted(hta_idle.items()),
+                                                                      sorted(our_idle.items())):
+        explained = "=" if (rules_idle, rules_window) == (h_idle, h_window) else "!="
+        emit("idle vs HTA", f"{label}: rank {rank} / device {device} idle of window (us)",
+             f"HTA {h_idle:.0f} of {h_window:.0f} {explained} HTA's rules on the JSON; "
+             f"loupe {l_idle:.3f} of {l_window:.3f}")

@@ -1,0 +1,82 @@
+// loupe import IN [-o OUT] [--format F]: another profiler's trace as a
+// loupe trace (PyTorch/Kineto JSON, JAX profiler JSON, Chrome trace JSON,
+// Nsight Systems SQLite export).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "commands.h"
+#include "loupe/prof/import.h"
+#include "text_format.h"
+
+namespace loupe::cli {
+
+namespace {
+
+struct ImportArgs {
+  std::string in, out;
+  std::string format = "auto";
+  bool quiet = false;
+};
+
+// trace.json.gz -> trace.db, report.sqlite -> report.db, beside the input.
+std::string default_output(const std::string& in) {
+  std::string base = in;
+  auto strip = [&](std::string_view suffix) {
+    if (base.size() > suffix.size() && base.ends_with(suffix)) {
+      base.resize(base.size() - suffix.size());
+      return true;
+    }
+    return false;
+  };
+  strip(".gz");
+  if (!strip(".json") && !strip(".sqlite3")) strip(".sqlite");
+  std::string out = base + ".db";
+  if (out == in) out = base + ".loupe.db";
+  return out;
+}
+
+int run_import(const ImportArgs& args) {
+  prof::ImportOptions options{.format = prof::parse_import_format(args.format)};
+  std::string out = args.out.empty() ? default_output(args.in) : args.out;
+  auto t0 = std::chrono::steady_clock::now();
+  prof::ImportResult r = prof::import_trace(args.in, out, options);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (args.quiet) return kExitOk;
+  std::string what = r.format == prof::ImportFormat::nsys ? "SQLite" : "JSON";
+  fmt::print("imported {} ({}, {} of {}, {} events) in {:.2f} s ({:.0f} MB/s)\n", args.in,
+             prof::import_format_name(r.format), format_bytes(int64_t(r.input_bytes)), what,
+             format_count(r.source_events), secs, double(r.input_bytes) / 1e6 / std::max(secs, 1e-9));
+  std::string tables;
+  for (const auto& [table, rows] : r.rows_by_table) {
+    if (rows > 0) tables += fmt::format("{}{} {}", tables.empty() ? "" : ", ", table, format_count(rows));
+  }
+  if (std::getenv("LOUPE_IMPORT_TIMES")) {
+    fmt::print("times      read {:.3f} s, map {:.3f} s, write {:.3f} s\n", r.read_seconds, r.map_seconds,
+               r.write_seconds);
+  }
+  fmt::print("wrote {}: {} rows{}\n", out, format_count(r.rows_written), tables.empty() ? "" : " (" + tables + ")");
+  if (r.skipped > 0) {
+    fmt::print("skipped {} source events:\n", format_count(r.skipped));
+    for (const auto& [why, n] : r.skipped_by_kind) fmt::print("  {:>10}  {}\n", format_count(n), why);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_import_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "import", "Turn a PyTorch profiler (Kineto), JAX profiler or Chrome trace JSON (.json, .json.gz), or an "
+                "Nsight Systems SQLite export, into a loupe trace");
+  auto args = std::make_shared<ImportArgs>();
+  cmd->add_option("IN", args->in, "trace to import")->required();
+  cmd->add_option("-o,--out", args->out, "loupe trace to write (default: IN with its extension replaced by .db)");
+  cmd->add_option("--format", args->format, "input format: auto (from the content), kineto, chrome, jax or nsys")
+      ->check(CLI::IsMember({"auto", "kineto", "chrome", "jax", "nsys"}));
+  cmd->add_flag("-q,--quiet", args->quiet, "print nothing on success");
+  return {cmd, [args] { return run_import(*args); }};
+}
+
+}  // namespace loupe::cli

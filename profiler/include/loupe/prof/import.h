@@ -1,0 +1,68 @@
+// Importing traces recorded by other profilers into loupe trace files:
+// PyTorch's profiler (Kineto JSON), JAX's profiler (Chrome/Perfetto JSON
+// from jax.profiler), any Chrome trace-event JSON, and Nsight Systems'
+// SQLite export. docs/import.md describes each mapping.
+//
+// Input files are untrusted: a file that is not a trace, or a damaged one,
+// raises ImportError with one line naming the file and where it went wrong
+// (the byte offset in the JSON, or the SQLite table). Event kinds loupe has
+// no table for are counted as skipped, never a failure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace loupe::prof {
+
+class ImportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class ImportFormat : uint8_t {
+  auto_detect = 0,  // decided from the content
+  kineto = 1,       // PyTorch profiler (Kineto) JSON
+  chrome = 2,       // any Chrome trace-event JSON
+  jax = 3,          // JAX / XLA profiler trace JSON (trace viewer, Perfetto)
+  nsys = 4,         // Nsight Systems SQLite export
+};
+
+// "auto", "kineto", "chrome", "jax", "nsys".
+std::string_view import_format_name(ImportFormat format);
+// Parses a name as above; throws ImportError for anything else.
+ImportFormat parse_import_format(std::string_view name);
+
+struct ImportOptions {
+  ImportFormat format = ImportFormat::auto_detect;
+  // Threads parsing JSON besides the reading one: 0 = one per core (at
+  // most 4), 1 = parse on the reading thread only. The trace written is
+  // the same either way.
+  unsigned threads = 0;
+};
+
+struct ImportResult {
+  ImportFormat format = ImportFormat::auto_detect;  // the format actually read
+  uint64_t input_bytes = 0;     // bytes parsed: uncompressed JSON, or the SQLite file
+  uint64_t source_events = 0;   // events (or rows) read from the input
+  uint64_t rows_written = 0;    // event rows in the loupe trace
+  uint64_t skipped = 0;         // source events not imported (also meta skipped_events)
+  std::map<std::string, uint64_t> skipped_by_kind;  // why, and how many
+  std::map<std::string, uint64_t> rows_by_table;    // loupe table -> rows
+  // Where the time went: reading and parsing, mapping to loupe rows, and
+  // writing the file (seconds).
+  double read_seconds = 0, map_seconds = 0, write_seconds = 0;
+};
+
+// Reads `in` and writes the loupe trace `out` (replacing it). Throws
+// ImportError for a bad input and StoreError if `out` cannot be written;
+// no partial output file is left behind on failure.
+ImportResult import_trace(const std::string& in, const std::string& out, const ImportOptions& options = {});
+
+// The format of `path` from its first bytes and, for JSON, its content:
+// ImportFormat::kineto, chrome, jax or nsys. Throws ImportError.
+ImportFormat detect_import_format(const std::string& path);
+
+}  // namespace loupe::prof

@@ -1,0 +1,71 @@
+// Chrome trace-event JSON from any tool: complete and begin/end events
+// become host spans of their (pid, tid), instants become instants and
+// counter events counters. Kineto and JAX traces have their own mappings;
+// this one is for everything else, and says which dialect a trace is.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "import/chrome_common.h"
+#include "import/mappings.h"
+
+namespace loupe::prof::import {
+
+ImportFormat detect_json_dialect(const ChromeTrace& raw, const TraceWriter& strings) {
+  if (raw.has_schema_version || !raw.device_properties.empty()) return ImportFormat::kineto;
+  std::unordered_map<StringId, bool> seen;
+  for (const ChromeEvent& e : raw.events) {
+    if (e.cat == 0 || seen.count(e.cat)) continue;
+    std::string_view c = strings.text(e.cat);
+    seen[e.cat] = true;
+    if (c == "cpu_op" || c == "cuda_runtime" || c == "cuda_driver" || c == "kernel" || c == "gpu_memcpy" ||
+        c == "gpu_memset" || c == "user_annotation" || c == "python_function" || c == "cpu_instant_event" ||
+        c == "ac2g" || c == "cuda_sync") {
+      return ImportFormat::kineto;
+    }
+  }
+  for (const auto& [pid, name] : raw.process_names) {
+    if (name.starts_with("/host:") || name.starts_with("/device:")) return ImportFormat::jax;
+  }
+  return ImportFormat::chrome;
+}
+
+void map_chrome(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) {
+  complete_begin_end(raw);
+  LaneThreads threads(raw, strings);
+  for (const ChromeEvent& e : raw.events) {
+    switch (e.ph) {
+      case 'X':
+        if (e.dur < 0) {
+          ++out.skipped["events with a negative duration"];
+          break;
+        }
+        out.host_spans.push_back(
+            {.thread = threads.thread(e.lane), .start = e.ts, .dur = e.dur, .name = e.name, .kind = SpanKind::user});
+        break;
+      case 'i':
+      case 'I':
+      case 'n':
+        out.instants.push_back({.thread = threads.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
+        break;
+      case 's':
+      case 't':
+      case 'f':
+        ++out.skipped["flow events"];
+        break;
+      default:
+        ++out.skipped["async events (ph 'b', 'e')"];
+        break;
+    }
+  }
+  for (const ChromeCounter& c : raw.counters) out.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
+  assign_depths(out.host_spans);
+  threads.emit(out);
+  for (const auto& [why, n] : raw.skipped) out.skipped[why] += n;
+  out.source_events = raw.total_events;
+  out.meta["source_format"] = "chrome";
+  out.meta["clock"] = "chrome trace: ts in us";
+  guess_wall_clock(raw, out);
+}
+
+}  // namespace loupe::prof::import

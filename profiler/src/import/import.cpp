@@ -1,0 +1,157 @@
+#include "loupe/prof/import.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "import/byte_source.h"
+#include "import/chrome_events.h"
+#include "import/imported_trace.h"
+#include "import/json_reader.h"
+#include "import/mappings.h"
+#include "loupe/prof/trace_writer.h"
+
+namespace loupe::prof {
+
+namespace {
+
+bool is_sqlite(const std::string& head) { return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0; }
+
+void remove_file_set(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
+}
+
+bool is_json_format(ImportFormat f) {
+  return f == ImportFormat::kineto || f == ImportFormat::chrome || f == ImportFormat::jax;
+}
+
+}  // namespace
+
+std::string_view import_format_name(ImportFormat format) {
+  switch (format) {
+    case ImportFormat::auto_detect: return "auto";
+    case ImportFormat::kineto: return "kineto";
+    case ImportFormat::chrome: return "chrome";
+    case ImportFormat::jax: return "jax";
+    case ImportFormat::nsys: return "nsys";
+  }
+  return "?";
+}
+
+ImportFormat parse_import_format(std::string_view name) {
+  for (ImportFormat f : {ImportFormat::auto_detect, ImportFormat::kineto, ImportFormat::chrome, ImportFormat::jax,
+                         ImportFormat::nsys}) {
+    if (name == import_format_name(f)) return f;
+  }
+  throw ImportError(fmt::format("unknown import format '{}' (expected auto, kineto, chrome, jax or nsys)", name));
+}
+
+ImportFormat detect_import_format(const std::string& path) {
+  std::string head = import::read_file_head(path, 100);
+  if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", path));
+  if (is_sqlite(head)) {
+    if (!import::is_nsys_export(path)) {
+      throw ImportError(fmt::format("{}: a SQLite database, but not an Nsight Systems export", path));
+    }
+    return ImportFormat::nsys;
+  }
+  // JSON: the dialect shows in the content, so the document is read, its
+  // strings interned in a scratch trace in memory.
+  TraceWriter strings(":memory:", {.producer = "loupe import", .overwrite = false});
+  import::ChromeTrace raw;
+  auto source = import::open_byte_source(path);
+  import::read_chrome_json(*source, path, strings, raw);
+  ImportFormat format = import::detect_json_dialect(raw, strings);
+  return format;
+}
+
+ImportResult import_trace(const std::string& in, const std::string& out, const ImportOptions& options) {
+  std::string head = import::read_file_head(in, 100);
+  if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", in));
+  bool sqlite = is_sqlite(head);
+  if (options.format == ImportFormat::nsys && !sqlite) {
+    throw ImportError(fmt::format("{}: not an Nsight Systems SQLite export (not a SQLite file); export one with "
+                                  "'nsys export --type sqlite'",
+                                  in));
+  }
+  if (is_json_format(options.format) && sqlite) {
+    throw ImportError(fmt::format("{}: a SQLite database, not a {} JSON trace", in, import_format_name(options.format)));
+  }
+  if (sqlite && !import::is_nsys_export(in)) {
+    throw ImportError(fmt::format(
+        "{}: a SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)",
+        in));
+  }
+  struct stat in_st{}, out_st{};
+  if (::stat(in.c_str(), &in_st) == 0 && ::stat(out.c_str(), &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+      in_st.st_ino == out_st.st_ino) {
+    throw ImportError(fmt::format("{}: the output would overwrite the input", out));
+  }
+
+  // Written beside the output and renamed into place: a failed import
+  // leaves no file behind, and never a half-written one under `out`.
+  std::string tmp = fmt::format("{}.importing-{}", out, ::getpid());
+  ImportResult result;
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  auto t0 = Clock::now();
+  auto writer = std::make_unique<TraceWriter>(tmp, WriterOptions{.producer = "loupe import", .durable = false});
+  try {
+    import::ImportedTrace trace;
+    if (sqlite) {
+      import::read_nsys(in, *writer, trace);
+      result.read_seconds = seconds_since(t0);
+      result.format = ImportFormat::nsys;
+      result.input_bytes = uint64_t(in_st.st_size);
+    } else {
+      import::ChromeTrace raw;
+      {
+        auto source = import::open_byte_source(in, options.threads != 1);
+        import::read_chrome_json(*source, in, *writer, raw, options.threads);
+      }
+      result.read_seconds = seconds_since(t0);
+      auto t1 = Clock::now();
+      result.input_bytes = raw.bytes;
+      ImportFormat format = options.format == ImportFormat::auto_detect
+                                ? import::detect_json_dialect(raw, *writer)
+                                : options.format;
+      result.format = format;
+      if (format == ImportFormat::kineto) {
+        import::map_kineto(raw, *writer, trace);
+      } else if (format == ImportFormat::jax) {
+        import::map_jax(raw, *writer, trace);
+      } else {
+        import::map_chrome(raw, *writer, trace);
+      }
+      result.map_seconds = seconds_since(t1);
+    }
+    trace.meta["source_file"] = in;
+    trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
+    result.source_events = trace.source_events;
+    result.skipped_by_kind = trace.skipped;
+    auto t2 = Clock::now();
+    import::WriteSummary s = import::write_imported(trace, *writer);
+    writer.reset();
+    result.write_seconds = seconds_since(t2);
+    result.rows_written = s.rows;
+    result.skipped = s.skipped;
+    result.rows_by_table = s.rows_by_table;
+    for (auto it = result.skipped_by_kind.begin(); it != result.skipped_by_kind.end();) {
+      it = it->second == 0 ? result.skipped_by_kind.erase(it) : std::next(it);
+    }
+    if (::rename(tmp.c_str(), out.c_str()) != 0) {
+      throw StoreError(fmt::format("cannot write trace '{}': {}", out, std::strerror(errno)));
+    }
+  } catch (...) {
+    writer.reset();
+    remove_file_set(tmp);
+    throw;
+  }
+  return result;
+}
+
+}  // namespace loupe::prof

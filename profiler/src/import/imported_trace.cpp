@@ -1,0 +1,105 @@
+#include "import/imported_trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace loupe::prof::import {
+
+void assign_depths(std::vector<HostSpanRow>& spans) {
+  std::vector<uint32_t> order(spans.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const HostSpanRow &x = spans[a], &y = spans[b];
+    if (x.thread != y.thread) return x.thread < y.thread;
+    if (x.start != y.start) return x.start < y.start;
+    if (x.dur != y.dur) return x.dur > y.dur;
+    return a < b;
+  });
+  std::vector<int64_t> open_ends;  // ends of the enclosing spans, innermost last
+  uint32_t thread = std::numeric_limits<uint32_t>::max();
+  for (uint32_t i : order) {
+    HostSpanRow& s = spans[i];
+    if (s.thread != thread) {
+      open_ends.clear();
+      thread = s.thread;
+    }
+    while (!open_ends.empty() && open_ends.back() <= s.start) open_ends.pop_back();
+    s.depth = uint32_t(open_ends.size());
+    open_ends.push_back(s.start + s.dur);
+  }
+}
+
+namespace {
+
+constexpr uint64_t kRowsPerCommit = uint64_t(1) << 18;
+
+// Adds every row of `rows` (shifted by `origin`) and frees the vector.
+template <typename Row, typename Shift>
+uint64_t add_all(TraceWriter& w, std::vector<Row>& rows, Shift shift) {
+  uint64_t n = rows.size();
+  for (Row& row : rows) {
+    shift(row);
+    w.add(std::move(row));
+    if (w.staged() >= kRowsPerCommit) w.commit();
+  }
+  std::vector<Row>().swap(rows);
+  return n;
+}
+
+}  // namespace
+
+WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
+  // The origin: the earliest time of any event.
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  auto at = [&](int64_t time) { origin = std::min(origin, time); };
+  for (const auto& r : t.host_spans) at(r.start);
+  for (const auto& r : t.instants) at(r.time);
+  for (const auto& r : t.counters) at(r.time);
+  for (const auto& r : t.device_ops) at(r.start);
+  for (const auto& r : t.launches) at(r.start);
+  for (const auto& r : t.transfers) at(r.start);
+  for (const auto& r : t.memory) at(r.time);
+  for (const auto& r : t.compiles) at(r.start);
+  for (const auto& r : t.steps) at(r.start);
+  if (origin == std::numeric_limits<int64_t>::max()) origin = 0;
+
+  for (const DeviceRow& d : t.devices) w.put(d);
+  for (const StreamRow& s : t.streams) w.put(s);
+  for (const ThreadRow& th : t.threads) w.put(th);
+
+  WriteSummary s;
+  auto span = [&](auto& r) { r.start -= origin; };
+  auto point = [&](auto& r) { r.time -= origin; };
+  s.rows_by_table["host_spans"] = add_all(w, t.host_spans, span);
+  s.rows_by_table["instants"] = add_all(w, t.instants, point);
+  s.rows_by_table["counters"] = add_all(w, t.counters, point);
+  s.rows_by_table["device_ops"] = add_all(w, t.device_ops, span);
+  s.rows_by_table["launches"] = add_all(w, t.launches, span);
+  s.rows_by_table["transfers"] = add_all(w, t.transfers, span);
+  s.rows_by_table["memory_events"] = add_all(w, t.memory, point);
+  s.rows_by_table["compiles"] = add_all(w, t.compiles, span);
+  s.rows_by_table["steps"] = add_all(w, t.steps, span);
+  for (const auto& [table, n] : s.rows_by_table) s.rows += n;
+
+  std::string detail;
+  for (const auto& [why, n] : t.skipped) {
+    if (n == 0) continue;
+    s.skipped += n;
+    detail += fmt::format("{}{}: {}", detail.empty() ? "" : "; ", why, n);
+  }
+  w.set_meta("status", "imported");
+  w.set_meta("skipped_events", std::to_string(s.skipped));
+  if (!detail.empty()) w.set_meta("skipped_detail", detail);
+  w.set_meta("source_events", std::to_string(t.source_events));
+  w.set_meta("origin_wall_ns", std::to_string(t.wall_clock_known ? t.wall_ns_at_zero + origin : 0));
+  w.set_meta("origin_monotonic_ns", "0");
+  w.set_meta("source_origin_ns", std::to_string(origin));
+  for (const auto& [key, value] : t.meta) w.set_meta(key, value);
+  w.close();
+  return s;
+}
+
+}  // namespace loupe::prof::import

@@ -1,0 +1,56 @@
+// What every importer builds before anything is written: the loupe rows of
+// the whole trace, with times still on the source's clock (nanoseconds).
+// write_imported() then picks the origin (the earliest event), shifts all
+// times onto it and writes the file through TraceWriter.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/trace_rows.h"
+#include "loupe/prof/trace_writer.h"
+
+namespace loupe::prof::import {
+
+struct ImportedTrace {
+  std::vector<DeviceRow> devices;
+  std::vector<StreamRow> streams;
+  std::vector<ThreadRow> threads;
+
+  std::vector<HostSpanRow> host_spans;
+  std::vector<InstantRow> instants;
+  std::vector<CounterRow> counters;
+  std::vector<DeviceOpRow> device_ops;
+  std::vector<LaunchRow> launches;
+  std::vector<TransferRow> transfers;
+  std::vector<MemoryEventRow> memory;
+  std::vector<CompileRow> compiles;
+  std::vector<StepRow> steps;
+
+  uint64_t source_events = 0;               // events (rows) read from the input
+  std::map<std::string, uint64_t> skipped;  // source events not imported, by reason
+  // Wall-clock time (ns since the Unix epoch) at source time 0, if known.
+  bool wall_clock_known = false;
+  int64_t wall_ns_at_zero = 0;
+  std::map<std::string, std::string> meta;  // extra meta rows (source_format, clock, ...)
+};
+
+// Sets HostSpanRow::depth: the nesting level of each span among the spans
+// of its thread (0 outermost). A span is inside another that starts no
+// later and ends after it starts; at equal starts the longer one is outside.
+void assign_depths(std::vector<HostSpanRow>& spans);
+
+struct WriteSummary {
+  uint64_t rows = 0;
+  uint64_t skipped = 0;
+  std::map<std::string, uint64_t> rows_by_table;
+};
+
+// Writes `trace` (consuming its rows) and closes the writer. Sets meta
+// status = "imported", skipped_events and skipped_detail, the origin, and
+// every entry of trace.meta.
+WriteSummary write_imported(ImportedTrace& trace, TraceWriter& writer);
+
+}  // namespace loupe::prof::import

@@ -1,0 +1,395 @@
+// PyTorch profiler (Kineto) traces: Chrome JSON whose categories say what
+// each event is. docs/import.md has the mapping table; in short:
+//   cpu_op, user_annotation, python_function  -> host spans (ProfilerStep#N -> steps)
+//   cuda_runtime / cuda_driver (hip* on ROCm) -> launches when they started a
+//       device op, waits when they synchronise, runtime spans otherwise
+//   kernel, gpu_memcpy, gpu_memset             -> device ops (+ transfers for copies)
+//   cuda_sync                                  -> marks its runtime call as a wait
+//   [memory] instants                          -> memory events
+//   deviceProperties                           -> devices
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "import/chrome_common.h"
+#include "import/decimal.h"
+#include "import/mappings.h"
+
+namespace loupe::prof::import {
+
+namespace {
+
+enum class Cat : uint8_t {
+  other,
+  cpu_op,
+  user_annotation,
+  python_function,
+  runtime,
+  kernel,
+  memcpy,
+  memset,
+  sync,
+  gpu_user_annotation,
+  ac2g,
+  overhead,
+};
+
+Cat classify(std::string_view c) {
+  if (c == "cpu_op" || c == "operator" || c == "Operator") return Cat::cpu_op;
+  if (c == "user_annotation" || c == "User annotation") return Cat::user_annotation;
+  if (c == "python_function" || c == "Python function") return Cat::python_function;
+  // cuda_runtime, cuda_driver and their cousins (xpu_runtime,
+  // privateuse1_runtime, mtia_runtime); ROCm builds keep "cuda_runtime".
+  if (c == "Runtime" || c == "Driver" || c.ends_with("_runtime") || c.ends_with("_driver")) return Cat::runtime;
+  if (c == "kernel" || c == "Kernel") return Cat::kernel;
+  if (c == "gpu_memcpy" || c == "Memcpy") return Cat::memcpy;
+  if (c == "gpu_memset" || c == "Memset") return Cat::memset;
+  if (c == "cuda_sync") return Cat::sync;
+  if (c == "gpu_user_annotation") return Cat::gpu_user_annotation;
+  if (c == "ac2g") return Cat::ac2g;
+  if (c == "overhead") return Cat::overhead;
+  return Cat::other;
+}
+
+CopyKind copy_kind_of(std::string_view token) {
+  if (token == "HtoD" || token == "HtoA") return CopyKind::host_to_device;
+  if (token == "DtoH" || token == "AtoH") return CopyKind::device_to_host;
+  if (token == "DtoD" || token == "AtoA" || token == "AtoD" || token == "DtoA") return CopyKind::device_to_device;
+  if (token == "HtoH") return CopyKind::host_to_host;
+  if (token == "PtoP") return CopyKind::peer_to_peer;
+  return CopyKind::none;
+}
+
+HostMemory host_memory_of(std::string_view word) {
+  if (word == "Pageable") return HostMemory::pageable;
+  if (word == "Pinned") return HostMemory::pinned;
+  return HostMemory::unknown;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// "Memcpy HtoD (Pageable -> Device)": the direction, and where the host
+// side of the copy lives.
+void parse_memcpy_name(std::string_view name, CopyKind& kind, HostMemory& host) {
+  size_t p = name.find("Memcpy ");
+  if (p == std::string_view::npos) return;
+  std::string_view rest = name.substr(p + 7);
+  std::string_view token = rest.substr(0, rest.find(' '));
+  kind = copy_kind_of(token);
+  size_t open = rest.find('('), arrow = rest.find("->"), close = rest.find(')');
+  if (open == std::string_view::npos || arrow == std::string_view::npos || close == std::string_view::npos ||
+      !(open < arrow && arrow < close)) {
+    return;
+  }
+  std::string_view src = trim(rest.substr(open + 1, arrow - open - 1));
+  std::string_view dst = trim(rest.substr(arrow + 2, close - arrow - 2));
+  if (kind == CopyKind::host_to_device || kind == CopyKind::host_to_host) host = host_memory_of(src);
+  if (kind == CopyKind::device_to_host) host = host_memory_of(dst);
+}
+
+std::optional<int64_t> step_number(std::string_view name) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  return parse_integer(name.substr(kPrefix.size()));
+}
+
+class KinetoMapper {
+ public:
+  KinetoMapper(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out)
+      : raw_(raw), strings_(strings), out_(out), threads_(raw, strings) {}
+
+  void run() {
+    complete_begin_end(raw_);
+    reserve();
+    for (const ChromeEvent& e : raw_.events) event(e);
+    link_flows();
+    join_calls();
+    finish_ops();
+    devices_and_streams();
+    for (const ChromeCounter& c : raw_.counters) out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
+    assign_depths(out_.host_spans);
+    threads_.emit(out_);
+    for (const auto& [why, n] : raw_.skipped) out_.skipped[why] += n;
+    out_.source_events = raw_.total_events;
+    clock();
+  }
+
+ private:
+  // Every row vector sized once from a count of the categories: growing
+  // them by doubling would copy them and touch fresh pages many times over.
+  void reserve() {
+    size_t spans = 0, calls = 0, ops = 0, copies = 0, points = 0;
+    for (const ChromeEvent& e : raw_.events) {
+      if (e.ph == 'i' || e.ph == 'I' || e.ph == 'n') {
+        ++points;
+        continue;
+      }
+      if (e.ph != 'X') continue;
+      switch (cat(e.cat)) {
+        case Cat::runtime: ++calls; break;
+        case Cat::kernel: case Cat::memset: ++ops; break;
+        case Cat::memcpy: ++ops; ++copies; break;
+        case Cat::sync: case Cat::gpu_user_annotation: case Cat::overhead: break;
+        default: ++spans; break;
+      }
+    }
+    calls_.reserve(calls);
+    ops_.reserve(ops);
+    out_.host_spans.reserve(spans + calls);
+    out_.launches.reserve(std::min(calls, ops));
+    out_.transfers.reserve(copies);
+    out_.device_ops.reserve(ops);
+    out_.memory.reserve(points);
+  }
+
+  Cat cat(StringId id) {
+    if (id == last_cat_id_) return last_cat_;  // runs of one category are the rule
+    auto [it, inserted] = cats_.try_emplace(id, Cat::other);
+    if (inserted) it->second = classify(strings_.text(id));
+    last_cat_id_ = id;
+    last_cat_ = it->second;
+    return it->second;
+  }
+
+  void skip(const char* why) { ++out_.skipped[why]; }
+
+  void span(const ChromeEvent& e, SpanKind kind) {
+    out_.host_spans.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = std::max<int64_t>(e.dur, 0),
+                               .name = e.name, .kind = kind});
+  }
+
+  void event(const ChromeEvent& e) {
+    const Lane& lane = raw_.lanes[e.lane];
+    Cat c = cat(e.cat);
+    if (e.ph == 's' || e.ph == 't' || e.ph == 'f') {
+      if (c == Cat::ac2g && e.correlation != kNone) {
+        // The flow's ends sit where the launch and the device op are: a
+        // fallback link for events that lack args.correlation.
+        flows_.push_back(&e);
+      } else {
+        skip("flow events other than ac2g (fwdbwd, ...)");
+      }
+      return;
+    }
+    if (lane.pid.is_string) {
+      // pid "Spans" / "Traces": the profiler's own window and markers.
+      skip("the profiler's own spans and markers (pid 'Spans', 'Traces')");
+      return;
+    }
+    if (e.ph == 'i' || e.ph == 'I' || e.ph == 'n') {
+      if (strings_.text(e.name) == "[memory]") {
+        memory(e);
+      } else {
+        out_.instants.push_back({.thread = threads_.thread(e.lane), .time = e.ts, .name = e.name,
+                                 .kind = SpanKind::user});
+      }
+      return;
+    }
+    if (e.ph != 'X') {
+      skip("async events (ph 'b', 'e')");
+      return;
+    }
+    if (e.dur < 0) {
+      skip("events with a negative duration");
+      return;
+    }
+    switch (c) {
+      case Cat::cpu_op:
+        span(e, SpanKind::runtime);
+        break;
+      case Cat::user_annotation:
+        if (auto n = step_number(strings_.text(e.name))) {
+          out_.steps.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = e.dur, .number = *n});
+        } else {
+          span(e, SpanKind::user);
+        }
+        break;
+      case Cat::python_function:
+        span(e, SpanKind::user);
+        break;
+      case Cat::runtime:
+        calls_.push_back({threads_.thread(e.lane), e.ts, e.dur, e.name, e.correlation, e.bytes, e.lane});
+        if (strings_.text(e.name).starts_with("hip")) rocm_ = true;
+        break;
+      case Cat::kernel:
+      case Cat::memcpy:
+      case Cat::memset:
+        device_op(e, c);
+        break;
+      case Cat::sync:
+        if (e.correlation != kNone) sync_correlations_.insert(e.correlation);
+        syncs_.push_back(e.correlation);
+        break;
+      case Cat::gpu_user_annotation:
+        skip("gpu_user_annotation (user annotations repeated on GPU lanes)");
+        break;
+      case Cat::overhead:
+        skip("overhead (profiler overhead on GPU lanes)");
+        break;
+      case Cat::ac2g:
+      case Cat::other:
+        // Kept: a host span of an unknown category on its lane.
+        span(e, SpanKind::runtime);
+        ++unknown_kept_;
+        break;
+    }
+  }
+
+  void device_op(const ChromeEvent& e, Cat c) {
+    const Lane& lane = raw_.lanes[e.lane];
+    int64_t device = e.device != kNone ? e.device : lane_number(lane.pid).value_or(-1);
+    int64_t stream = e.stream != kNone ? e.stream : lane_number(lane.tid).value_or(-1);
+    if (device < 0 || device > 0xffff || stream < 0 || stream > 0xffffffffll) {
+      skip("device ops without a valid device or stream");
+      return;
+    }
+    PendingOp op;
+    op.row.device = uint32_t(device);
+    op.row.stream = uint32_t(stream);
+    op.row.start = e.ts;
+    op.row.dur = e.dur;
+    op.row.name = e.name;
+    op.row.kind = c == Cat::kernel ? DeviceOpKind::kernel : c == Cat::memcpy ? DeviceOpKind::memcpy
+                                                                             : DeviceOpKind::memset;
+    op.bytes = c == Cat::kernel ? 0 : e.bytes;
+    op.correlation = e.correlation;
+    op.lane = e.lane;
+    if (c == Cat::memcpy) {
+      parse_memcpy_name(strings_.text(e.name), op.row.copy_kind, op.host_memory);
+      if (op.row.copy_kind == CopyKind::none && e.arg_kind != 0) {
+        op.row.copy_kind = copy_kind_of(strings_.text(e.arg_kind));  // ROCm: args.kind "HtoD"
+      }
+    }
+    ops_.push_back(op);
+  }
+
+  void memory(const ChromeEvent& e) {
+    if (e.device_type == 0 || e.device == kNone || e.device < 0 || e.device > 0xffff) {
+      skip("[memory] events of host (CPU) memory");
+      return;
+    }
+    MemoryEventRow m;
+    m.device = uint32_t(e.device);
+    m.time = e.ts;
+    int64_t bytes = e.bytes == kNone ? 0 : e.bytes;
+    m.kind = bytes < 0 ? MemoryEventKind::free : MemoryEventKind::alloc;
+    m.bytes = bytes < 0 ? -bytes : bytes;
+    m.address = e.addr == kNone ? 0 : uint64_t(e.addr);
+    m.allocated = e.total_allocated == kNone ? 0 : e.total_allocated;
+    m.reserved = e.total_reserved == kNone ? 0 : e.total_reserved;
+    out_.memory.push_back(m);
+    memory_devices_.insert(m.device);
+  }
+
+  // Events without args.correlation take it from the ac2g flow that ends
+  // on them.
+  void link_flows() {
+    bool needed = std::any_of(ops_.begin(), ops_.end(), [](const PendingOp& op) { return op.correlation == kNone; }) ||
+                  std::any_of(calls_.begin(), calls_.end(), [](const ApiCall& c) { return c.correlation == kNone; });
+    if (!needed || flows_.empty()) return;  // the rule: every event has its args.correlation
+    std::unordered_map<std::pair<uint32_t, int64_t>, int64_t, FlowKeyHash> starts, ends;
+    for (const ChromeEvent* f : flows_) (f->ph == 's' ? starts : ends)[{f->lane, f->ts}] = f->correlation;
+    for (PendingOp& op : ops_) {
+      if (op.correlation != kNone) continue;
+      auto it = ends.find({op.lane, op.row.start});
+      if (it != ends.end()) op.correlation = it->second;
+    }
+    for (ApiCall& call : calls_) {
+      if (call.correlation != kNone) continue;
+      auto it = starts.find({call.lane, call.start});
+      if (it != starts.end()) call.correlation = it->second;
+    }
+  }
+
+  void join_calls() {
+    join_api_calls(calls_, ops_, sync_correlations_, syncs_, strings_, out_);
+  }
+
+  void finish_ops() {
+    for (const PendingOp& op : ops_) {
+      auto key = std::make_pair(op.row.device, op.row.stream);
+      if (!stream_lanes_.count(key)) stream_lanes_[key] = op.lane;
+    }
+    emit_device_ops(ops_, out_);
+  }
+
+  void devices_and_streams() {
+    for (const DeviceRow& d : raw_.device_properties) {
+      if (d.name.find("AMD") != std::string::npos || d.name.find("Radeon") != std::string::npos ||
+          d.name.find("Instinct") != std::string::npos) {
+        rocm_ = true;
+      }
+    }
+    DeviceKind kind = rocm_ ? DeviceKind::rocm : DeviceKind::cuda;
+    std::map<uint32_t, DeviceRow> devices;
+    for (DeviceRow d : raw_.device_properties) {
+      d.kind = kind;
+      if (d.name.empty()) d.name = fmt::format("GPU {}", d.id);
+      devices[d.id] = d;
+    }
+    auto ensure = [&](uint32_t id) {
+      if (!devices.count(id)) devices[id] = DeviceRow{.id = id, .name = fmt::format("GPU {}", id), .kind = kind};
+    };
+    for (const auto& [key, lane] : stream_lanes_) ensure(key.first);
+    for (uint32_t id : memory_devices_) ensure(id);
+    for (auto& [id, d] : devices) out_.devices.push_back(d);
+    for (const auto& [key, lane] : stream_lanes_) {
+      std::string name;
+      if (auto it = raw_.thread_names.find(lane); it != raw_.thread_names.end()) name = std::string(trim(it->second));
+      if (name.empty()) name = fmt::format("stream {}", key.second);
+      out_.streams.push_back({key.first, key.second, name});
+    }
+  }
+
+  void clock() {
+    out_.meta["source_format"] = "kineto";
+    if (raw_.base_time_ns != kNone) {
+      out_.wall_clock_known = true;
+      out_.wall_ns_at_zero = raw_.base_time_ns;
+      out_.meta["clock"] = "kineto: host clock, ts in us after baseTimeNanoseconds";
+    } else {
+      guess_wall_clock(raw_, out_);
+      out_.meta["clock"] = "kineto: host clock, ts in us";
+    }
+    if (unknown_kept_ > 0) out_.meta["generic_host_spans"] = std::to_string(unknown_kept_);
+  }
+
+  struct FlowKeyHash {
+    size_t operator()(const std::pair<uint32_t, int64_t>& k) const {
+      return std::hash<uint64_t>{}(uint64_t(k.second) * 31 + k.first);
+    }
+  };
+
+  ChromeTrace& raw_;
+  TraceWriter& strings_;
+  ImportedTrace& out_;
+  LaneThreads threads_;
+  std::unordered_map<StringId, Cat> cats_;
+  StringId last_cat_id_ = ~StringId(0);
+  Cat last_cat_ = Cat::other;
+  std::vector<ApiCall> calls_;
+  std::vector<PendingOp> ops_;
+  std::vector<int64_t> syncs_;
+  std::unordered_set<int64_t> sync_correlations_;
+  std::vector<const ChromeEvent*> flows_;  // ac2g flow events, in case some event lacks its correlation
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;
+  std::set<uint32_t> memory_devices_;
+  uint64_t unknown_kept_ = 0;
+  bool rocm_ = false;
+};
+
+}  // namespace
+
+void map_kineto(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) { KinetoMapper(raw, strings, out).run(); }
+
+}  // namespace loupe::prof::import
