@@ -43,6 +43,7 @@ as_json = "--json" in sys.argv
 here = os.path.dirname(os.path.abspath(__file__))
 fixtures_dir = os.environ.get("LOUPE_FIXTURES_DIR", os.path.join(here, "..", "..", "shared", "fixtures", "kineto"))
 tool = os.path.join(build, "bench", "import_bench")
+loupe_cli = os.path.join(build, "bin", "loupe")
 default = ["v100_train_5steps.json.gz", "a100_nccl.json.gz"] if as_json else None
 chosen = next((a.split("=", 1)[1] if "=" in a else sys.argv[sys.argv.index(a) + 1]
                for a in sys.argv if a.startswith("--fixtures")), None)
@@ -142,8 +143,16 @@ def hta_run(path):
 
 
 def loupe_idle(db):
-    """loupe's idle time per device, from the TraceModel's device-op union."""
-    return json.loads(subprocess.run([tool, "idle", db], check=True, capture_output=True, text=True).stdout)
+    """loupe's idle time per device, from `loupe analyze` (the idle-gap rule:
+    busy time as the union of each device's operations), with its time."""
+    start = time.monotonic()
+    out = subprocess.run([loupe_cli, "analyze", db, "--rules", "idle-gap", "--format", "json"], check=True,
+                         capture_output=True, text=True).stdout
+    seconds = time.monotonic() - start
+    report = json.loads(out)
+    return {"seconds": seconds,
+            "devices": [{"device": d["device"], "idle_ns": d["idle_ns"],
+                         "window_ns": d["window_end_ns"] - d["window_start_ns"]} for d in report["devices"]]}
 
 
 def loupe_run(path):

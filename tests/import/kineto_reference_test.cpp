@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "import/import_test_util.h"
+#include "loupe/prof/analysis.h"
 #include "import/raw_json_reference.h"
 #include "profiler/test_files.h"
 
@@ -124,6 +125,22 @@ TEST_P(KinetoReference, ImportAgreesWithIndependentCounts) {
 
   // Whatever was not imported is accounted for.
   EXPECT_EQ(std::stoull(m.info.meta.at("skipped_events")), result.skipped);
+
+  // The analyses run on every real trace, and their figures are the same
+  // independent counts: busy time per device (idle is the rest of the
+  // window), steps, and the memory peak.
+  AnalysisReport report = analyze(m);
+  Pairs analysed_busy;
+  for (const DeviceIdle& d : report.devices) {
+    analysed_busy.push_back({d.device, d.busy_ns});
+    EXPECT_EQ(d.idle_ns, (d.window_end - d.window_start) - d.busy_ns);
+  }
+  EXPECT_EQ(analysed_busy, ref.busy_ns);
+  EXPECT_EQ(report.metrics.steps, ref.steps);
+  int64_t highest_peak = 0;
+  for (auto [device, peak_of_device] : ref.peak_bytes) highest_peak = std::max(highest_peak, peak_of_device);
+  EXPECT_EQ(report.metrics.peak_memory_bytes, highest_peak);
+  EXPECT_EQ(report.metrics.kernels, ref.kernels);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, KinetoReference, ::testing::ValuesIn(references()),
