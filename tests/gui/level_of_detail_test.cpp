@@ -3,6 +3,7 @@
 // each against answers worked out by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "loupe/view/hit_test.h"
@@ -100,6 +101,60 @@ TEST(Lane, FirstVisibleByBinarySearch) {
   EXPECT_EQ(first_ending_after(l, 25), 2u);
   EXPECT_EQ(first_ending_after(l, 40), 3u);
   EXPECT_EQ(first_starting_at(l, 0, 11), 2u);
+}
+
+TEST(Lane, SearchesThroughSamplesAgreeWithPlainBinarySearch) {
+  // 10,000 intervals of 1..7 ns, 0..9 ns apart: many blocks of kSkip.
+  std::vector<int64_t> start, dur;
+  int64_t t = 0;
+  for (int i = 0; i < 10000; ++i) {
+    start.push_back(t);
+    dur.push_back(1 + i % 7);
+    t += dur.back() + i % 10;
+  }
+  Lane l = whole_lane(start.data(), dur.data(), start.size());
+  ASSERT_FALSE(l.end_sample.empty());
+  std::vector<int64_t> end(start.size());
+  for (size_t i = 0; i < start.size(); ++i) end[i] = start[i] + dur[i];
+  for (int64_t q = -5; q < t + 5; q += 37) {
+    for (size_t from : {0ul, 1ul, 63ul, 64ul, 65ul, 5000ul, 9999ul, 10000ul}) {
+      size_t want_s = size_t(std::lower_bound(start.begin() + long(from), start.end(), q) - start.begin());
+      size_t want_e = size_t(std::lower_bound(end.begin() + long(from), end.end(), q) - end.begin());
+      ASSERT_EQ(first_starting_at(l, from, q), want_s) << q << " from " << from;
+      ASSERT_EQ(first_ending_at_or_after(l, from, q), want_e) << q << " from " << from;
+    }
+    size_t want = size_t(std::upper_bound(end.begin(), end.end(), q) - end.begin());
+    ASSERT_EQ(first_ending_after(l, q), want) << q;
+  }
+}
+
+TEST(Lane, FirstBreakAgreesWithAScan) {
+  // 100,000 intervals with a wide one or a long gap now and then.
+  std::vector<int64_t> start, dur;
+  int64_t t = 0;
+  for (int i = 0; i < 100000; ++i) {
+    int64_t gap = (i % 7919 == 0) ? 500 : (i % 3);
+    int64_t d = (i % 4999 == 0) ? 300 : 1 + i % 5;
+    t += gap;
+    start.push_back(t);
+    dur.push_back(d);
+    t += d;
+  }
+  Lane l = whole_lane(start.data(), dur.data(), start.size());
+  ASSERT_GE(l.break_max.size(), 2u);  // at least two levels above the intervals
+  auto scan = [&](size_t from, int64_t thr) {
+    for (size_t k = from; k < start.size(); ++k) {
+      int64_t b = dur[k];
+      if (k > 0) b = std::max(b, start[k] - (start[k - 1] + dur[k - 1]));
+      if (b >= thr) return k;
+    }
+    return start.size();
+  };
+  for (int64_t thr : {3, 6, 100, 301, 400, 501, 100000}) {
+    for (size_t from : {0ul, 1ul, 63ul, 64ul, 4095ul, 4096ul, 4097ul, 50000ul, 99999ul, 100000ul}) {
+      ASSERT_EQ(first_break(l, from, thr), scan(from, thr)) << "from " << from << " threshold " << thr;
+    }
+  }
 }
 
 // Axis 0..1000 ns over 100 px: 10 ns a pixel; 3 px = 30 ns.

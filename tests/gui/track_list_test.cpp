@@ -228,7 +228,8 @@ TEST(EventDetails, WordsEventsWithTheProfilersUnits) {
   EXPECT_EQ(line(t, "call site"), "main.cpp:88 in main");
   EXPECT_EQ(line(t, "host memory"), "pageable");
   EventDetails c = describe_event(m, LaneKind::recompiles, 0, 2);
-  EXPECT_EQ(c.title, "recompile of f");
+  EXPECT_EQ(c.title, "compile of f");
+  EXPECT_EQ(line(c, "kind"), "miss");
   EXPECT_EQ(line(c, "signature"), "sig b");
   EXPECT_EQ(line(c, "reason"), "arg 0: now sig b");
   EventDetails k = describe_event(m, LaneKind::device_ops, 0, 1);
@@ -250,6 +251,27 @@ TEST(Overlays, GapsBecomeALaneAndTracesAlignAtTheFirstStep) {
   std::vector<DeviceGaps> moved = std::move(g);  // the lane still reads the columns
   EXPECT_EQ(moved[0].lane.start_at(1), 500);
   EXPECT_EQ(alignment_origin(small_model()), 20);
+}
+
+}  // namespace
+}  // namespace loupe::view
+
+namespace loupe::view {
+namespace {
+
+TEST(TrackList, LocatesAnEventsLane) {
+  prof::TraceModel m = small_model();
+  TrackList list = build_track_list(m);
+  EventLocation where;
+  ASSERT_TRUE(locate_event(list, LaneKind::spans, 0, 2, &where));  // bwd: depth 1, second
+  EXPECT_EQ(where.track, 0u);
+  EXPECT_EQ(where.lane, 2u);
+  EXPECT_EQ(where.position, 1u);
+  ASSERT_TRUE(locate_event(list, LaneKind::device_ops, 0, 1, &where));
+  EXPECT_EQ(where.track, 1u);
+  EXPECT_EQ(where.position, 1u);
+  EXPECT_FALSE(locate_event(list, LaneKind::recompiles, 0, 0, &where));  // the first compile is no recompile
+  EXPECT_TRUE(locate_event(list, LaneKind::recompiles, 0, 2, &where));
 }
 
 }  // namespace

@@ -100,8 +100,9 @@ EventDetails describe_event(const prof::TraceModel& model, LaneKind kind, uint32
     }
     case LaneKind::recompiles: {
       const prof::Compiles& c = model.compiles[table];
-      d.title = "recompile of " + model.str(c.function[i]);
+      d.title = "compile of " + model.str(c.function[i]);
       timing(c.start[i], c.dur[i]);
+      add("kind", std::string(name_of(c.kind[i])));
       add("signature", model.str(c.signature[i]));
       add("reason", c.reason[i]);
       add("trace", c.trace_ns[i] ? format_duration(c.trace_ns[i]) : "");

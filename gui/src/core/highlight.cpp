@@ -42,6 +42,7 @@ NameHighlight highlight_name(const prof::TraceModel& model, const TrackList& lis
         if (names[e] == id) sub.index.push_back(uint32_t(e));
       }
       sub.count = sub.index.size();
+      index_lane(sub);
       h.matches += sub.count;
       h.lanes[t][l] = std::move(sub);
     }

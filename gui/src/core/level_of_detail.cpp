@@ -7,20 +7,6 @@ namespace loupe::view {
 
 namespace {
 
-// The first lane-position at or after `from` whose interval ends at or
-// after t. Ends are sorted in an ordinary lane; in an overlapping one the
-// start stands in for it (an approximation only such lanes pay for).
-size_t first_ending_at_or_after(const Lane& lane, size_t from, int64_t t) {
-  if (!lane.ends_sorted || !lane.dur) return first_starting_at(lane, from, t);
-  size_t lo = from, hi = lane.size();
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (lane.end_at(mid) < t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 int64_t ceil_ns(double t) { return int64_t(std::ceil(std::min(t, 9.0e18))); }
 
 }  // namespace
@@ -49,23 +35,10 @@ void lane_items(const Lane& lane, const TimeAxis& axis, float min_px, std::vecto
       ++k;
       continue;
     }
-    // A narrow interval: grow a run from it.
-    size_t j = k + 1;
-    int64_t run_end = e;
-    for (;;) {
-      // Everything ending within min_ns of the run lies inside its pixels.
-      size_t j2 = first_ending_at_or_after(lane, j, run_end + min_ns);
-      if (j2 > j) {
-        run_end = std::max(run_end, lane.end_at(j2 - 1));
-        j = j2;
-      }
-      if (j >= n) break;
-      const int64_t ns = lane.start_at(j), ne = lane.end_at(j);
-      // A visible gap before the next interval, or a wide one: the run ends.
-      if (ns >= run_end + min_ns || ne - ns >= min_ns || ns >= t1) break;
-      run_end = std::max(run_end, ne);
-      ++j;
-    }
+    // A narrow interval: the run goes on to the first visible gap or wide
+    // interval (one query, however many intervals the run covers).
+    const size_t j = first_break(lane, k + 1, min_ns);
+    const int64_t run_end = std::max(e, lane.end_at(j - 1));
     DrawItem item{x0, std::max(axis.x(double(run_end)), x0 + 1.0f), uint32_t(k), uint32_t(j - k), s, run_end};
     out.push_back(item);
     k = j;

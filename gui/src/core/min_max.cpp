@@ -58,9 +58,18 @@ std::vector<MinMax> pixel_columns(const TimeAxis& axis, const int64_t* time, con
   std::vector<MinMax> cols(static_cast<size_t>(width));
   if (n == 0 || width == 0) return cols;
   auto first_at_or_after = [&](size_t from, double t) {
-    // The first sample whose time is >= t (t fractional: compare as ceil).
+    // The first sample whose time is >= t (t fractional: compare as ceil),
+    // by galloping from `from`: the next column's samples are near, and
+    // probing near first keeps a column to a few cache misses.
     int64_t tc = int64_t(std::ceil(std::clamp(t, -9.0e18, 9.0e18)));
-    return size_t(std::lower_bound(time + from, time + n, tc) - time);
+    size_t lo = from, hi = from, step = 1;
+    while (hi < n && time[hi] < tc) {
+      lo = hi + 1;
+      hi = from + step;
+      step *= 2;
+    }
+    hi = std::min(hi, n);
+    return size_t(std::lower_bound(time + lo, time + hi, tc) - time);
   };
   size_t i = first_at_or_after(0, axis.start_ns);
   for (int c = 0; c < width; ++c) {

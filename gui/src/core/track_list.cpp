@@ -111,6 +111,7 @@ TrackList build_track_list(const TraceModel& model) {
         tl.lane.dur = nullptr;  // a marker at the compile's start
         tl.lane.count = idx.size();
         tl.lane.index = std::move(idx);
+        index_lane(tl.lane);
         track.lanes.push_back(std::move(tl));
       }
     }
@@ -198,6 +199,34 @@ TrackList build_track_list(const TraceModel& model) {
     list.tracks.push_back(std::move(track));
   }
   return list;
+}
+
+bool locate_event(const TrackList& list, LaneKind kind, uint32_t table, size_t index, EventLocation* where) {
+  for (size_t t = 0; t < list.tracks.size(); ++t) {
+    const Track& track = list.tracks[t];
+    for (size_t l = 0; l < track.lanes.size(); ++l) {
+      const TrackLane& tl = track.lanes[l];
+      if (tl.kind != kind || tl.table != table) continue;
+      const Lane& lane = tl.lane;
+      if (lane.identity) {
+        if (index < lane.size()) {
+          *where = {t, l, index};
+          return true;
+        }
+        continue;
+      }
+      // Positions are in start order: search the event's start, then the
+      // events sharing it.
+      size_t k = first_starting_at(lane, 0, lane.start[index]);
+      for (; k < lane.size() && lane.start_at(k) == lane.start[index]; ++k) {
+        if (lane.event(k) == index) {
+          *where = {t, l, k};
+          return true;
+        }
+      }
+    }
+  }
+  return false;
 }
 
 float layout_tracks(TrackList& list, const TrackMetrics& m, float top) {

@@ -2,11 +2,11 @@
 // proportional to the pixels drawn, not to the events in view.
 //
 // The visible range is found by binary search. An interval at least
-// min_px wide is drawn as itself; a run of narrower ones, each ending
-// within min_px of the run, is drawn as one item that counts them (as
-// Tracy does): each step of a run extends it by at least min_px and is one
-// binary search, so a lane costs O(width / min_px * log n) whatever the
-// number of events behind it.
+// min_px wide is drawn as itself; a run of narrower ones, separated by
+// gaps narrower than min_px, is drawn as one item that counts them (as
+// Tracy does). Where a run ends (the first visible gap or wide interval)
+// is one query of the lane's break pyramid (lane.h), so a lane costs
+// O(items drawn * log n) whatever the number of events behind it.
 #pragma once
 
 #include <cstdint>

@@ -23,6 +23,7 @@ enum class LaneKind : uint8_t {
   device_ops,  // model.device_ops[table]
   instants,    // model.instants[table], in the marker row
   recompiles,  // model.compiles[table]: misses of a function compiled before, in the marker row
+               // (describe_event and selections use this kind for any compile)
 };
 
 struct TrackLane {
@@ -75,6 +76,15 @@ struct TrackMetrics {
 };
 // Assigns y ranges from `top` down; returns the bottom.
 float layout_tracks(TrackList& list, const TrackMetrics& m, float top = 0);
+
+// Where an event is drawn: the track and lane of `list` holding event
+// `index` of the model table `table` that lanes of `kind` draw from, and its
+// lane-position. False when no lane holds it (recompile lanes hold only
+// some compiles).
+struct EventLocation {
+  size_t track = 0, lane = 0, position = 0;
+};
+bool locate_event(const TrackList& list, LaneKind kind, uint32_t table, size_t index, EventLocation* where);
 
 // Misses of a function that was compiled before (by function name, over
 // all threads): the recompiles. Indices into model.compiles[table].
