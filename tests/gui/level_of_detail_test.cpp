@@ -61,6 +61,11 @@ TEST(TimeAxis, RulerTicks) {
   EXPECT_TRUE(t[5].major);  // 2500 ns = 5 steps
   EXPECT_FLOAT_EQ(t[5].x, 250);
   EXPECT_EQ(t[5].label, "2.5 us");
+  TimeAxis n{.start_ns = -2500, .ns_per_px = 10, .x0 = 0, .width = 300};  // -2500..500 ns
+  t = ruler_ticks(n, 50, 0);
+  ASSERT_EQ(t.size(), 7u);
+  EXPECT_EQ(t[0].label, "-2.5 us");
+  EXPECT_EQ(t[5].label, "0.0 us");  // not "-0.0 us"
 }
 
 TEST(Lane, PacksSpansByDepthAndOverlap) {

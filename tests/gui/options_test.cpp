@@ -23,6 +23,10 @@ TEST(ViewOptions, ParsesEveryOption) {
   EXPECT_EQ(o.zoom_end, 2000);
   EXPECT_EQ(o.select_finding, 2);
   EXPECT_EQ(parse_view_options({"a.db", "--bench-frames", "200"}).bench_frames, 200);
+  o = parse_view_options({"a.db", "--screenshot", "o.png", "--mouse", "10,20"});
+  EXPECT_TRUE(o.mouse_given);
+  EXPECT_EQ(o.mouse_x, 10);
+  EXPECT_EQ(o.mouse_y, 20);
   EXPECT_TRUE(parse_view_options({}).file.empty());
 }
 
@@ -43,6 +47,8 @@ TEST(ViewOptions, RejectsBadArgumentsNamingThem) {
   EXPECT_EQ(message({"--screenshot", "x.png"}), "--screenshot needs a trace to show");
   EXPECT_EQ(message({"a.db", "b.db"}), "one trace only (`b.db`); use --compare HEAD for a second");
   EXPECT_EQ(message({"a.db", "--select-finding", "0"}), "--select-finding: findings are numbered from 1");
+  EXPECT_EQ(message({"a.db", "--mouse", "3,4"}), "--mouse goes with --screenshot");
+  EXPECT_EQ(message({"a.db", "--panel", "x"}), "--panel: `x` is none of findings, statistics, compiles, details, diff");
 }
 
 TEST(RecentFiles, MostRecentFirstWithoutDuplicatesPersisted) {

@@ -129,7 +129,8 @@ TEST(TrackList, OneTrackPerThreadStreamMemoryAndCounter) {
   EXPECT_EQ(th.lanes[4].kind, LaneKind::transfers);
   EXPECT_TRUE(th.lanes[4].synchronous);
   EXPECT_EQ(list.tracks[1].kind, TrackKind::stream);
-  EXPECT_EQ(list.tracks[1].title, "device 0 gpu / compute");
+  EXPECT_EQ(list.tracks[1].title, "device 0 / compute");
+  EXPECT_EQ(list.tracks[1].subtitle, "gpu");
   EXPECT_EQ(list.tracks[2].kind, TrackKind::memory);
   EXPECT_EQ(list.tracks[2].allocated.max_value, 400);
   EXPECT_EQ(list.tracks[2].allocated.max_index, 1u);

@@ -22,7 +22,9 @@ int run_interactive(const view::ViewOptions& o) {
   }
   app::Viewer viewer(app::Window::post_empty_event);
   app::ViewState& s = viewer.state();
+  viewer.set_remember_recent(true);
   if (!o.file.empty()) viewer.open(o.file, o.compare);
+  if (!o.panel.empty()) app::show_panel(s, o.panel);
   // --zoom and --select-finding apply once their trace (and its analysis) is there.
   bool zoom_pending = o.zoom_given, finding_pending = o.select_finding > 0;
   int frames_left = 3;

@@ -1,6 +1,7 @@
 #include <stb/stb_image_write.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "headless.h"
@@ -56,6 +57,17 @@ std::string layout_json(ViewState& s, const std::string& png, int width, int hei
 }  // namespace
 
 int run_screenshot(const view::ViewOptions& o) {
+  // Read (and analyse) first: a bad trace is reported without a display.
+  Viewer viewer(nullptr);
+  viewer.open(o.file, o.compare);
+  viewer.finish_jobs();
+  ViewState& s = viewer.state();
+  for (int i = 0; i < s.doc_count(); ++i) {
+    if (!s.errors[size_t(i)].empty() && !std::getenv("LOUPE_VIEW_SHOW_ERRORS")) {
+      std::fprintf(stderr, "loupe-view: %s\n", s.errors[size_t(i)].c_str());
+      return 2;
+    }
+  }
   std::unique_ptr<Window> window;
   try {
     window = std::make_unique<Window>(WindowOptions{o.width, o.height, false, "loupe-view"});
@@ -63,20 +75,11 @@ int run_screenshot(const view::ViewOptions& o) {
     std::fprintf(stderr, "loupe-view: %s\n", e.what());
     return 1;
   }
-  Viewer viewer(nullptr);
-  viewer.open(o.file, o.compare);
-  viewer.finish_jobs();
-  ViewState& s = viewer.state();
-  for (int i = 0; i < s.doc_count(); ++i) {
-    if (!s.errors[size_t(i)].empty()) {
-      std::fprintf(stderr, "loupe-view: %s\n", s.errors[size_t(i)].c_str());
-      return 2;
-    }
-  }
   int w = 0, h = 0;
+  const float mouse[2] = {o.mouse_x, o.mouse_y};
   auto frame = [&] {
     window->framebuffer_size(&w, &h);
-    window->begin_frame();
+    window->begin_frame(o.mouse_given ? mouse : nullptr);
     viewer.frame(float(w), float(h));
     window->end_frame();
   };
@@ -91,6 +94,7 @@ int run_screenshot(const view::ViewOptions& o) {
     }
     select_finding(s, 0, o.select_finding - 1);
   }
+  if (!o.panel.empty()) show_panel(s, o.panel);
   if (o.zoom_given) {
     const Document* d = s.doc(0);
     double origin = d ? double(d->origin) : 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "loupe/prof/units.h"
 #include "loupe/view/event_details.h"
@@ -106,9 +107,10 @@ void draw_lane(const Canvas& cv, const Document& d, const TrackLane& tl, const s
     }
     if (it.count > 1) col = scale(col, 0.7f);
     dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y1 - 1), col);
+    // An edge, so that neighbours touching end to start stay apart.
+    if (x1 - x0 >= 4) dl->AddRect(ImVec2(x0, y0 + 1), ImVec2(x1, y1 - 1), scale(col, 0.55f));
     if (x1 - x0 >= 24) {
-      std::string text = it.count > 1 ? fmt::format("{} x{}", event_name(d, tl.kind, tl.table, e), it.count)
-                                      : event_name(d, tl.kind, tl.table, e);
+      std::string text = it.count > 1 ? prof::format_count(it.count) + " events" : event_name(d, tl.kind, tl.table, e);
       if (tl.kind == LaneKind::transfers && it.count == 1) {
         text = view::describe_event(d.model, tl.kind, tl.table, e).title;
       }
@@ -481,6 +483,10 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
       bool down = ta.y > fa.y;
       ImVec2 p0(flow_from->kind == LaneKind::launches ? fb.x : fa.x, down ? fb.y : fa.y);
       ImVec2 p1(s.flow.to_kind == LaneKind::device_ops ? ta.x : tb.x, down ? ta.y : tb.y);
+      // An end off screen is pinned to the edge, and says how far it is.
+      const float target_x = p1.x;
+      p0.x = std::clamp(p0.x, cv.x0, cv.x1);
+      p1.x = std::clamp(p1.x, cv.x0, cv.x1);
       p0.y = std::clamp(p0.y, cv.clip_top, cv.clip_bottom);
       p1.y = std::clamp(p1.y, cv.clip_top, cv.clip_bottom);
       float bend = std::fabs(p1.y - p0.y) * 0.4f;
@@ -488,6 +494,18 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
                          p1, palette::flow, 2);
       dl->AddCircleFilled(p1, 3.5f, palette::flow);
       dl->AddRect(ta, tb, palette::flow, 0, 0, 2);
+      if (target_x != p1.x) {
+        const prof::TraceModel& m = d.model;
+        int64_t from_t = flow_from->kind == LaneKind::launches ? m.launches[flow_from->table].start[flow_from->index]
+                                                                : m.device_ops[flow_from->table].start[flow_from->index];
+        int64_t to_t = s.flow.to_kind == LaneKind::launches ? m.launches[s.flow.to.table].start[s.flow.to.index]
+                                                             : m.device_ops[s.flow.to.table].start[s.flow.to.index];
+        std::string text = (to_t >= from_t ? "+" : "-") + prof::format_duration(std::abs(to_t - from_t));
+        ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+        float tx = target_x > cv.x1 ? p1.x - ts.x - 6 : p1.x + 6;
+        dl->AddRectFilled(ImVec2(tx - 2, p1.y - ts.y - 2), ImVec2(tx + ts.x + 2, p1.y), palette::background);
+        dl->AddText(ImVec2(tx, p1.y - ts.y - 1), palette::flow, text.c_str());
+      }
     }
   }
 
@@ -509,7 +527,20 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
     }
     dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(cv.left + 6, cv.top + tr.y0 + 2), col,
                 tr.title.c_str(), nullptr, 0, &clip);
+    if (!tr.subtitle.empty() && tr.y1 - tr.y0 >= 2 * ImGui::GetFontSize() + 6) {
+      dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(cv.left + 6, cv.top + tr.y0 + 4 + ImGui::GetFontSize()),
+                  palette::text_dim, tr.subtitle.c_str(), nullptr, 0, &clip);
+    }
     dl->AddLine(ImVec2(cv.left, cv.top + tr.y1 + 2), ImVec2(cv.x0, cv.top + tr.y1 + 2), palette::grid);
+  }
+
+  // The gutter's tooltip: a title in full.
+  if (hovered && mouse.x < cv.x0 && s.drag == ViewState::Drag::none) {
+    for (const Track& tr : d.tracks.tracks) {
+      if (mouse.y - cv.top < tr.y0 || mouse.y - cv.top >= tr.y1) continue;
+      if (tr.subtitle.empty()) ImGui::SetTooltip("%s", tr.title.c_str());
+      else ImGui::SetTooltip("%s\n%s", tr.title.c_str(), tr.subtitle.c_str());
+    }
   }
 
   // --- clicks and tooltips -------------------------------------------------

@@ -21,6 +21,22 @@ bool open_span(const ViewState& s, double* lo, double* hi) {
 
 }  // namespace
 
+bool show_panel(ViewState& s, const std::string& name) {
+  static const std::pair<const char*, Tab> names[] = {{"findings", Tab::findings},
+                                                      {"statistics", Tab::statistics},
+                                                      {"compiles", Tab::compiles},
+                                                      {"details", Tab::details},
+                                                      {"diff", Tab::diff}};
+  for (const auto& [n, tab] : names) {
+    if (name == n) {
+      s.tab = tab;
+      s.switch_tab = true;
+      return true;
+    }
+  }
+  return false;
+}
+
 void zoom_to_range(ViewState& s, double start, double end, double margin) {
   // Never narrower than 20 us: a point (a memory peak) shows what surrounds it.
   constexpr double kNarrowest = 20'000;

@@ -83,6 +83,10 @@ inline view::TimeAxis doc_axis(const ViewState& s, const Document& d) {
   return a;
 }
 
+// Shows the panel named "findings", "statistics", "compiles", "details" or
+// "diff" (false for another name).
+bool show_panel(ViewState& s, const std::string& name);
+
 // Zooms so that [start, end) (view time) fills the middle of the view.
 void zoom_to_range(ViewState& s, double start, double end, double margin = 0.15);
 // Fits every open trace.

@@ -147,6 +147,7 @@ void Viewer::finish_jobs() {
 }
 
 void Viewer::remember(const std::string& path) {
+  if (!remember_recent_) return;
   s_.recent = view::add_recent_file(s_.recent, path);
   view::save_recent_files(view::recent_files_path(), s_.recent);
 }

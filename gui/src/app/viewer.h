@@ -35,6 +35,9 @@ class Viewer {
   void frame(float width, float height);
 
   ViewState& state() { return s_; }
+  // Whether opened traces go into the recent-files list (the desktop does;
+  // headless runs do not).
+  void set_remember_recent(bool on) { remember_recent_ = on; }
 
  private:
   void start_analysis(int i);
@@ -45,6 +48,7 @@ class Viewer {
   void remember(const std::string& path);
 
   ViewState s_;
+  bool remember_recent_ = false;
   std::function<void()> wake_;
   std::array<std::future<std::unique_ptr<Document>>, 2> loading_;
   std::array<std::future<std::shared_ptr<Analysis>>, 2> analysing_;

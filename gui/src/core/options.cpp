@@ -21,7 +21,8 @@ Int parse_int(const std::string& text, const std::string& what) {
 
 std::string view_usage() {
   return "usage: loupe-view [FILE] [--compare HEAD] [--screenshot OUT.png] [--size WxH]\n"
-         "                  [--zoom START_NS:END_NS] [--select-finding N] [--bench-frames N]\n"
+         "                  [--zoom START_NS:END_NS] [--select-finding N] [--panel NAME]\n"
+         "                  [--mouse X,Y] [--bench-frames N]\n"
          "\n"
          "  FILE                 a loupe trace to open (the base trace with --compare)\n"
          "  --compare HEAD       show HEAD below FILE, aligned at their first step, with their diff\n"
@@ -29,6 +30,8 @@ std::string view_usage() {
          "  --size WxH           window size in pixels (default 1600x900)\n"
          "  --zoom START:END     show trace time [START, END) in ns\n"
          "  --select-finding N   select finding N (as numbered by `loupe analyze`) and zoom to it\n"
+         "  --panel NAME         the panel shown: findings, statistics, compiles, details or diff\n"
+         "  --mouse X,Y          with --screenshot: rest the pointer at window pixel X,Y (tooltips, flows)\n"
          "  --bench-frames N     print time to first frame and frame build times (JSON lines), exit\n";
 }
 
@@ -67,6 +70,19 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
     } else if (a == "--select-finding") {
       o.select_finding = parse_int<int>(value(i), "--select-finding");
       if (o.select_finding < 1) throw std::invalid_argument("--select-finding: findings are numbered from 1");
+    } else if (a == "--panel") {
+      o.panel = value(i);
+      if (o.panel != "findings" && o.panel != "statistics" && o.panel != "compiles" && o.panel != "details" &&
+          o.panel != "diff") {
+        throw std::invalid_argument("--panel: `" + o.panel + "` is none of findings, statistics, compiles, details, diff");
+      }
+    } else if (a == "--mouse") {
+      const std::string& v = value(i);
+      size_t c = v.find(',');
+      if (c == std::string::npos) throw std::invalid_argument("--mouse: `" + v + "` is not X,Y");
+      o.mouse_x = float(parse_int<int>(v.substr(0, c), "--mouse x"));
+      o.mouse_y = float(parse_int<int>(v.substr(c + 1), "--mouse y"));
+      o.mouse_given = true;
     } else if (a == "--bench-frames") {
       o.bench_frames = parse_int<int>(value(i), "--bench-frames");
       if (o.bench_frames < 1) throw std::invalid_argument("--bench-frames: need at least 1 frame");
@@ -82,6 +98,7 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
     if (!o.compare.empty() && o.file.empty()) throw std::invalid_argument("--compare needs a base trace before it");
     if (!o.screenshot.empty() && o.file.empty()) throw std::invalid_argument("--screenshot needs a trace to show");
     if (o.bench_frames && o.file.empty()) throw std::invalid_argument("--bench-frames needs a trace to show");
+    if (o.mouse_given && o.screenshot.empty()) throw std::invalid_argument("--mouse goes with --screenshot");
     if (o.bench_frames && !o.screenshot.empty()) throw std::invalid_argument("--bench-frames and --screenshot exclude each other");
   }
   return o;

@@ -85,7 +85,7 @@ std::vector<Tick> ruler_ticks(const TimeAxis& axis, float min_px, double origin)
     tick.t = t;
     tick.x = axis.x(t);
     tick.major = std::fmod(std::fabs(k), double(major_every)) == 0;
-    if (tick.major) tick.label = ruler_label(k * step, step * major_every);
+    if (tick.major) tick.label = ruler_label(k == 0 ? 0.0 : k * step, step * major_every);  // never "-0"
     ticks.push_back(std::move(tick));
   }
   return ticks;

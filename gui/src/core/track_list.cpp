@@ -41,10 +41,9 @@ std::string thread_title(const TraceModel& m, uint32_t id) {
   return "thread " + std::to_string(id);
 }
 
-std::string device_title(const TraceModel& m, uint32_t id) {
+std::string device_name(const TraceModel& m, uint32_t id) {
   const prof::Device* d = m.device(id);
-  std::string s = "device " + std::to_string(id);
-  return d && !d->name.empty() ? s + " " + d->name : s;
+  return d ? d->name : "";
 }
 
 }  // namespace
@@ -163,8 +162,9 @@ TrackList build_track_list(const TraceModel& model) {
       track.device = dev;
       track.stream = ops.stream;
       const prof::Stream* s = model.stream(dev, ops.stream);
-      track.title = device_title(model, dev) + " / " +
+      track.title = "device " + std::to_string(dev) + " / " +
                     (s && !s->name.empty() ? s->name : "stream " + std::to_string(ops.stream));
+      track.subtitle = device_name(model, dev);
       PackedLanes p = pack_lanes(ops.start.data(), ops.dur.data(), ops.size(), nullptr, 8);
       for (auto& lane : p.lanes) {
         TrackLane tl{LaneKind::device_ops, table};
@@ -180,7 +180,8 @@ TrackList build_track_list(const TraceModel& model) {
       track.kind = TrackKind::memory;
       track.device = dev;
       track.table = table;
-      track.title = device_title(model, dev) + " / memory";
+      track.title = "device " + std::to_string(dev) + " / memory";
+      track.subtitle = device_name(model, dev);
       track.allocated = make_series(me.time, me.allocated.data(), nullptr);
       track.reserved = make_series(me.time, me.reserved.data(), nullptr);
       if (const prof::Device* d = model.device(dev)) track.capacity = d->memory_capacity;

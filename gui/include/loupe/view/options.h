@@ -1,7 +1,8 @@
 // loupe-view's command line.
 //
 //   loupe-view [FILE] [--compare HEAD] [--screenshot OUT.png] [--size WxH]
-//              [--zoom START_NS:END_NS] [--select-finding N] [--bench-frames N]
+//              [--zoom START_NS:END_NS] [--select-finding N] [--panel NAME]
+//              [--mouse X,Y] [--bench-frames N]
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,9 @@ struct ViewOptions {
   int64_t zoom_start = 0, zoom_end = 0;
   int select_finding = 0;  // 1-based, as `loupe analyze` numbers them; 0: none
   int bench_frames = 0;
+  std::string panel;       // --panel: the tab shown first (findings, statistics, compiles, details, diff)
+  bool mouse_given = false;  // --mouse X,Y: where the pointer rests in a screenshot
+  float mouse_x = 0, mouse_y = 0;
   bool help = false;
 };
 

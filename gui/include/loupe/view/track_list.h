@@ -48,6 +48,7 @@ struct Series {
 struct Track {
   TrackKind kind = TrackKind::thread;
   std::string title;
+  std::string subtitle;  // the device's name, for device tracks
   uint32_t thread = 0, device = 0, stream = 0;
   uint32_t table = 0;   // memory: model.memory index; counter: model.counters index
   std::vector<TrackLane> lanes;
