@@ -21,7 +21,9 @@ void draw_details_panel(ViewState& s) {
     ImGui::TextDisabled("(%s)", s.selection.doc == 0 ? "base" : "head");
   }
   ImGui::Separator();
-  if (ImGui::BeginTable("##details", 2, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+  if (ImGui::BeginTable("##details", 2, ImGuiTableFlags_RowBg)) {
+      ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 15);
+      ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
     for (const auto& [what, value] : det.lines) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();

@@ -63,7 +63,9 @@ void draw_findings_panel(ViewState& s) {
     const prof::Finding& f = r.findings[size_t(s.selected_finding)];
     ImGui::TextWrapped("%s", f.title.c_str());
     ImGui::Separator();
-    if (ImGui::BeginTable("##evidence", 2, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+    if (ImGui::BeginTable("##evidence", 2, ImGuiTableFlags_RowBg)) {
+      ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 15);
+      ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
       for (const auto& [what, value] : f.evidence) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();

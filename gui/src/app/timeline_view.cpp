@@ -242,15 +242,7 @@ void handle_keys(ViewState& s) {
   if (io.WantTextInput || io.KeyCtrl || io.KeyAlt || io.KeySuper) return;
   float mid = s.axis.x0 + s.axis.width * 0.5f;
   if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) zoom_to_fit(s);
-  if (ImGui::IsKeyPressed(GLFW_KEY_Z, false)) {
-    if (s.has_range) {
-      zoom_to_range(s, std::min(s.range_start, s.range_end), std::max(s.range_start, s.range_end), 0);
-    } else if (s.selection.active && s.doc(s.selection.doc)) {
-      const Document& d = *s.doc(s.selection.doc);
-      view::EventDetails det = view::describe_event(d.model, s.selection.kind, s.selection.table, s.selection.index);
-      zoom_to_range(s, double(det.start - d.origin), double(det.end - d.origin));
-    }
-  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_Z, false)) zoom_to_selection(s);
   if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) {
     s.has_range = false;
     s.selection = {};
@@ -553,8 +545,12 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
         s.tab = Tab::details;
         s.switch_tab = true;
       } else {
-        // A merged run: zoom into it.
-        zoom_to_range(s, double(it.start - d.origin), double(it.end - d.origin), 0.05);
+        // A merged run: zoom into the part of it in view, or, when that
+        // is most of the view, four times around the mouse.
+        double lo = std::max(double(it.start - d.origin), s.axis.start_ns);
+        double hi = std::min(double(it.end - d.origin), s.axis.end_ns());
+        if (hi - lo < 0.5 * (s.axis.end_ns() - s.axis.start_ns)) zoom_to_range(s, lo, hi, 0.05);
+        else view::zoom_at(s.axis, mouse.x, 0.25);
       }
     } else {
       s.selection = {};
@@ -563,7 +559,7 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
   }
   if (double_click && hit.ok()) {
     const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
-    zoom_to_range(s, double(it.start - d.origin), double(it.end - d.origin), 0.1);
+    if (it.count == 1) zoom_to_range(s, double(it.start - d.origin), double(it.end - d.origin), 0.1);
   }
   if (over_axis && s.drag == ViewState::Drag::none) {
     const float my = mouse.y - cv.top;

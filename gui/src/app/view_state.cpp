@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "loupe/view/event_details.h"
+
 namespace loupe::app {
 
 namespace {
@@ -49,6 +51,16 @@ void zoom_to_range(ViewState& s, double start, double end, double margin) {
   }
   view::fit(s.axis, lo, hi);
   clamp_view(s);
+}
+
+void zoom_to_selection(ViewState& s) {
+  if (s.has_range) {
+    zoom_to_range(s, std::min(s.range_start, s.range_end), std::max(s.range_start, s.range_end), 0);
+  } else if (s.selection.active && s.doc(s.selection.doc)) {
+    const Document& d = *s.doc(s.selection.doc);
+    view::EventDetails det = view::describe_event(d.model, s.selection.kind, s.selection.table, s.selection.index);
+    zoom_to_range(s, double(det.start - d.origin), double(det.end - d.origin));
+  }
 }
 
 void zoom_to_fit(ViewState& s) {

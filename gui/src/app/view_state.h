@@ -89,6 +89,8 @@ bool show_panel(ViewState& s, const std::string& name);
 
 // Zooms so that [start, end) (view time) fills the middle of the view.
 void zoom_to_range(ViewState& s, double start, double end, double margin = 0.15);
+// Zooms to the range selection, else to the selected event.
+void zoom_to_selection(ViewState& s);
 // Fits every open trace.
 void zoom_to_fit(ViewState& s);
 // Keeps the view near the open traces.

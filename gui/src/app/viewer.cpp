@@ -30,10 +30,27 @@ Viewer::Viewer(std::function<void()> wake) : wake_(std::move(wake)) {
   s_.recent = view::load_recent_files(view::recent_files_path());
 }
 
-Viewer::~Viewer() { finish_jobs(); }
+Viewer::~Viewer() {
+  finish_jobs();
+  retired_.clear();  // waits for what is left of replaced work
+}
+
+bool Viewer::Retired::done() const {
+  auto over = [](const auto& f) { return !f.valid() || ready(f); };
+  return over(loading[0]) && over(loading[1]) && over(analysing[0]) && over(analysing[1]) && over(diffing);
+}
 
 void Viewer::open(const std::string& base, const std::string& head) {
-  finish_jobs();  // results of an earlier open are dropped below
+  if (busy()) {
+    // Work on the traces being replaced goes on in the background; its
+    // results are dropped when it ends.
+    Retired r;
+    r.docs = std::move(s_.docs);
+    r.loading = std::move(loading_);
+    r.analysing = std::move(analysing_);
+    r.diffing = std::move(diffing_);
+    retired_.push_back(std::move(r));
+  }
   ViewState fresh;
   fresh.recent = std::move(s_.recent);
   fresh.panel_height = s_.panel_height;
@@ -71,6 +88,8 @@ void Viewer::start_analysis(int i) {
 }
 
 bool Viewer::poll() {
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(), [](const Retired& r) { return r.done(); }),
+                 retired_.end());
   bool changed = false;
   for (int i = 0; i < 2; ++i) {
     auto& lf = loading_[size_t(i)];
@@ -166,9 +185,7 @@ void Viewer::frame_menu() {
   }
   if (ImGui::BeginMenu("View")) {
     if (ImGui::MenuItem("Zoom to fit", "F")) zoom_to_fit(s_);
-    if (ImGui::MenuItem("Zoom to selection", "Z", false, s_.has_range || s_.selection.active)) {
-      if (s_.has_range) zoom_to_range(s_, std::min(s_.range_start, s_.range_end), std::max(s_.range_start, s_.range_end), 0);
-    }
+    if (ImGui::MenuItem("Zoom to selection", "Z", false, s_.has_range || s_.selection.active)) zoom_to_selection(s_);
     if (ImGui::MenuItem("Clear selection and highlight", "Esc")) {
       s_.selection = {};
       s_.has_range = false;

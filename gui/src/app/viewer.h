@@ -53,6 +53,16 @@ class Viewer {
   std::array<std::future<std::unique_ptr<Document>>, 2> loading_;
   std::array<std::future<std::shared_ptr<Analysis>>, 2> analysing_;
   std::future<prof::TraceDiff> diffing_;
+  // What a new open replaced while work on it was still under way: kept
+  // (the work reads its documents) until the work ends, off the UI's way.
+  struct Retired {
+    std::array<std::unique_ptr<Document>, 2> docs;
+    std::array<std::future<std::unique_ptr<Document>>, 2> loading;
+    std::array<std::future<std::shared_ptr<Analysis>>, 2> analysing;
+    std::future<prof::TraceDiff> diffing;
+    bool done() const;
+  };
+  std::vector<Retired> retired_;
 };
 
 }  // namespace loupe::app
