@@ -193,10 +193,15 @@ TEST(Flows, LaunchAndDeviceOpFindEachOther) {
   auto launch = launch_of_device_op(m, 0, 0);
   ASSERT_TRUE(launch.has_value());
   EXPECT_EQ(launch->index, 0u);
+  m.transfers[0].correlation[0] = 8;  // the read-back is the second kernel, say
+  auto copy = device_op_of_transfer(m, 0, 0);
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_EQ(copy->index, 1u);
   m.device_ops[0].correlation[1] = 99;  // no longer matches
   EXPECT_FALSE(device_op_of_launch(m, 0, 1).has_value());
   EXPECT_FALSE(launch_of_device_op(m, 0, 1).has_value());
   EXPECT_FALSE(device_op_of_launch(m, 5, 0).has_value());
+  EXPECT_FALSE(device_op_of_transfer(m, 0, 0).has_value());
 }
 
 TEST(Highlight, ANameBecomesSubLanes) {

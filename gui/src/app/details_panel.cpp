@@ -36,7 +36,8 @@ void draw_details_panel(ViewState& s) {
   if (s.flow.found && s.flow.from.same(s.selection.doc, s.selection.kind, s.selection.table, s.selection.index)) {
     view::EventDetails to = view::describe_event(d.model, s.flow.to_kind, s.flow.to.table, s.flow.to.index);
     ImGui::Spacing();
-    ImGui::Text("%s: %s", s.flow.to_kind == view::LaneKind::device_ops ? "runs as" : "launched by", to.title.c_str());
+    ImGui::Text("%s: %s", s.flow.to_kind == view::LaneKind::device_ops ? "runs on the device as" : "launched by",
+                to.title.c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("(delay %s)", prof::format_duration(std::abs(to.start - det.start)).c_str());
   }

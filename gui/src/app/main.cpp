@@ -1,6 +1,7 @@
 // loupe-view: the desktop viewer of loupe traces. See docs/viewer.md.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "headless.h"
@@ -28,6 +29,7 @@ int run_interactive(const view::ViewOptions& o) {
   // --zoom and --select-finding apply once their trace (and its analysis) is there.
   bool zoom_pending = o.zoom_given, finding_pending = o.select_finding > 0;
   int frames_left = 3;
+  std::string title;
   while (!window->should_close()) {
     // Nothing changes between events: wait for one rather than redraw.
     // A few frames follow each event, for ImGui to settle.
@@ -47,6 +49,11 @@ int run_interactive(const view::ViewOptions& o) {
       zoom_pending = finding_pending = false;
     }
     if (viewer.poll()) frames_left = 3;
+    // The window's title names what is open.
+    std::string want = "loupe-view";
+    if (!s.paths[0].empty()) want += " - " + std::filesystem::path(s.paths[0]).filename().string();
+    if (s.compare) want += " vs " + std::filesystem::path(s.paths[1]).filename().string();
+    if (want != title) window->set_title(title = want);
     int w = 0, h = 0;
     window->framebuffer_size(&w, &h);
     window->begin_frame();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "loupe/prof/units.h"
 #include "panels.h"
 
 namespace loupe::app {
@@ -73,7 +74,10 @@ void draw_statistics_panel(ViewState& s) {
   ImGui::InputTextWithHint("##filter", "filter by name", &filter);
   if (!s.highlight.empty()) {
     ImGui::SameLine();
-    ImGui::TextDisabled("highlighted: %s", s.highlight.c_str());
+    uint64_t matches = 0;
+    for (const auto& doc : s.docs) matches += doc ? doc->highlight.matches : 0;
+    if (matches) ImGui::TextDisabled("highlighted: %s (%s events)", s.highlight.c_str(), prof::format_count(matches).c_str());
+    else ImGui::TextDisabled("no event on the timeline is named %s", s.highlight.c_str());
     ImGui::SameLine();
     if (ImGui::SmallButton("clear")) set_highlight(s, "");
   }

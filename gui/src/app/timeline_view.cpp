@@ -202,7 +202,9 @@ void tooltip_lines(const view::EventDetails& det) {
   }
 }
 
-bool is_flow_kind(LaneKind k) { return k == LaneKind::launches || k == LaneKind::device_ops; }
+bool is_flow_kind(LaneKind k) {
+  return k == LaneKind::launches || k == LaneKind::device_ops || k == LaneKind::transfers;
+}
 
 void update_flow(ViewState& s, const Selection& from) {
   if (s.flow.from.same(from.doc, from.kind, from.table, from.index)) return;
@@ -213,6 +215,9 @@ void update_flow(ViewState& s, const Selection& from) {
   std::optional<view::EventRef> to;
   if (from.kind == LaneKind::launches) {
     to = view::device_op_of_launch(d->model, from.table, uint32_t(from.index));
+    s.flow.to_kind = LaneKind::device_ops;
+  } else if (from.kind == LaneKind::transfers) {
+    to = view::device_op_of_transfer(d->model, from.table, uint32_t(from.index));
     s.flow.to_kind = LaneKind::device_ops;
   } else {
     to = view::launch_of_device_op(d->model, from.table, uint32_t(from.index));
@@ -473,7 +478,7 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
         event_rect(cv, d, axis, flow_from->kind, flow_from->table, flow_from->index, &fa, &fb) &&
         event_rect(cv, d, axis, s.flow.to_kind, s.flow.to.table, s.flow.to.index, &ta, &tb)) {
       bool down = ta.y > fa.y;
-      ImVec2 p0(flow_from->kind == LaneKind::launches ? fb.x : fa.x, down ? fb.y : fa.y);
+      ImVec2 p0(flow_from->kind == LaneKind::device_ops ? fa.x : fb.x, down ? fb.y : fa.y);
       ImVec2 p1(s.flow.to_kind == LaneKind::device_ops ? ta.x : tb.x, down ? ta.y : tb.y);
       // An end off screen is pinned to the edge, and says how far it is.
       const float target_x = p1.x;
@@ -488,8 +493,9 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
       dl->AddRect(ta, tb, palette::flow, 0, 0, 2);
       if (target_x != p1.x) {
         const prof::TraceModel& m = d.model;
-        int64_t from_t = flow_from->kind == LaneKind::launches ? m.launches[flow_from->table].start[flow_from->index]
-                                                                : m.device_ops[flow_from->table].start[flow_from->index];
+        int64_t from_t = flow_from->kind == LaneKind::launches    ? m.launches[flow_from->table].start[flow_from->index]
+                         : flow_from->kind == LaneKind::transfers ? m.transfers[flow_from->table].start[flow_from->index]
+                                                                  : m.device_ops[flow_from->table].start[flow_from->index];
         int64_t to_t = s.flow.to_kind == LaneKind::launches ? m.launches[s.flow.to.table].start[s.flow.to.index]
                                                              : m.device_ops[s.flow.to.table].start[s.flow.to.index];
         std::string text = (to_t >= from_t ? "+" : "-") + prof::format_duration(std::abs(to_t - from_t));

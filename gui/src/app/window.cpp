@@ -110,6 +110,8 @@ void Window::draw_frame() {
 
 void Window::swap() { glfwSwapBuffers(window_); }
 
+void Window::set_title(const std::string& title) { glfwSetWindowTitle(window_, title.c_str()); }
+
 void Window::framebuffer_size(int* width, int* height) const { glfwGetFramebufferSize(window_, width, height); }
 
 std::vector<uint8_t> Window::read_pixels(int* width, int* height) const {

@@ -36,6 +36,7 @@ class Window {
   // The back buffer as RGBA rows, top row first.
   std::vector<uint8_t> read_pixels(int* width, int* height) const;
   void framebuffer_size(int* width, int* height) const;
+  void set_title(const std::string& title);
   // Files dropped on the window since the last call.
   std::vector<std::string> take_dropped_files();
   // Wakes a thread blocked in wait_events (callable from any thread).

@@ -1,5 +1,5 @@
-// Flows: the link between a launch on a host thread and the device
-// operation it started, by correlation id. Looked up when the mouse
+// Flows: the link between a launch (or a transfer) on a host thread and
+// the device operation it started, by correlation id. Looked up when the mouse
 // rests on one of them, not precomputed: an operation starts soon after
 // its launch on the launch's own stream, so the search starts there and
 // gives up after max_scan events.
@@ -23,6 +23,10 @@ inline constexpr size_t kMaxFlowScan = 1 << 16;
 // The device operation started by launch `index` of model.launches[table].
 std::optional<EventRef> device_op_of_launch(const prof::TraceModel& model, uint32_t table, uint32_t index,
                                             size_t max_scan = kMaxFlowScan);
+// The copy on the device of transfer `index` of model.transfers[table]
+// (searched on the transfer's device, every stream).
+std::optional<EventRef> device_op_of_transfer(const prof::TraceModel& model, uint32_t table, uint32_t index,
+                                              size_t max_scan = kMaxFlowScan);
 // The launch of device operation `index` of model.device_ops[table].
 std::optional<EventRef> launch_of_device_op(const prof::TraceModel& model, uint32_t table, uint32_t index,
                                             size_t max_scan = kMaxFlowScan);
