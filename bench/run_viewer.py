@@ -46,6 +46,8 @@ for r in results:
         s = r["seconds"]
         row("viewer", f"time to first frame, {r['events'] / 1e6:.0f}M events (load included)", f"{s:.2f} s", "<= 3 s",
             "met" if s <= 3 else "MISSED")
+        row("viewer", "  of which: reading the trace / building tracks",
+            f"{r['read_seconds']:.2f} / {r['tracks_seconds']:.2f} s", "", "")
 for r in results:
     if r["metric"] == "frame":
         p50, p95 = r["cpu_ms_p50"], r["cpu_ms_p95"]

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "loupe/view/hit_test.h"
@@ -272,6 +273,15 @@ TEST(MinMax, RangeQueriesMatchBruteForce) {
   RangeMinMax s(seq.data(), seq.size());
   EXPECT_EQ(s.query(17, 900).min, 17);
   EXPECT_EQ(s.query(17, 900).max, 899);
+}
+
+TEST(MinMax, IgnoresValuesThatAreNotNumbers) {
+  std::vector<double> v = {1, std::nan(""), 3, INFINITY, -2};
+  RangeMinMax r(v.data(), v.size());
+  MinMax m = r.query(0, v.size());
+  EXPECT_EQ(m.min, -2);
+  EXPECT_EQ(m.max, 3);
+  EXPECT_TRUE(r.query(1, 2).empty);
 }
 
 TEST(MinMax, PixelColumnsOfAStepFunction) {

@@ -65,6 +65,8 @@ int run_bench_frames(const view::ViewOptions& o, std::chrono::steady_clock::time
   nlohmann::json first = {{"metric", "first_frame"},
                           {"seconds", first_frame},
                           {"events", d.model.total_events()},
+                          {"read_seconds", d.read_seconds},
+                          {"tracks_seconds", d.tracks_seconds},
                           {"analysis_ready", bool(d.analysis)}};
   std::printf("%s\n", first.dump().c_str());
   std::fflush(stdout);

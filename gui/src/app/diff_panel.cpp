@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <imgui.h>
 
 #include <cmath>
@@ -14,7 +15,7 @@ std::string value_text(const prof::DiffRow& r, double v) {
   if (r.unit == "bytes") return prof::format_bytes(int64_t(std::llround(v)));
   if (r.unit == "fraction") return prof::format_percent(v);
   if (r.unit == "count" && v == std::floor(v) && std::fabs(v) < 1e15) {
-    return (v < 0 ? "-" : "") + prof::format_count(uint64_t(std::fabs(v)));
+    return fmt::format("{}{}", v < 0 ? "-" : "", prof::format_count(uint64_t(std::fabs(v))));
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);

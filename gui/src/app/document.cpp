@@ -1,6 +1,7 @@
 #include "document.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "loupe/prof/trace_reader.h"
@@ -17,9 +18,14 @@ const view::DeviceGaps* Analysis::gaps_of(uint32_t device) const {
 std::unique_ptr<Document> load_document(const std::string& path) {
   auto doc = std::make_unique<Document>();
   doc->path = path;
+  auto t0 = std::chrono::steady_clock::now();
   doc->model = prof::load_trace(path);
+  auto t1 = std::chrono::steady_clock::now();
   doc->tracks = view::build_track_list(doc->model);
   view::layout_tracks(doc->tracks, view::TrackMetrics{});
+  auto t2 = std::chrono::steady_clock::now();
+  doc->read_seconds = std::chrono::duration<double>(t1 - t0).count();
+  doc->tracks_seconds = std::chrono::duration<double>(t2 - t1).count();
   return doc;
 }
 

@@ -45,6 +45,7 @@ struct Document {
   view::NameHighlight highlight;
   view::FrameItems frame;  // what the timeline drew this frame
   float scroll_y = 0;
+  double read_seconds = 0, tracks_seconds = 0;  // what opening it took
   // The time span the view can show: every event, in view time.
   double view_start() const { return double(model.start_ns - origin); }
   double view_end() const { return double(model.end_ns - origin); }

@@ -498,7 +498,7 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
                                                                   : m.device_ops[flow_from->table].start[flow_from->index];
         int64_t to_t = s.flow.to_kind == LaneKind::launches ? m.launches[s.flow.to.table].start[s.flow.to.index]
                                                              : m.device_ops[s.flow.to.table].start[s.flow.to.index];
-        std::string text = (to_t >= from_t ? "+" : "-") + prof::format_duration(std::abs(to_t - from_t));
+        std::string text = fmt::format("{}{}", to_t >= from_t ? "+" : "-", prof::format_duration(std::abs(to_t - from_t)));
         ImVec2 ts = ImGui::CalcTextSize(text.c_str());
         float tx = target_x > cv.x1 ? p1.x - ts.x - 6 : p1.x + 6;
         dl->AddRectFilled(ImVec2(tx - 2, p1.y - ts.y - 2), ImVec2(tx + ts.x + 2, p1.y), palette::background);
@@ -507,6 +507,9 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
     }
   }
 
+  if (d.tracks.tracks.empty()) {
+    dl->AddText(ImVec2(cv.x0 + 12, cv.top + 12), palette::text_dim, "this trace holds no events");
+  }
   // Gutter: the track titles, drawn last so that nothing covers them.
   dl->AddRectFilled(ImVec2(cv.left, cv.clip_top), ImVec2(cv.x0, cv.clip_bottom), palette::gutter);
   for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {

@@ -9,6 +9,7 @@
 // many samples the view covers.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -21,6 +22,7 @@ struct MinMax {
   double min = 0, max = 0;
   bool empty = true;
   void add(double v) {
+    if (!std::isfinite(v)) return;  // a NaN or infinity in an untrusted file draws nothing
     if (empty) {
       min = max = v;
       empty = false;
