@@ -22,6 +22,7 @@ bool contains_nocase(const std::string& text, const std::string& needle) {
 // Which rows to show, in which order: kept between frames, redone when the
 // table, its sort or the filter changes.
 struct RowOrder {
+  std::shared_ptr<const Analysis> owner;  // keeps `table` alive, so its address names it
   const prof::StatTable* table = nullptr;
   std::string filter;
   std::vector<size_t> rows;
@@ -86,6 +87,7 @@ void draw_statistics_panel(ViewState& s) {
   const int ncols = int(std::min<size_t>(t.columns.size(), 64));
   bool refilter = order.table != &t || order.filter != filter;
   if (refilter) {
+    order.owner = d->analysis;
     order.table = &t;
     order.filter = filter;
     order.rows.clear();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 
 #include "loupe/prof/units.h"
 #include "loupe/view/event_details.h"
@@ -372,7 +373,7 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
   // --- drawing --------------------------------------------------------------
   ImDrawList* dl = cv.dl;
   std::vector<DrawItem> scratch;
-  std::vector<std::pair<uint32_t, std::vector<DrawItem>>> gap_items;  // per device, this frame
+  std::deque<std::pair<uint32_t, std::vector<DrawItem>>> gap_items;  // per device, this frame (stable addresses)
   auto gaps_for = [&](uint32_t device) -> const std::vector<DrawItem>* {
     if (!d.analysis) return nullptr;
     for (auto& [dev, items] : gap_items)

@@ -31,8 +31,19 @@ Viewer::Viewer(std::function<void()> wake) : wake_(std::move(wake)) {
 }
 
 Viewer::~Viewer() {
-  finish_jobs();
-  retired_.clear();  // waits for what is left of replaced work
+  // Waits for work under way (a read, an analysis), starting nothing new.
+  retire();
+  retired_.clear();
+}
+
+void Viewer::retire() {
+  if (!busy()) return;
+  Retired r;
+  r.docs = std::move(s_.docs);
+  r.loading = std::move(loading_);
+  r.analysing = std::move(analysing_);
+  r.diffing = std::move(diffing_);
+  retired_.push_back(std::move(r));
 }
 
 bool Viewer::Retired::done() const {
@@ -41,16 +52,9 @@ bool Viewer::Retired::done() const {
 }
 
 void Viewer::open(const std::string& base, const std::string& head) {
-  if (busy()) {
-    // Work on the traces being replaced goes on in the background; its
-    // results are dropped when it ends.
-    Retired r;
-    r.docs = std::move(s_.docs);
-    r.loading = std::move(loading_);
-    r.analysing = std::move(analysing_);
-    r.diffing = std::move(diffing_);
-    retired_.push_back(std::move(r));
-  }
+  // Work on the traces being replaced goes on in the background; its
+  // results are dropped when it ends.
+  retire();
   ViewState fresh;
   fresh.recent = std::move(s_.recent);
   fresh.panel_height = s_.panel_height;

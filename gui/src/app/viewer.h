@@ -41,6 +41,7 @@ class Viewer {
 
  private:
   void start_analysis(int i);
+  void retire();
   void frame_menu();
   void frame_status();
   void frame_open_popup();
