@@ -1,0 +1,26 @@
+// What the tooltip and the details panel say about one event: a title and
+// (what, value) lines, worded with the profiler's units.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loupe/prof/trace_model.h"
+#include "loupe/view/track_list.h"
+
+namespace loupe::view {
+
+struct EventDetails {
+  std::string title;
+  int64_t start = 0, end = 0;
+  std::vector<std::pair<std::string, std::string>> lines;
+};
+
+// Event `index` of the table a lane of `kind` draws from.
+EventDetails describe_event(const prof::TraceModel& model, LaneKind kind, uint32_t table, size_t index);
+
+// "examples/train.cpp:88 in int main()", or "" for call site 0.
+std::string callsite_text(const prof::TraceModel& model, uint32_t callsite);
+
+}  // namespace loupe::view

@@ -1,0 +1,57 @@
+#include <imgui.h>
+
+#include <cstdlib>
+
+#include "loupe/prof/units.h"
+#include "loupe/view/event_details.h"
+#include "panels.h"
+
+namespace loupe::app {
+
+void draw_details_panel(ViewState& s) {
+  if (!s.selection.active || !s.doc(s.selection.doc)) {
+    ImGui::TextDisabled("click an event on the timeline to see it here");
+    return;
+  }
+  const Document& d = *s.doc(s.selection.doc);
+  view::EventDetails det = view::describe_event(d.model, s.selection.kind, s.selection.table, s.selection.index);
+  ImGui::TextUnformatted(det.title.c_str());
+  if (s.compare) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%s)", s.selection.doc == 0 ? "base" : "head");
+  }
+  ImGui::Separator();
+  if (ImGui::BeginTable("##details", 2, ImGuiTableFlags_RowBg)) {
+      ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 15);
+      ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
+    for (const auto& [what, value] : det.lines) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextDisabled("%s", what.c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(value.c_str());
+    }
+    ImGui::EndTable();
+  }
+  if (s.flow.found && s.flow.from.same(s.selection.doc, s.selection.kind, s.selection.table, s.selection.index)) {
+    view::EventDetails to = view::describe_event(d.model, s.flow.to_kind, s.flow.to.table, s.flow.to.index);
+    ImGui::Spacing();
+    ImGui::Text("%s: %s", s.flow.to_kind == view::LaneKind::device_ops ? "runs on the device as" : "launched by",
+                to.title.c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("(delay %s)", prof::format_duration(std::abs(to.start - det.start)).c_str());
+  }
+  if (s.selection.kind == view::LaneKind::recompiles) {
+    const std::string& ir = d.model.compiles[s.selection.table].ir[s.selection.index];
+    if (!ir.empty()) {
+      ImGui::Spacing();
+      ImGui::TextDisabled("IR");
+      ImGui::TextWrapped("%s", ir.c_str());
+    }
+  }
+  if (ImGui::SmallButton("zoom to it (Z)")) {
+    zoom_to_range(s, double(det.start - d.origin), double(det.end - d.origin));
+  }
+}
+
+}  // namespace loupe::app

@@ -1,0 +1,61 @@
+// One open trace: the model, its tracks, and what the analyses made of it
+// (computed off the UI thread; null until then).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/statistics.h"
+#include "loupe/prof/trace_model.h"
+#include "loupe/view/highlight.h"
+#include "loupe/view/hit_test.h"
+#include "loupe/view/overlays.h"
+#include "loupe/view/track_list.h"
+
+namespace loupe::app {
+
+// A jitted function's compiles, for the compile panel.
+struct CompileHistory {
+  std::string function;
+  struct Entry {
+    uint32_t table = 0, index = 0;  // model.compiles[table], event index
+  };
+  std::vector<Entry> compiles;  // misses and ahead-of-time compiles, in time order
+  uint64_t hits = 0;
+  int64_t compile_ns = 0;       // time in those compiles
+};
+
+struct Analysis {
+  prof::AnalysisReport report;
+  std::vector<prof::StatTable> statistics;
+  std::vector<view::DeviceGaps> gaps;  // per device of the report
+  std::vector<CompileHistory> compiles;
+  const view::DeviceGaps* gaps_of(uint32_t device) const;
+};
+
+struct Document {
+  std::string path;
+  prof::TraceModel model;
+  view::TrackList tracks;
+  int64_t origin = 0;  // trace time shown at view time 0 (the first step when comparing)
+  std::shared_ptr<const Analysis> analysis;
+  std::string analysis_error;
+  view::NameHighlight highlight;
+  view::FrameItems frame;  // what the timeline drew this frame
+  float scroll_y = 0;
+  double read_seconds = 0, tracks_seconds = 0;  // what opening it took
+  // The time span the view can show: every event, in view time.
+  double view_start() const { return double(model.start_ns - origin); }
+  double view_end() const { return double(model.end_ns - origin); }
+};
+
+// Reads the trace and builds its tracks; throws prof::TraceError with the
+// reader's one-line message.
+std::unique_ptr<Document> load_document(const std::string& path);
+// Runs the analyses (the same code and thresholds as `loupe analyze` and
+// `loupe summary`); throws what they throw.
+std::shared_ptr<Analysis> analyse_document(const Document& doc);
+
+}  // namespace loupe::app

@@ -1,0 +1,117 @@
+#include <stb/stb_image_write.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "headless.h"
+#include "timeline_view.h"
+#include "viewer.h"
+#include "window.h"
+
+namespace loupe::app {
+
+namespace {
+
+const char* kind_name(view::TrackKind k) {
+  switch (k) {
+    case view::TrackKind::thread: return "thread";
+    case view::TrackKind::stream: return "stream";
+    case view::TrackKind::memory: return "memory";
+    case view::TrackKind::counter: return "counter";
+  }
+  return "?";
+}
+
+// Where the frame put things, so that scripts (and the screenshot test)
+// can find them in the picture: one JSON line on stdout.
+std::string layout_json(ViewState& s, const std::string& png, int width, int height) {
+  const TimelineLayout& l = last_timeline_layout();
+  nlohmann::json doc;
+  doc["png"] = png;
+  doc["width"] = width;
+  doc["height"] = height;
+  const Document* d0 = s.doc(0);
+  doc["axis"] = {{"x0", l.x0},
+                 {"width", l.width},
+                 {"start_ns", s.axis.start_ns + (d0 ? double(d0->origin) : 0.0)},
+                 {"ns_per_px", s.axis.ns_per_px}};
+  nlohmann::json tracks = nlohmann::json::array();
+  for (const DrawnTrack& t : l.tracks) {
+    const Document* d = s.doc(t.doc);
+    if (!d || t.track >= d->tracks.tracks.size()) continue;
+    const view::Track& tr = d->tracks.tracks[t.track];
+    tracks.push_back({{"doc", t.doc},
+                      {"title", tr.title},
+                      {"kind", kind_name(tr.kind)},
+                      {"device", tr.device},
+                      {"stream", tr.stream},
+                      {"thread", tr.thread},
+                      {"y0", t.y0},
+                      {"y1", t.y1}});
+  }
+  doc["tracks"] = tracks;
+  return doc.dump();
+}
+
+}  // namespace
+
+int run_screenshot(const view::ViewOptions& o) {
+  // Read (and analyse) first: a bad trace is reported without a display.
+  Viewer viewer(nullptr);
+  viewer.open(o.file, o.compare);
+  viewer.finish_jobs();
+  ViewState& s = viewer.state();
+  for (int i = 0; i < s.doc_count(); ++i) {
+    if (!s.errors[size_t(i)].empty() && !std::getenv("LOUPE_VIEW_SHOW_ERRORS")) {
+      std::fprintf(stderr, "loupe-view: %s\n", s.errors[size_t(i)].c_str());
+      return 2;
+    }
+  }
+  std::unique_ptr<Window> window;
+  try {
+    window = std::make_unique<Window>(WindowOptions{o.width, o.height, false, "loupe-view"});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "loupe-view: %s\n", e.what());
+    return 1;
+  }
+  int w = 0, h = 0;
+  const float mouse[2] = {o.mouse_x, o.mouse_y};
+  auto frame = [&] {
+    window->framebuffer_size(&w, &h);
+    window->begin_frame(o.mouse_given ? mouse : nullptr);
+    viewer.frame(float(w), float(h));
+    window->end_frame();
+  };
+  frame();  // lays the window out: the time axis learns its width
+  if (o.select_finding > 0) {
+    const Document* d = s.doc(0);
+    size_t n = d && d->analysis ? d->analysis->report.findings.size() : 0;
+    if (size_t(o.select_finding) > n) {
+      std::fprintf(stderr, "loupe-view: --select-finding %d: %s has %zu finding%s\n", o.select_finding,
+                   o.file.c_str(), n, n == 1 ? "" : "s");
+      return 2;
+    }
+    select_finding(s, 0, o.select_finding - 1);
+  }
+  if (!o.panel.empty()) show_panel(s, o.panel);
+  if (o.zoom_given) {
+    const Document* d = s.doc(0);
+    double origin = d ? double(d->origin) : 0;
+    view::fit(s.axis, double(o.zoom_start) - origin, double(o.zoom_end) - origin);
+  }
+  // A few frames: windows, tables and tabs settle over the first ones.
+  for (int i = 0; i < 3; ++i) {
+    window->swap();
+    frame();
+  }
+  std::vector<uint8_t> pixels = window->read_pixels(&w, &h);
+  if (!stbi_write_png(o.screenshot.c_str(), w, h, 4, pixels.data(), w * 4)) {
+    std::fprintf(stderr, "loupe-view: cannot write %s\n", o.screenshot.c_str());
+    return 1;
+  }
+  std::printf("%s\n", layout_json(s, o.screenshot, w, h).c_str());
+  return 0;
+}
+
+}  // namespace loupe::app

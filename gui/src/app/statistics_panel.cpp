@@ -1,0 +1,140 @@
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "loupe/prof/units.h"
+#include "panels.h"
+
+namespace loupe::app {
+
+namespace {
+
+bool contains_nocase(const std::string& text, const std::string& needle) {
+  if (needle.empty()) return true;
+  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != text.end();
+}
+
+// Which rows to show, in which order: kept between frames, redone when the
+// table, its sort or the filter changes.
+struct RowOrder {
+  std::shared_ptr<const Analysis> owner;  // keeps `table` alive, so its address names it
+  const prof::StatTable* table = nullptr;
+  std::string filter;
+  std::vector<size_t> rows;
+};
+
+void sort_rows(const prof::StatTable& t, std::vector<size_t>& rows, const ImGuiTableSortSpecs* specs) {
+  if (!specs || specs->SpecsCount == 0) return;
+  std::stable_sort(rows.begin(), rows.end(), [&](size_t a, size_t b) {
+    for (int i = 0; i < specs->SpecsCount; ++i) {
+      const ImGuiTableColumnSortSpecs& sp = specs->Specs[i];
+      const auto& ca = t.rows[a][size_t(sp.ColumnIndex)];
+      const auto& cb = t.rows[b][size_t(sp.ColumnIndex)];
+      int cmp = 0;
+      if (ca.numeric && cb.numeric) cmp = ca.value < cb.value ? -1 : ca.value > cb.value ? 1 : 0;
+      else cmp = ca.text.compare(cb.text);
+      if (cmp != 0) return sp.SortDirection == ImGuiSortDirection_Ascending ? cmp < 0 : cmp > 0;
+    }
+    return false;
+  });
+}
+
+}  // namespace
+
+void draw_statistics_panel(ViewState& s) {
+  static int table_index = 0;
+  static std::string filter;
+  static RowOrder order;
+  static int doc_index = 0;
+  if (s.compare) {
+    ImGui::RadioButton("base", &doc_index, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("head", &doc_index, 1);
+    ImGui::SameLine();
+  } else {
+    doc_index = 0;
+  }
+  Document* d = s.doc(doc_index);
+  if (!d || !d->analysis) {
+    ImGui::TextDisabled("computing...");
+    return;
+  }
+  const auto& tables = d->analysis->statistics;
+  if (tables.empty()) return;
+  table_index = std::clamp(table_index, 0, int(tables.size()) - 1);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (i) ImGui::SameLine();
+    if (ImGui::RadioButton(tables[i].title.c_str(), table_index == int(i))) table_index = int(i);
+  }
+  ImGui::SetNextItemWidth(260);
+  ImGui::InputTextWithHint("##filter", "filter by name", &filter);
+  if (!s.highlight.empty()) {
+    ImGui::SameLine();
+    uint64_t matches = 0;
+    for (const auto& doc : s.docs) matches += doc ? doc->highlight.matches : 0;
+    if (matches) ImGui::TextDisabled("highlighted: %s (%s events)", s.highlight.c_str(), prof::format_count(matches).c_str());
+    else ImGui::TextDisabled("no event on the timeline is named %s", s.highlight.c_str());
+    ImGui::SameLine();
+    if (ImGui::SmallButton("clear")) set_highlight(s, "");
+  }
+  const prof::StatTable& t = tables[size_t(table_index)];
+  if (t.columns.empty()) return;
+  const int ncols = int(std::min<size_t>(t.columns.size(), 64));
+  bool refilter = order.table != &t || order.filter != filter;
+  if (refilter) {
+    order.owner = d->analysis;
+    order.table = &t;
+    order.filter = filter;
+    order.rows.clear();
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      if (!t.rows[r].empty() && contains_nocase(t.rows[r][0].text, filter)) order.rows.push_back(r);
+    }
+  }
+  ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortMulti | ImGuiTableFlags_SortTristate | ImGuiTableFlags_RowBg |
+                          ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable |
+                          ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("##stats", ncols, flags)) {
+    ImGui::TableSetupScrollFreeze(1, 1);
+    for (int c = 0; c < ncols; ++c) {
+      ImGuiTableColumnFlags cf = c == 0 ? ImGuiTableColumnFlags_WidthStretch : ImGuiTableColumnFlags_PreferSortDescending;
+      ImGui::TableSetupColumn(t.columns[size_t(c)].c_str(), cf);
+    }
+    ImGui::TableHeadersRow();
+    // Rows come as `loupe summary` prints them (largest total first) until
+    // a header is clicked (tristate: a third click goes back to that).
+    if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && (specs->SpecsDirty || refilter)) {
+      if (specs->SpecsCount == 0) std::sort(order.rows.begin(), order.rows.end());
+      else sort_rows(t, order.rows, specs);
+      specs->SpecsDirty = false;
+    }
+    ImGuiListClipper clipper;
+    clipper.Begin(int(order.rows.size()));
+    while (clipper.Step()) {
+      for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+        const auto& row = t.rows[order.rows[size_t(i)]];
+        ImGui::TableNextRow();
+        for (int c = 0; c < ncols && size_t(c) < row.size(); ++c) {
+          ImGui::TableSetColumnIndex(c);
+          if (c == 0) {
+            ImGui::PushID(i);
+            bool on = row[0].text == s.highlight;
+            if (ImGui::Selectable(row[0].text.c_str(), on, ImGuiSelectableFlags_SpanAllColumns)) {
+              set_highlight(s, on ? "" : row[0].text);
+            }
+            ImGui::PopID();
+          } else {
+            ImGui::TextUnformatted(row[size_t(c)].text.c_str());
+          }
+        }
+      }
+    }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace loupe::app

@@ -1,0 +1,670 @@
+#include "timeline_view.h"
+
+#include <GLFW/glfw3.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+
+#include "loupe/prof/units.h"
+#include "loupe/view/event_details.h"
+#include "loupe/view/palette.h"
+
+namespace loupe::app {
+
+namespace {
+
+using view::Color;
+using view::DrawItem;
+using view::LaneKind;
+using view::TimeAxis;
+using view::Track;
+using view::TrackKind;
+using view::TrackLane;
+namespace palette = view::palette;
+
+TimelineLayout g_layout;
+
+Color scale(Color c, float f) {
+  auto ch = [&](int shift) { return Color(std::min(255.0f, float((c >> shift) & 0xff) * f)) << shift; };
+  return ch(0) | ch(8) | ch(16) | (c & 0xff000000u);
+}
+
+Color with_alpha(Color c, uint8_t a) { return (c & 0x00ffffffu) | Color(a) << 24; }
+
+const std::string& event_name(const Document& d, LaneKind kind, uint32_t table, size_t e) {
+  static const std::string none;
+  const prof::TraceModel& m = d.model;
+  switch (kind) {
+    case LaneKind::spans: return m.str(m.host_spans[table].name[e]);
+    case LaneKind::launches: return m.str(m.launches[table].name[e]);
+    case LaneKind::device_ops: return m.str(m.device_ops[table].name[e]);
+    case LaneKind::instants: return m.str(m.instants[table].name[e]);
+    case LaneKind::recompiles: return m.str(m.compiles[table].function[e]);
+    case LaneKind::transfers: return none;
+  }
+  return none;
+}
+
+Color event_color(const Document& d, const TrackLane& tl, size_t e) {
+  const prof::TraceModel& m = d.model;
+  switch (tl.kind) {
+    case LaneKind::spans: {
+      const std::string& name = m.str(m.host_spans[tl.table].name[e]);
+      return view::span_color(m.host_spans[tl.table].kind[e], view::name_hash(name.data(), name.size()));
+    }
+    case LaneKind::launches: return palette::launch;
+    case LaneKind::transfers: return tl.synchronous ? palette::sync_transfer : palette::async_transfer;
+    case LaneKind::device_ops: {
+      const prof::DeviceOps& o = m.device_ops[tl.table];
+      return view::device_op_color(o.kind[e], o.copy_kind[e]);
+    }
+    case LaneKind::instants: return palette::text;
+    case LaneKind::recompiles: return palette::recompile;
+  }
+  return palette::merged;
+}
+
+// Text inside a box, clipped to it, when it fits at least a few letters.
+void label(ImDrawList* dl, float x0, float y0, float x1, float y1, const std::string& text, Color col) {
+  if (x1 - x0 < 24 || text.empty()) return;
+  ImFont* font = ImGui::GetFont();
+  float size = ImGui::GetFontSize();
+  ImVec4 clip(x0 + 2, y0, x1 - 2, y1);
+  dl->AddText(font, size, ImVec2(x0 + 3, y0 + (y1 - y0 - size) * 0.5f), col, text.data(), text.data() + text.size(), 0,
+              &clip);
+}
+
+struct Canvas {
+  ImDrawList* dl = nullptr;
+  float x0 = 0, x1 = 0;      // the time axis on screen
+  float left = 0;            // the gutter's left edge
+  float top = 0;             // screen y of layout y = 0
+  float clip_top = 0, clip_bottom = 0;  // the visible part of the child
+};
+
+void draw_marker(ImDrawList* dl, float x, float y0, float y1, Color col, LaneKind kind) {
+  float h = y1 - y0;
+  if (kind == LaneKind::recompiles) {
+    dl->AddTriangleFilled(ImVec2(x - h * 0.6f, y0), ImVec2(x + h * 0.6f, y0), ImVec2(x, y1), col);
+  } else {
+    float c = (y0 + y1) * 0.5f, r = h * 0.45f;
+    dl->AddQuadFilled(ImVec2(x, c - r), ImVec2(x + r, c), ImVec2(x, c + r), ImVec2(x - r, c), col);
+  }
+}
+
+void draw_lane(const Canvas& cv, const Document& d, const TrackLane& tl, const std::vector<DrawItem>& items) {
+  ImDrawList* dl = cv.dl;
+  float y0 = cv.top + tl.y0, y1 = cv.top + tl.y1;
+  for (const DrawItem& it : items) {
+    float x0 = std::max(it.x0, cv.x0 - 2), x1 = std::min(it.x1, cv.x1 + 2);
+    size_t e = tl.lane.event(it.first);
+    Color col = event_color(d, tl, e);
+    if (tl.marker_row) {
+      draw_marker(dl, it.x0, y0, y1, it.count > 1 ? scale(col, 0.8f) : col, tl.kind);
+      continue;
+    }
+    if (it.count > 1) col = scale(col, 0.7f);
+    dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y1 - 1), col);
+    // An edge, so that neighbours touching end to start stay apart.
+    if (x1 - x0 >= 4) dl->AddRect(ImVec2(x0, y0 + 1), ImVec2(x1, y1 - 1), scale(col, 0.55f));
+    if (x1 - x0 >= 24) {
+      std::string text = it.count > 1 ? prof::format_count(it.count) + " events" : event_name(d, tl.kind, tl.table, e);
+      if (tl.kind == LaneKind::transfers && it.count == 1) {
+        text = view::describe_event(d.model, tl.kind, tl.table, e).title;
+      }
+      label(dl, x0, y0, x1, y1, text, palette::text);
+    }
+  }
+}
+
+// Memory in use and reserved as filled areas, one column per pixel; the
+// capacity as a line; the peak marked.
+void draw_memory(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis) {
+  ImDrawList* dl = cv.dl;
+  float y0 = cv.top + t.y0 + 2, y1 = cv.top + t.y1;
+  double vmax = std::max(t.allocated.max_value, t.reserved.max_value) * 1.1;
+  bool capacity_on_scale = t.capacity > 0 && double(t.capacity) <= 2 * vmax;
+  if (capacity_on_scale) vmax = double(t.capacity) * 1.05;
+  if (vmax <= 0) vmax = 1;
+  auto y_of = [&](double v) { return y1 - float(v / vmax) * (y1 - y0); };
+  auto fill = [&](const view::Series& s, Color col) {
+    std::vector<view::MinMax> cols = view::pixel_columns(axis, s.time, s.values, d.model.end_ns);
+    // Runs of columns with the same top become one rectangle.
+    size_t c = 0;
+    while (c < cols.size()) {
+      if (cols[c].empty) {
+        ++c;
+        continue;
+      }
+      size_t e = c + 1;
+      while (e < cols.size() && !cols[e].empty && cols[e].max == cols[c].max) ++e;
+      dl->AddRectFilled(ImVec2(cv.x0 + float(c), y_of(cols[c].max)), ImVec2(cv.x0 + float(e), y1), col);
+      c = e;
+    }
+  };
+  fill(t.reserved, palette::reserved);
+  fill(t.allocated, palette::allocated);
+  if (capacity_on_scale) {
+    float yc = y_of(double(t.capacity));
+    dl->AddLine(ImVec2(cv.x0, yc), ImVec2(cv.x1, yc), palette::capacity, 1.5f);
+    label(dl, cv.x1 - 170, yc, cv.x1, yc + 14, "capacity " + prof::format_bytes(t.capacity), palette::capacity);
+  } else if (t.capacity > 0) {
+    label(dl, cv.x1 - 220, y0, cv.x1, y0 + 14, "capacity " + prof::format_bytes(t.capacity) + " (off scale)",
+          palette::text_dim);
+  }
+  // The peak of memory in use.
+  if (t.allocated.count) {
+    float x = axis.x(double(t.allocated.time[t.allocated.max_index]));
+    if (x >= cv.x0 - 4 && x <= cv.x1 + 4) {
+      float y = y_of(t.allocated.max_value);
+      dl->AddTriangleFilled(ImVec2(x - 5, y - 9), ImVec2(x + 5, y - 9), ImVec2(x, y), palette::peak);
+      std::string text = "peak " + prof::format_bytes(int64_t(t.allocated.max_value));
+      dl->AddText(ImVec2(x + 7, std::max(y0, y - 14)), palette::peak, text.c_str());
+    }
+  }
+}
+
+void draw_counter(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis) {
+  ImDrawList* dl = cv.dl;
+  float y0 = cv.top + t.y0 + 3, y1 = cv.top + t.y1 - 1;
+  view::MinMax all = t.value.values.query(0, t.value.count);
+  double lo = std::min(0.0, all.min), hi = all.max;
+  if (!(hi > lo)) hi = lo + 1;
+  auto y_of = [&](double v) { return y1 - float((v - lo) / (hi - lo)) * (y1 - y0); };
+  std::vector<view::MinMax> cols = view::pixel_columns(axis, t.value.time, t.value.values, d.model.end_ns);
+  for (size_t c = 0; c < cols.size(); ++c) {
+    if (cols[c].empty) continue;
+    float ya = y_of(cols[c].max), yb = y_of(cols[c].min);
+    dl->AddRectFilled(ImVec2(cv.x0 + float(c), ya), ImVec2(cv.x0 + float(c) + 1, std::max(yb, ya + 1.5f)),
+                      palette::counter);
+  }
+  std::string range = fmt::format("{:.4g} .. {:.4g}", all.min, all.max);
+  dl->AddText(ImVec2(cv.x1 - ImGui::CalcTextSize(range.c_str()).x - 4, y0), palette::text_dim, range.c_str());
+}
+
+// The value of a step-function series at time t (false before its first sample).
+bool series_at(const view::Series& s, double t, double* v) {
+  size_t i = size_t(std::upper_bound(s.time, s.time + s.count, int64_t(std::floor(t))) - s.time);
+  if (i == 0) return false;
+  *v = s.values.value(i - 1);
+  return true;
+}
+
+void tooltip_lines(const view::EventDetails& det) {
+  ImGui::TextUnformatted(det.title.c_str());
+  ImGui::Separator();
+  for (const auto& [what, value] : det.lines) {
+    ImGui::TextColored(ImVec4(0.6f, 0.63f, 0.68f, 1), "%s", what.c_str());
+    ImGui::SameLine(110);
+    ImGui::TextUnformatted(value.c_str());
+  }
+}
+
+bool is_flow_kind(LaneKind k) {
+  return k == LaneKind::launches || k == LaneKind::device_ops || k == LaneKind::transfers;
+}
+
+void update_flow(ViewState& s, const Selection& from) {
+  if (s.flow.from.same(from.doc, from.kind, from.table, from.index)) return;
+  s.flow = FlowCache{};
+  s.flow.from = from;
+  const Document* d = s.docs[size_t(from.doc)].get();
+  if (!d) return;
+  std::optional<view::EventRef> to;
+  if (from.kind == LaneKind::launches) {
+    to = view::device_op_of_launch(d->model, from.table, uint32_t(from.index));
+    s.flow.to_kind = LaneKind::device_ops;
+  } else if (from.kind == LaneKind::transfers) {
+    to = view::device_op_of_transfer(d->model, from.table, uint32_t(from.index));
+    s.flow.to_kind = LaneKind::device_ops;
+  } else {
+    to = view::launch_of_device_op(d->model, from.table, uint32_t(from.index));
+    s.flow.to_kind = LaneKind::launches;
+  }
+  if (to) {
+    s.flow.found = true;
+    s.flow.to = *to;
+  }
+}
+
+// Screen rectangle of an event, from its lane and times (false if no lane holds it).
+bool event_rect(const Canvas& cv, const Document& d, const TimeAxis& axis, LaneKind kind, uint32_t table,
+                size_t index, ImVec2* a, ImVec2* b) {
+  view::EventLocation where;
+  if (!view::locate_event(d.tracks, kind, table, index, &where)) return false;
+  const TrackLane& tl = d.tracks.tracks[where.track].lanes[where.lane];
+  float x0 = axis.x(double(tl.lane.start_at(where.position)));
+  float x1 = std::max(axis.x(double(tl.lane.end_at(where.position))), x0 + 1);
+  *a = ImVec2(std::max(x0, cv.x0 - 4), cv.top + tl.y0);
+  *b = ImVec2(std::min(x1, cv.x1 + 4), cv.top + tl.y1);
+  return true;
+}
+
+void handle_keys(ViewState& s) {
+  ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput || io.KeyCtrl || io.KeyAlt || io.KeySuper) return;
+  float mid = s.axis.x0 + s.axis.width * 0.5f;
+  if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) zoom_to_fit(s);
+  if (ImGui::IsKeyPressed(GLFW_KEY_Z, false)) zoom_to_selection(s);
+  if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) {
+    s.has_range = false;
+    s.selection = {};
+    s.selected_finding = -1;
+  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_W) || ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
+    view::zoom_at(s.axis, mid, 0.8);
+  if (ImGui::IsKeyPressed(GLFW_KEY_S) || ImGui::IsKeyPressed(GLFW_KEY_MINUS) ||
+      ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
+    view::zoom_at(s.axis, mid, 1.25);
+  if (ImGui::IsKeyPressed(GLFW_KEY_A) || ImGui::IsKeyPressed(GLFW_KEY_LEFT)) view::pan(s.axis, s.axis.width * 0.1f);
+  if (ImGui::IsKeyPressed(GLFW_KEY_D) || ImGui::IsKeyPressed(GLFW_KEY_RIGHT)) view::pan(s.axis, -s.axis.width * 0.1f);
+}
+
+void draw_ruler(ViewState& s, ImVec2 pos, float width) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  float x0 = s.axis.x0, x1 = s.axis.x0 + s.axis.width;
+  dl->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + kRulerHeight), palette::gutter);
+  std::string what = s.compare ? "time since first step" : "trace time";
+  dl->AddText(ImVec2(pos.x + 6, pos.y + 5), palette::text_dim, what.c_str());
+  dl->PushClipRect(ImVec2(x0, pos.y), ImVec2(x1, pos.y + kRulerHeight), true);
+  for (const view::Tick& t : view::ruler_ticks(s.axis, 14, 0)) {
+    float h = t.major ? 10.0f : 4.0f;
+    dl->AddLine(ImVec2(t.x, pos.y + kRulerHeight - h), ImVec2(t.x, pos.y + kRulerHeight), palette::ruler_tick);
+    if (t.major) dl->AddText(ImVec2(t.x + 3, pos.y + 2), palette::text, t.label.c_str());
+  }
+  if (s.has_range) {
+    float a = s.axis.x(std::min(s.range_start, s.range_end)), b = s.axis.x(std::max(s.range_start, s.range_end));
+    dl->AddRectFilled(ImVec2(a, pos.y), ImVec2(b, pos.y + kRulerHeight), palette::range_band);
+    std::string text = prof::format_duration(int64_t(std::llround(std::fabs(s.range_end - s.range_start))));
+    ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+    float cx = std::clamp((a + b) * 0.5f - ts.x * 0.5f, x0, x1 - ts.x);
+    dl->AddRectFilled(ImVec2(cx - 3, pos.y + 3), ImVec2(cx + ts.x + 3, pos.y + 3 + ts.y), palette::background);
+    dl->AddText(ImVec2(cx, pos.y + 3), palette::selection, text.c_str());
+  }
+  dl->PopClipRect();
+}
+
+// One trace's tracks, in a child window that scrolls vertically.
+void draw_document(ViewState& s, int di, ImVec2 size) {
+  Document& d = *s.docs[size_t(di)];
+  ImGuiIO& io = ImGui::GetIO();
+  ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::ColorConvertU32ToFloat4(palette::background));
+  ImGui::BeginChild(di == 0 ? "##timeline0" : "##timeline1", size, false,
+                    ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_AlwaysVerticalScrollbar |
+                        ImGuiWindowFlags_NoMove);
+  ImGui::PopStyleColor();
+  const float view_h = ImGui::GetWindowHeight();
+  const float scroll = ImGui::GetScrollY();
+  Canvas cv;
+  cv.dl = ImGui::GetWindowDrawList();
+  cv.left = ImGui::GetCursorScreenPos().x;
+  cv.top = ImGui::GetCursorScreenPos().y;  // already scrolled
+  cv.x0 = s.axis.x0;
+  cv.x1 = s.axis.x0 + s.axis.width;
+  cv.clip_top = ImGui::GetWindowPos().y;
+  cv.clip_bottom = cv.clip_top + view_h;
+  const float canvas_h = std::max(d.tracks.height, view_h - 4);
+  ImGui::InvisibleButton("##canvas", ImVec2(cv.x1 - cv.left, canvas_h),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  const bool hovered = ImGui::IsItemHovered();
+  const bool active = ImGui::IsItemActive();
+  const ImVec2 mouse = io.MousePos;
+  const bool over_axis = hovered && mouse.x >= cv.x0 && mouse.x < cv.x1;
+
+  // --- input: zoom, pan, range selection, click ------------------------------
+  if (hovered && io.MouseWheel != 0) {
+    if (io.KeyShift) ImGui::SetScrollY(scroll - io.MouseWheel * 40);
+    else view::zoom_at(s.axis, std::clamp(mouse.x, cv.x0, cv.x1), std::pow(0.8, double(io.MouseWheel)));
+  }
+  if (hovered && (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Right))) {
+    bool range = io.KeyShift || ImGui::IsMouseClicked(ImGuiMouseButton_Right);
+    s.drag = range ? ViewState::Drag::range : ViewState::Drag::pan;
+    s.range_anchor = s.axis.time(mouse.x);
+  }
+  if (active && s.drag == ViewState::Drag::pan && (io.MouseDelta.x != 0 || io.MouseDelta.y != 0)) {
+    view::pan(s.axis, io.MouseDelta.x);
+    ImGui::SetScrollY(scroll - io.MouseDelta.y);
+  }
+  if (active && s.drag == ViewState::Drag::range &&
+      (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3) || ImGui::IsMouseDragging(ImGuiMouseButton_Right, 3))) {
+    s.has_range = true;
+    s.range_start = s.range_anchor;
+    s.range_end = s.axis.time(std::clamp(mouse.x, cv.x0, cv.x1));
+  }
+  const bool released = ImGui::IsMouseReleased(ImGuiMouseButton_Left);
+  const bool was_click = released && hovered && s.drag == ViewState::Drag::pan &&
+                         io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 9;
+  if (released || ImGui::IsMouseReleased(ImGuiMouseButton_Right)) s.drag = ViewState::Drag::none;
+  const bool double_click = hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+
+  // --- level of detail for the visible tracks ------------------------------
+  const TimeAxis axis = doc_axis(s, d);
+  const float vis0 = scroll - 2, vis1 = scroll + view_h + 2;  // layout y in view
+  d.frame.reset(d.tracks);
+  for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
+    const Track& tr = d.tracks.tracks[t];
+    bool visible = tr.y1 >= vis0 && tr.y0 <= vis1;
+    for (size_t l = 0; l < tr.lanes.size(); ++l) {
+      // Recompile markers draw a line across every track: always needed.
+      if (visible || tr.lanes[l].kind == LaneKind::recompiles) {
+        view::lane_items(tr.lanes[l].lane, axis, kMergePx, d.frame.items[t][l]);
+      }
+    }
+  }
+
+  // --- hover ----------------------------------------------------------------
+  view::Hit hit;
+  long gap_hit = -1;
+  const view::DeviceGaps* hit_gaps = nullptr;
+  if (over_axis && s.drag == ViewState::Drag::none) {
+    hit = view::hit_test(d.tracks, d.frame, mouse.x, mouse.y - cv.top, 2);
+    if (hit.ok()) {
+      const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
+      const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
+      if (it.count == 1) {
+        s.hover = {true, di, tl.kind, tl.table, tl.lane.event(it.first)};
+      }
+    }
+  }
+
+  // --- drawing --------------------------------------------------------------
+  ImDrawList* dl = cv.dl;
+  std::vector<DrawItem> scratch;
+  std::deque<std::pair<uint32_t, std::vector<DrawItem>>> gap_items;  // per device, this frame (stable addresses)
+  auto gaps_for = [&](uint32_t device) -> const std::vector<DrawItem>* {
+    if (!d.analysis) return nullptr;
+    for (auto& [dev, items] : gap_items)
+      if (dev == device) return &items;
+    const view::DeviceGaps* g = d.analysis->gaps_of(device);
+    if (!g) return nullptr;
+    gap_items.push_back({device, {}});
+    view::lane_items(g->lane, axis, 1, gap_items.back().second);
+    return &gap_items.back().second;
+  };
+  g_layout.tracks.erase(std::remove_if(g_layout.tracks.begin(), g_layout.tracks.end(),
+                                       [&](const DrawnTrack& t) { return t.doc == di; }),
+                        g_layout.tracks.end());
+  for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
+    const Track& tr = d.tracks.tracks[t];
+    g_layout.tracks.push_back({di, t, cv.top + tr.y0, cv.top + tr.y1});
+    if (tr.y1 < vis0 || tr.y0 > vis1) continue;
+    const float ty0 = cv.top + tr.y0, ty1 = cv.top + tr.y1;
+    dl->AddRectFilled(ImVec2(cv.x0, ty0), ImVec2(cv.x1, ty1), palette::track_background);
+    // Idle gaps of the device, behind its operations.
+    if (tr.kind == TrackKind::stream) {
+      if (const auto* gi = gaps_for(tr.device)) {
+        const view::DeviceGaps* g = d.analysis->gaps_of(tr.device);
+        for (const DrawItem& it : *gi) {
+          Color col = view::gap_color(g->cause[g->lane.event(it.first)]);
+          dl->AddRectFilled(ImVec2(std::max(it.x0, cv.x0), ty0), ImVec2(std::min(it.x1, cv.x1), ty1), col);
+        }
+        if (over_axis && !hit.ok() && mouse.y - cv.top >= tr.y0 && mouse.y - cv.top < tr.y1) {
+          long k = view::hit_item(*gi, mouse.x, 1);
+          if (k >= 0) {
+            gap_hit = long(g->lane.event((*gi)[size_t(k)].first));
+            hit_gaps = g;
+          }
+        }
+      }
+    }
+    for (size_t l = 0; l < tr.lanes.size(); ++l) draw_lane(cv, d, tr.lanes[l], d.frame.items[t][l]);
+    // A highlighted name: outlines over its events.
+    if (!d.highlight.empty() && t < d.highlight.lanes.size()) {
+      for (size_t l = 0; l < tr.lanes.size() && l < d.highlight.lanes[t].size(); ++l) {
+        const view::Lane& hl = d.highlight.lanes[t][l];
+        if (hl.size() == 0) continue;
+        scratch.clear();
+        view::lane_items(hl, axis, kMergePx, scratch);
+        const TrackLane& tl = tr.lanes[l];
+        for (const DrawItem& it : scratch) {
+          float x0 = std::max(it.x0, cv.x0 - 2), x1 = std::min(std::max(it.x1, it.x0 + 3), cv.x1 + 2);
+          dl->AddRect(ImVec2(x0, cv.top + tl.y0), ImVec2(x1, cv.top + tl.y1), palette::highlight, 0, 0, 2);
+        }
+      }
+    }
+    if (tr.kind == TrackKind::memory) draw_memory(cv, d, tr, axis);
+    if (tr.kind == TrackKind::counter) draw_counter(cv, d, tr, axis);
+  }
+
+  // Recompiles: a thin line across every track.
+  for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
+    const Track& tr = d.tracks.tracks[t];
+    for (size_t l = 0; l < tr.lanes.size(); ++l) {
+      if (tr.lanes[l].kind != LaneKind::recompiles) continue;
+      for (const DrawItem& it : d.frame.items[t][l]) {
+        dl->AddLine(ImVec2(it.x0, cv.clip_top), ImVec2(it.x0, cv.clip_bottom), with_alpha(palette::recompile, 150));
+      }
+    }
+  }
+  // The selected finding's ranges.
+  if (s.selected_finding >= 0 && s.finding_doc == di && d.analysis &&
+      size_t(s.selected_finding) < d.analysis->report.findings.size()) {
+    for (const prof::TimeRange& r : d.analysis->report.findings[size_t(s.selected_finding)].ranges) {
+      float a = axis.x(double(r.start)), b = std::max(axis.x(double(r.end)), a + 2);
+      if (b < cv.x0 || a > cv.x1) continue;
+      dl->AddRectFilled(ImVec2(std::max(a, cv.x0), cv.clip_top), ImVec2(std::min(b, cv.x1), cv.clip_bottom),
+                        palette::finding_band);
+      dl->AddLine(ImVec2(a, cv.clip_top), ImVec2(a, cv.clip_bottom), with_alpha(palette::peak, 160));
+    }
+  }
+  // The range selection.
+  if (s.has_range) {
+    float a = s.axis.x(std::min(s.range_start, s.range_end)), b = s.axis.x(std::max(s.range_start, s.range_end));
+    dl->AddRectFilled(ImVec2(std::max(a, cv.x0), cv.clip_top), ImVec2(std::min(b, cv.x1), cv.clip_bottom),
+                      palette::range_band);
+  }
+  // The hovered item and the selection.
+  if (hit.ok()) {
+    const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
+    const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
+    dl->AddRect(ImVec2(std::max(it.x0, cv.x0) - 1, cv.top + tl.y0), ImVec2(std::min(it.x1, cv.x1) + 1, cv.top + tl.y1),
+                with_alpha(palette::selection, 160));
+  }
+  ImVec2 a, b;
+  if (s.selection.active && s.selection.doc == di &&
+      event_rect(cv, d, axis, s.selection.kind, s.selection.table, s.selection.index, &a, &b)) {
+    dl->AddRect(ImVec2(a.x - 1, a.y), ImVec2(b.x + 1, b.y), palette::selection, 0, 0, 2);
+  }
+  // A flow between a launch and its device operation.
+  const Selection* flow_from = nullptr;
+  if (s.hover.active && s.hover.doc == di && is_flow_kind(s.hover.kind)) flow_from = &s.hover;
+  else if (s.selection.active && s.selection.doc == di && is_flow_kind(s.selection.kind)) flow_from = &s.selection;
+  if (flow_from) {
+    update_flow(s, *flow_from);
+    ImVec2 fa, fb, ta, tb;
+    if (s.flow.found &&
+        event_rect(cv, d, axis, flow_from->kind, flow_from->table, flow_from->index, &fa, &fb) &&
+        event_rect(cv, d, axis, s.flow.to_kind, s.flow.to.table, s.flow.to.index, &ta, &tb)) {
+      bool down = ta.y > fa.y;
+      ImVec2 p0(flow_from->kind == LaneKind::device_ops ? fa.x : fb.x, down ? fb.y : fa.y);
+      ImVec2 p1(s.flow.to_kind == LaneKind::device_ops ? ta.x : tb.x, down ? ta.y : tb.y);
+      // An end off screen is pinned to the edge, and says how far it is.
+      const float target_x = p1.x;
+      p0.x = std::clamp(p0.x, cv.x0, cv.x1);
+      p1.x = std::clamp(p1.x, cv.x0, cv.x1);
+      p0.y = std::clamp(p0.y, cv.clip_top, cv.clip_bottom);
+      p1.y = std::clamp(p1.y, cv.clip_top, cv.clip_bottom);
+      float bend = std::fabs(p1.y - p0.y) * 0.4f;
+      dl->AddBezierCubic(p0, ImVec2(p0.x, p0.y + (down ? bend : -bend)), ImVec2(p1.x, p1.y - (down ? bend : -bend)),
+                         p1, palette::flow, 2);
+      dl->AddCircleFilled(p1, 3.5f, palette::flow);
+      dl->AddRect(ta, tb, palette::flow, 0, 0, 2);
+      if (target_x != p1.x) {
+        const prof::TraceModel& m = d.model;
+        int64_t from_t = flow_from->kind == LaneKind::launches    ? m.launches[flow_from->table].start[flow_from->index]
+                         : flow_from->kind == LaneKind::transfers ? m.transfers[flow_from->table].start[flow_from->index]
+                                                                  : m.device_ops[flow_from->table].start[flow_from->index];
+        int64_t to_t = s.flow.to_kind == LaneKind::launches ? m.launches[s.flow.to.table].start[s.flow.to.index]
+                                                             : m.device_ops[s.flow.to.table].start[s.flow.to.index];
+        std::string text = fmt::format("{}{}", to_t >= from_t ? "+" : "-", prof::format_duration(std::abs(to_t - from_t)));
+        ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+        float tx = target_x > cv.x1 ? p1.x - ts.x - 6 : p1.x + 6;
+        dl->AddRectFilled(ImVec2(tx - 2, p1.y - ts.y - 2), ImVec2(tx + ts.x + 2, p1.y), palette::background);
+        dl->AddText(ImVec2(tx, p1.y - ts.y - 1), palette::flow, text.c_str());
+      }
+    }
+  }
+
+  if (d.tracks.tracks.empty()) {
+    dl->AddText(ImVec2(cv.x0 + 12, cv.top + 12), palette::text_dim, "this trace holds no events");
+  }
+  // Gutter: the track titles, drawn last so that nothing covers them.
+  dl->AddRectFilled(ImVec2(cv.left, cv.clip_top), ImVec2(cv.x0, cv.clip_bottom), palette::gutter);
+  for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
+    const Track& tr = d.tracks.tracks[t];
+    if (tr.y1 < vis0 || tr.y0 > vis1) continue;
+    ImVec4 clip(cv.left + 4, cv.top + tr.y0, cv.x0 - 4, cv.top + tr.y1);
+    Color col = palette::text;
+    if (s.selected_finding >= 0 && s.finding_doc == di && d.analysis &&
+        size_t(s.selected_finding) < d.analysis->report.findings.size()) {
+      const prof::Finding& f = d.analysis->report.findings[size_t(s.selected_finding)];
+      bool concerned = (tr.kind == TrackKind::thread &&
+                        std::find(f.threads.begin(), f.threads.end(), tr.thread) != f.threads.end()) ||
+                       (tr.kind != TrackKind::thread && tr.kind != TrackKind::counter &&
+                        std::find(f.devices.begin(), f.devices.end(), tr.device) != f.devices.end());
+      if (concerned) col = palette::peak;
+    }
+    dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(cv.left + 6, cv.top + tr.y0 + 2), col,
+                tr.title.c_str(), nullptr, 0, &clip);
+    if (!tr.subtitle.empty() && tr.y1 - tr.y0 >= 2 * ImGui::GetFontSize() + 6) {
+      dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(cv.left + 6, cv.top + tr.y0 + 4 + ImGui::GetFontSize()),
+                  palette::text_dim, tr.subtitle.c_str(), nullptr, 0, &clip);
+    }
+    dl->AddLine(ImVec2(cv.left, cv.top + tr.y1 + 2), ImVec2(cv.x0, cv.top + tr.y1 + 2), palette::grid);
+  }
+
+  // The gutter's tooltip: a title in full.
+  if (hovered && mouse.x < cv.x0 && s.drag == ViewState::Drag::none) {
+    for (const Track& tr : d.tracks.tracks) {
+      if (mouse.y - cv.top < tr.y0 || mouse.y - cv.top >= tr.y1) continue;
+      if (tr.subtitle.empty()) ImGui::SetTooltip("%s", tr.title.c_str());
+      else ImGui::SetTooltip("%s\n%s", tr.title.c_str(), tr.subtitle.c_str());
+    }
+  }
+
+  // --- clicks and tooltips -------------------------------------------------
+  if (was_click && over_axis) {
+    if (hit.ok()) {
+      const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
+      const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
+      if (it.count == 1) {
+        s.selection = {true, di, tl.kind, tl.table, tl.lane.event(it.first)};
+        s.tab = Tab::details;
+        s.switch_tab = true;
+      } else {
+        // A merged run: zoom into the part of it in view, or, when that
+        // is most of the view, four times around the mouse.
+        double lo = std::max(double(it.start - d.origin), s.axis.start_ns);
+        double hi = std::min(double(it.end - d.origin), s.axis.end_ns());
+        if (hi - lo < 0.5 * (s.axis.end_ns() - s.axis.start_ns)) zoom_to_range(s, lo, hi, 0.05);
+        else view::zoom_at(s.axis, mouse.x, 0.25);
+      }
+    } else {
+      s.selection = {};
+      s.has_range = false;
+    }
+  }
+  if (double_click && hit.ok()) {
+    const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
+    if (it.count == 1) zoom_to_range(s, double(it.start - d.origin), double(it.end - d.origin), 0.1);
+  }
+  if (over_axis && s.drag == ViewState::Drag::none) {
+    const float my = mouse.y - cv.top;
+    if (hit.ok()) {
+      const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
+      const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
+      ImGui::BeginTooltip();
+      if (it.count > 1) {
+        ImGui::Text("%s events merged", prof::format_count(it.count).c_str());
+        ImGui::Separator();
+        ImGui::Text("from %s to %s (%s)", prof::format_duration(it.start).c_str(),
+                    prof::format_duration(it.end).c_str(), prof::format_duration(it.end - it.start).c_str());
+        ImGui::Text("first: %s", event_name(d, tl.kind, tl.table, tl.lane.event(it.first)).c_str());
+        ImGui::TextDisabled("click to zoom in");
+      } else {
+        tooltip_lines(view::describe_event(d.model, tl.kind, tl.table, tl.lane.event(it.first)));
+      }
+      ImGui::EndTooltip();
+    } else if (gap_hit >= 0 && hit_gaps && d.analysis) {
+      for (const prof::DeviceIdle& dev : d.analysis->report.devices) {
+        if (dev.device != hit_gaps->device || size_t(gap_hit) >= dev.gaps.size()) continue;
+        const prof::IdleGap& g = dev.gaps[size_t(gap_hit)];
+        ImGui::BeginTooltip();
+        ImGui::Text("device %u idle for %s", dev.device, prof::format_duration(g.end - g.start).c_str());
+        ImGui::Separator();
+        ImGui::Text("cause: %s", std::string(prof::name_of(g.cause)).c_str());
+        if (!g.detail.empty()) ImGui::TextUnformatted(g.detail.c_str());
+        ImGui::EndTooltip();
+      }
+    } else {
+      // Memory and counters: the values at the mouse.
+      for (const Track& tr : d.tracks.tracks) {
+        if (my < tr.y0 || my >= tr.y1) continue;
+        double t = axis.time(mouse.x), v = 0, r = 0;
+        if (tr.kind == TrackKind::memory && series_at(tr.allocated, t, &v)) {
+          series_at(tr.reserved, t, &r);
+          ImGui::BeginTooltip();
+          ImGui::TextUnformatted(tr.title.c_str());
+          ImGui::Separator();
+          ImGui::Text("allocated  %s", prof::format_bytes(int64_t(v)).c_str());
+          ImGui::Text("reserved   %s", prof::format_bytes(int64_t(r)).c_str());
+          ImGui::Text("peak       %s", prof::format_bytes(int64_t(tr.allocated.max_value)).c_str());
+          if (tr.capacity) ImGui::Text("capacity   %s", prof::format_bytes(tr.capacity).c_str());
+          ImGui::EndTooltip();
+        } else if (tr.kind == TrackKind::counter && series_at(tr.value, t, &v)) {
+          ImGui::SetTooltip("%s = %.6g", tr.title.c_str(), v);
+        }
+      }
+    }
+  }
+  ImGui::EndChild();
+}
+
+}  // namespace
+
+const TimelineLayout& last_timeline_layout() { return g_layout; }
+
+void draw_timelines(ViewState& s, ImVec2 size) {
+  const ImVec2 pos = ImGui::GetCursorScreenPos();
+  const float scrollbar = ImGui::GetStyle().ScrollbarSize;
+  s.axis.x0 = pos.x + kGutterWidth;
+  s.axis.width = std::max(10.0f, size.x - kGutterWidth - scrollbar);
+  g_layout.x0 = s.axis.x0;
+  g_layout.width = s.axis.width;
+  g_layout.top = pos.y;
+  g_layout.bottom = pos.y + size.y;
+  s.hover = {};
+  if (!s.fitted) {
+    // The first frame with every trace: show all of them.
+    bool all = true;
+    for (int i = 0; i < s.doc_count(); ++i) all &= s.docs[size_t(i)] != nullptr;
+    if (all) {
+      zoom_to_fit(s);
+      s.fitted = true;
+    }
+  }
+  draw_ruler(s, pos, size.x);
+  ImGui::Dummy(ImVec2(size.x, kRulerHeight));
+  const int n = s.doc_count();
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  float each = (size.y - kRulerHeight) / float(n);
+  for (int i = 0; i < n; ++i) {
+    if (s.compare) {
+      std::string head = fmt::format("{}  {}", i == 0 ? "BASE" : "HEAD", s.paths[size_t(i)]);
+      ImGui::TextColored(ImVec4(0.6f, 0.63f, 0.68f, 1), "%s", head.c_str());
+    }
+    float h = std::max(40.0f, each - (s.compare ? line : 0));
+    if (s.docs[size_t(i)]) {
+      draw_document(s, i, ImVec2(size.x, h));
+    } else {
+      ImGui::Dummy(ImVec2(size.x, h));
+    }
+  }
+  if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows)) handle_keys(s);
+  clamp_view(s);
+}
+
+}  // namespace loupe::app

@@ -1,0 +1,51 @@
+// The GLFW window with its OpenGL 3 context and Dear ImGui on top.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct GLFWwindow;
+
+namespace loupe::app {
+
+struct WindowOptions {
+  int width = 1600, height = 900;
+  bool visible = true;
+  std::string title = "loupe-view";
+};
+
+class Window {
+ public:
+  // Throws std::runtime_error naming what failed (no display, no OpenGL 3).
+  explicit Window(const WindowOptions& options);
+  ~Window();
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  bool should_close() const;
+  // Blocks until an event arrives (or `timeout` seconds pass when > 0).
+  void wait_events(double timeout);
+  void poll_events();
+  // The backends' and ImGui's NewFrame; `mouse` (window pixels) replaces
+  // the pointer's position when given, for headless runs.
+  void begin_frame(const float* mouse = nullptr);
+  void end_frame();   // ImGui::Render, then draw_frame
+  void draw_frame();  // draws ImGui's draw data into the back buffer
+  void swap();
+  // The back buffer as RGBA rows, top row first.
+  std::vector<uint8_t> read_pixels(int* width, int* height) const;
+  void framebuffer_size(int* width, int* height) const;
+  void set_title(const std::string& title);
+  // Files dropped on the window since the last call.
+  std::vector<std::string> take_dropped_files();
+  // Wakes a thread blocked in wait_events (callable from any thread).
+  static void post_empty_event();
+  GLFWwindow* handle() const { return window_; }
+
+ private:
+  GLFWwindow* window_ = nullptr;
+  std::vector<std::string> dropped_;
+};
+
+}  // namespace loupe::app

@@ -1,0 +1,107 @@
+#include "loupe/view/options.h"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace loupe::view {
+
+namespace {
+
+template <typename Int>
+Int parse_int(const std::string& text, const std::string& what) {
+  Int v{};
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) {
+    throw std::invalid_argument(what + ": `" + text + "` is not an integer");
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string view_usage() {
+  return "usage: loupe-view [FILE] [--compare HEAD] [--screenshot OUT.png] [--size WxH]\n"
+         "                  [--zoom START_NS:END_NS] [--select-finding N] [--panel NAME]\n"
+         "                  [--mouse X,Y] [--bench-frames N]\n"
+         "\n"
+         "  FILE                 a loupe trace to open (the base trace with --compare)\n"
+         "  --compare HEAD       show HEAD below FILE, aligned at their first step, with their diff\n"
+         "  --screenshot OUT.png render one frame, write it as a PNG and exit\n"
+         "  --size WxH           window size in pixels (default 1600x900)\n"
+         "  --zoom START:END     show trace time [START, END) in ns\n"
+         "  --select-finding N   select finding N (as numbered by `loupe analyze`) and zoom to it\n"
+         "  --panel NAME         the panel shown: findings, statistics, compiles, details or diff\n"
+         "  --mouse X,Y          with --screenshot: rest the pointer at window pixel X,Y (tooltips, flows)\n"
+         "  --bench-frames N     print time to first frame and frame build times (JSON lines), exit\n";
+}
+
+ViewOptions parse_view_options(const std::vector<std::string>& args) {
+  ViewOptions o;
+  auto value = [&](size_t& i) -> const std::string& {
+    if (i + 1 >= args.size()) throw std::invalid_argument(args[i] + " needs a value");
+    return args[++i];
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      o.help = true;
+    } else if (a == "--compare") {
+      o.compare = value(i);
+    } else if (a == "--screenshot") {
+      o.screenshot = value(i);
+    } else if (a == "--size") {
+      const std::string& v = value(i);
+      size_t x = v.find('x');
+      if (x == std::string::npos) throw std::invalid_argument("--size: `" + v + "` is not WxH (e.g. 1280x720)");
+      o.width = parse_int<int>(v.substr(0, x), "--size width");
+      o.height = parse_int<int>(v.substr(x + 1), "--size height");
+      if (o.width < 64 || o.height < 64 || o.width > 16384 || o.height > 16384) {
+        throw std::invalid_argument("--size: `" + v + "` is outside 64x64 .. 16384x16384");
+      }
+      o.size_given = true;
+    } else if (a == "--zoom") {
+      const std::string& v = value(i);
+      size_t c = v.find(':');
+      if (c == std::string::npos) throw std::invalid_argument("--zoom: `" + v + "` is not START_NS:END_NS");
+      o.zoom_start = parse_int<int64_t>(v.substr(0, c), "--zoom start");
+      o.zoom_end = parse_int<int64_t>(v.substr(c + 1), "--zoom end");
+      if (o.zoom_end <= o.zoom_start) throw std::invalid_argument("--zoom: the end must be after the start in `" + v + "`");
+      o.zoom_given = true;
+    } else if (a == "--select-finding") {
+      o.select_finding = parse_int<int>(value(i), "--select-finding");
+      if (o.select_finding < 1) throw std::invalid_argument("--select-finding: findings are numbered from 1");
+    } else if (a == "--panel") {
+      o.panel = value(i);
+      if (o.panel != "findings" && o.panel != "statistics" && o.panel != "compiles" && o.panel != "details" &&
+          o.panel != "diff") {
+        throw std::invalid_argument("--panel: `" + o.panel + "` is none of findings, statistics, compiles, details, diff");
+      }
+    } else if (a == "--mouse") {
+      const std::string& v = value(i);
+      size_t c = v.find(',');
+      if (c == std::string::npos) throw std::invalid_argument("--mouse: `" + v + "` is not X,Y");
+      o.mouse_x = float(parse_int<int>(v.substr(0, c), "--mouse x"));
+      o.mouse_y = float(parse_int<int>(v.substr(c + 1), "--mouse y"));
+      o.mouse_given = true;
+    } else if (a == "--bench-frames") {
+      o.bench_frames = parse_int<int>(value(i), "--bench-frames");
+      if (o.bench_frames < 1) throw std::invalid_argument("--bench-frames: need at least 1 frame");
+    } else if (!a.empty() && a[0] == '-') {
+      throw std::invalid_argument("unknown option " + a);
+    } else if (o.file.empty()) {
+      o.file = a;
+    } else {
+      throw std::invalid_argument("one trace only (`" + a + "`); use --compare HEAD for a second");
+    }
+  }
+  if (!o.help) {
+    if (!o.compare.empty() && o.file.empty()) throw std::invalid_argument("--compare needs a base trace before it");
+    if (!o.screenshot.empty() && o.file.empty()) throw std::invalid_argument("--screenshot needs a trace to show");
+    if (o.bench_frames && o.file.empty()) throw std::invalid_argument("--bench-frames needs a trace to show");
+    if (o.mouse_given && o.screenshot.empty()) throw std::invalid_argument("--mouse goes with --screenshot");
+    if (o.bench_frames && !o.screenshot.empty()) throw std::invalid_argument("--bench-frames and --screenshot exclude each other");
+  }
+  return o;
+}
+
+}  // namespace loupe::view

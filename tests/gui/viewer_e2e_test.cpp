@@ -1,0 +1,290 @@
+// loupe-view end to end, under Xvfb: screenshots of real traces, checked
+// where the picture can be checked from its pixels. Where an idle gap is,
+// its shading must be, in the colour of its cause: the expected x comes
+// from the time <-> pixel mapping of the core, fed with the axis the
+// viewer reports for the frame it drew.
+#include <gtest/gtest.h>
+#include <stb/stb_image.h>
+#include <fcntl.h>  // run_command.h needs it
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/trace_reader.h"
+#include "loupe/prof/trace_writer.h"
+#include "loupe/view/palette.h"
+#include "loupe/view/time_axis.h"
+#include "profiler/test_files.h"
+#include "run_command.h"
+
+namespace loupe::view {
+namespace {
+
+using namespace loupe::prof;
+
+std::string find_xvfb_run() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string p = dir + "/xvfb-run";
+    if (!dir.empty() && ::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgba;
+  Color at(int x, int y) const {
+    const uint8_t* p = &rgba[(size_t(y) * size_t(width) + size_t(x)) * 4];
+    return rgba_color(p);
+  }
+  static Color rgba_color(const uint8_t* p) { return view::rgba(p[0], p[1], p[2]); }
+};
+
+Image load_png(const std::string& path) {
+  Image img;
+  int comp = 0;
+  unsigned char* data = stbi_load(path.c_str(), &img.width, &img.height, &comp, 4);
+  if (!data) return img;
+  img.rgba.assign(data, data + size_t(img.width) * size_t(img.height) * 4);
+  stbi_image_free(data);
+  return img;
+}
+
+bool same_rgb(Color a, Color b) {
+  return red_of(a) == red_of(b) && green_of(a) == green_of(b) && blue_of(a) == blue_of(b);
+}
+
+class ViewerScreenshot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    xvfb_ = find_xvfb_run();
+    if (xvfb_.empty()) GTEST_SKIP() << "xvfb-run is not installed (scripts/setup installs xvfb): no headless display";
+  }
+
+  // Runs loupe-view under Xvfb; the layout line it prints is parsed into `layout`.
+  test::CommandResult view(std::vector<std::string> args, nlohmann::json* layout = nullptr) {
+    std::vector<std::string> cmd = {xvfb_, "-a", "-s", "-screen 0 1600x1200x24", LOUPE_VIEW_BIN};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    test::CommandResult r = test::run_command(cmd, dir_.path().string());
+    if (layout && r.exit_code == 0) *layout = nlohmann::json::parse(r.out, nullptr, false);
+    return r;
+  }
+
+  static TimeAxis axis_of(const nlohmann::json& layout) {
+    const auto& a = layout["axis"];
+    return TimeAxis{a["start_ns"].get<double>(), a["ns_per_px"].get<double>(), a["x0"].get<float>(),
+                    a["width"].get<float>()};
+  }
+
+  static const nlohmann::json* track(const nlohmann::json& layout, const std::string& kind, uint32_t device,
+                                     uint32_t stream, int doc = 0) {
+    for (const auto& t : layout["tracks"]) {
+      if (t["kind"] == kind && t["device"] == device && t["stream"] == stream && t["doc"] == doc) return &t;
+    }
+    return nullptr;
+  }
+
+  // Expects the gap's colour across [start, end) of the track's middle row,
+  // and not over the operations either side of it.
+  static void expect_gap_shading(const Image& img, const nlohmann::json& layout, const nlohmann::json& tr,
+                                 int64_t start, int64_t end, Color color, int64_t busy_before, int64_t busy_after) {
+    TimeAxis axis = axis_of(layout);
+    int y = int((tr["y0"].get<float>() + tr["y1"].get<float>()) / 2);
+    int xa = int(std::ceil(axis.x(double(start)))) + 2, xb = int(std::floor(axis.x(double(end)))) - 2;
+    ASSERT_LT(xa, xb) << "the gap should be several pixels wide at this zoom";
+    ASSERT_GE(xa, int(axis.x0));
+    ASSERT_LE(xb, int(axis.x0 + axis.width));
+    int shaded = 0;
+    for (int x = xa; x <= xb; ++x) shaded += same_rgb(img.at(x, y), color);
+    // Labels or the recompile line may cross a few columns; the rest is shaded.
+    EXPECT_GE(shaded, (xb - xa + 1) * 9 / 10) << "gap shading at x " << xa << ".." << xb << ", y " << y;
+    // Operations run either side of the gap: no gap colour there.
+    for (int64_t t : {busy_before, busy_after}) {
+      int x = int(axis.x(double(t)));
+      if (x < int(axis.x0) || x >= int(axis.x0 + axis.width)) continue;
+      EXPECT_FALSE(same_rgb(img.at(x, y), color)) << "gap colour over an operation at x " << x;
+    }
+  }
+
+  static void expect_not_blank(const Image& img) {
+    ASSERT_GT(img.width, 0);
+    std::set<Color> colors;
+    size_t background = 0;
+    for (int y = 0; y < img.height; y += 3) {
+      for (int x = 0; x < img.width; x += 3) {
+        Color c = img.at(x, y);
+        colors.insert(c);
+        background += same_rgb(c, palette::background);
+      }
+    }
+    size_t sampled = size_t((img.height + 2) / 3) * size_t((img.width + 2) / 3);
+    EXPECT_GT(colors.size(), 20u) << "a handful of colours: the window looks blank";
+    EXPECT_LT(background, sampled * 95 / 100) << "almost all background: the window looks blank";
+  }
+
+  test::TempDir dir_;
+  std::string xvfb_;
+};
+
+// A device busy from 0 to 2 ms and from 5 to 8 ms; the host compiles from
+// 2 to 5 ms: an idle gap of 3 ms caused by compilation.
+std::string write_gap_trace(const std::string& path) {
+  TraceWriter w(path, {});
+  w.put(DeviceRow{0, "gpu", DeviceKind::cuda, int64_t(1) << 30, 0});
+  w.put(StreamRow{0, 0, "compute"});
+  w.put(ThreadRow{0, 1, 1, "main", 0});
+  StringId k = w.intern("kernel"), fn = w.intern("train_step"), sig = w.intern("f32[8]"), jit = w.intern("jit compile");
+  for (int64_t t = 0; t < 2'000'000; t += 250'000) w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
+  for (int64_t t = 5'000'000; t < 8'000'000; t += 250'000) w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
+  w.add(HostSpanRow{0, 2'000'000, 3'000'000, jit, SpanKind::compile, 0, 0});
+  CompileRow c;
+  c.thread = 0;
+  c.start = 2'000'000;
+  c.dur = 3'000'000;
+  c.function = fn;
+  c.signature = sig;
+  c.kind = CompileKind::miss;
+  c.reason = "first compile";
+  w.add(std::move(c));
+  w.set_meta("status", "complete");
+  w.close();
+  return path;
+}
+
+TEST_F(ViewerScreenshot, IdleGapShadingSitsWhereTheGapIs) {
+  std::string trace = write_gap_trace(dir_.file("gap.db"));
+  // The analysis agrees there is one gap, caused by compilation.
+  AnalysisReport report = analyze(load_trace(trace));
+  ASSERT_EQ(report.devices.size(), 1u);
+  ASSERT_EQ(report.devices[0].gaps.size(), 1u);
+  const IdleGap& gap = report.devices[0].gaps[0];
+  ASSERT_EQ(gap.start, 2'000'000);
+  ASSERT_EQ(gap.end, 5'000'000);
+  ASSERT_EQ(gap.cause, GapCause::compile);
+
+  nlohmann::json layout;
+  std::string png = dir_.file("gap.png");
+  test::CommandResult r = view({trace, "--screenshot", png, "--size", "1000x600", "--zoom", "0:8000000"}, &layout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(layout.is_object()) << r.out;
+  Image img = load_png(png);
+  ASSERT_EQ(img.width, 1000);
+  ASSERT_EQ(img.height, 600);
+  expect_not_blank(img);
+  // The view is the one asked for: 8 ms across the axis.
+  TimeAxis axis = axis_of(layout);
+  EXPECT_NEAR(axis.start_ns, 0, 1);
+  EXPECT_NEAR(axis.ns_per_px * axis.width, 8e6, 1);
+  const nlohmann::json* tr = track(layout, "stream", 0, 0);
+  ASSERT_NE(tr, nullptr) << layout.dump();
+  expect_gap_shading(img, layout, *tr, gap.start, gap.end, gap_color(GapCause::compile), 1'000'000, 6'500'000);
+}
+
+TEST_F(ViewerScreenshot, TraceRecordedBySampleShowsItsGaps) {
+  std::string trace = dir_.file("workload.db");
+  test::CommandResult rec = test::run_command({LOUPE_RECORD_WORKLOAD, "--out", trace, "--steps", "12"},
+                                              dir_.path().string());
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  // The widest gap the analysis found on device 0, and the view around it.
+  TraceModel model = load_trace(trace);
+  AnalysisReport report = analyze(model);
+  ASSERT_FALSE(report.devices.empty());
+  const auto& gaps = report.devices[0].gaps;
+  ASSERT_FALSE(gaps.empty()) << "record_workload compiles at steps 0, 9 and 10: the device idles";
+  const IdleGap& gap = *std::max_element(gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) {
+    return a.end - a.start < b.end - b.start;
+  });
+  const int64_t len = gap.end - gap.start;
+  const int64_t from = gap.start - len, to = gap.end + len;
+  // The operations either side: one ends where the gap starts, one starts
+  // where it ends; a point inside each must not be shaded.
+  ASSERT_EQ(model.device_ops.size(), 1u);
+  const DeviceOps& ops = model.device_ops[0];
+  size_t after = lower_bound_time(ops.start, gap.end);
+  ASSERT_LT(after, ops.size());
+  ASSERT_GT(after, 0u);
+  ASSERT_EQ(ops.start[after], gap.end);
+  ASSERT_EQ(ops.end(after - 1), gap.start);
+  int64_t inside_before = gap.start - std::min(ops.dur[after - 1], len) / 2;
+  int64_t inside_after = gap.end + std::min(ops.dur[after], len) / 2;
+
+  nlohmann::json layout;
+  std::string png = dir_.file("workload.png");
+  test::CommandResult r = view({trace, "--screenshot", png, "--size", "1200x700", "--zoom",
+                                std::to_string(from) + ":" + std::to_string(to)},
+                               &layout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Image img = load_png(png);
+  expect_not_blank(img);
+  const nlohmann::json* tr = track(layout, "stream", 0, 0);
+  ASSERT_NE(tr, nullptr) << layout.dump();
+  expect_gap_shading(img, layout, *tr, gap.start, gap.end, gap_color(gap.cause), inside_before, inside_after);
+}
+
+TEST_F(ViewerScreenshot, CompareShowsBothTracesAndTheDiff) {
+  std::string a = write_gap_trace(dir_.file("a.db"));
+  std::string b = write_gap_trace(dir_.file("b.db"));
+  nlohmann::json layout;
+  std::string png = dir_.file("compare.png");
+  test::CommandResult r = view({a, "--compare", b, "--screenshot", png, "--size", "1000x800", "--panel", "diff"}, &layout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(track(layout, "stream", 0, 0, 0), nullptr);
+  ASSERT_NE(track(layout, "stream", 0, 0, 1), nullptr);
+  EXPECT_LT((*track(layout, "stream", 0, 0, 0))["y1"].get<float>(), (*track(layout, "stream", 0, 0, 1))["y0"].get<float>())
+      << "base above head";
+  expect_not_blank(load_png(png));
+}
+
+TEST_F(ViewerScreenshot, BadInputFailsWithTheReadersMessage) {
+  std::string png = dir_.file("x.png");
+  std::string junk = dir_.file("junk.db");
+  { std::ofstream(junk) << "not a trace"; }
+  test::CommandResult r = view({junk, "--screenshot", png});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("junk.db: not a loupe trace"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(png));
+
+  r = view({write_gap_trace(dir_.file("g.db")), "--screenshot", png, "--select-finding", "99"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--select-finding 99"), std::string::npos) << r.err;
+
+  r = view({junk, "--screenshot", png, "--size", "big"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--size: `big` is not WxH"), std::string::npos) << r.err;
+}
+
+TEST_F(ViewerScreenshot, AFileThatFailsToOpenShowsTheErrorInTheWindow) {
+  // What the desktop viewer shows (LOUPE_VIEW_SHOW_ERRORS makes --screenshot
+  // draw it rather than exit): the reader's message in red, no crash.
+  std::string junk = dir_.file("junk.db");
+  { std::ofstream(junk) << "not a trace"; }
+  std::string png = dir_.file("error.png");
+  setenv("LOUPE_VIEW_SHOW_ERRORS", "1", 1);
+  test::CommandResult r = view({junk, "--screenshot", png, "--size", "800x300"});
+  unsetenv("LOUPE_VIEW_SHOW_ERRORS");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Image img = load_png(png);
+  ASSERT_EQ(img.width, 800);
+  size_t reddish = 0;
+  for (int y = 0; y < img.height; ++y) {
+    for (int x = 0; x < img.width; ++x) {
+      Color c = img.at(x, y);
+      reddish += red_of(c) > 200 && green_of(c) < 140 && blue_of(c) < 140;
+    }
+  }
+  EXPECT_GT(reddish, 200u) << "the error text is drawn in red";
+}
+
+}  // namespace
+}  // namespace loupe::view
