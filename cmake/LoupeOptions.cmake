@@ -16,3 +16,13 @@ if(LOUPE_SANITIZE)
     -fsanitize=${LOUPE_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(loupe_build_flags INTERFACE -fsanitize=${LOUPE_SANITIZE})
 endif()
+
+# Fuzzing builds (scripts/fuzz): clang's libFuzzer coverage on every target;
+# the fuzz programs themselves link -fsanitize=fuzzer.
+option(LOUPE_FUZZ "Build the libFuzzer targets (needs clang)" OFF)
+if(LOUPE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "LOUPE_FUZZ needs clang: configure with -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  target_compile_options(loupe_build_flags INTERFACE -fsanitize=fuzzer-no-link)
+endif()

@@ -440,6 +440,7 @@ TEST_F(Rules, UnknownRuleAndParameterAreRefused) {
   EXPECT_THROW(set_analysis_parameter(o, "min_gap", "fast"), std::invalid_argument);
   EXPECT_THROW(set_analysis_parameter(o, "min_gap", "5 parsecs"), std::invalid_argument);
   EXPECT_THROW(set_analysis_parameter(o, "min_gap", "-5"), std::invalid_argument);
+  EXPECT_THROW(set_analysis_parameter(o, "min_gap", "1e30"), std::invalid_argument);  // found by fuzzing
 }
 
 TEST_F(Rules, FindingsAreOrderedByImpact) {

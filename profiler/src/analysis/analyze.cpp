@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "analysis/context.h"
@@ -44,6 +45,7 @@ struct Parameter {
   std::function<std::string(const AnalysisOptions&)> get;
   std::function<void(AnalysisOptions&, double)> set;
   bool duration;
+  double max;  // the largest value the member's type holds
 };
 
 template <typename T>
@@ -53,7 +55,10 @@ Parameter param(const char* name, const char* description, T AnalysisOptions::*m
             if constexpr (std::is_floating_point_v<T>) return fmt::format("{}", o.*member);
             else return std::to_string(o.*member);
           },
-          [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration};
+          [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration,
+          // Integers: a bound that converts back exactly, far beyond any
+          // sensible threshold.
+          std::is_floating_point_v<T> ? std::numeric_limits<double>::max() : 0x1p52};
 }
 
 const std::vector<Parameter>& parameters() {
@@ -111,6 +116,7 @@ void set_analysis_parameter(AnalysisOptions& options, const std::string& name, c
     if (name != p.name) continue;
     double v = parse_value(value, p.duration);
     if (!(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(fmt::format("{} must be a non-negative number", name));
+    if (v > p.max) throw std::invalid_argument(fmt::format("{} = {} is too large", name, value));
     p.set(options, v);
     return;
   }

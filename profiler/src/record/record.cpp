@@ -117,12 +117,13 @@ const char* intern(std::string_view text) {
   return reg.strings.emplace(text).first->c_str();
 }
 
-CallSiteId callsite(const std::source_location& where) {
+CallSiteId callsite(const char* file, uint32_t line, const char* function) {
   Registry& reg = Registry::get();
-  std::string key = fmt::format("{}:{}:{}", where.file_name(), where.line(), where.function_name());
+  std::string key = fmt::format("{}:{}:{}", file, line, function);
   std::lock_guard lock(reg.mu);
   auto [it, inserted] = reg.callsite_ids.emplace(std::move(key), CallSiteId(reg.callsites.size() + 1));
-  if (inserted) reg.callsites.push_back({where.file_name(), where.function_name(), uint32_t(where.line())});
+  // Keep copies: callers need not pass strings that live forever.
+  if (inserted) reg.callsites.push_back({reg.strings.emplace(file).first->c_str(), reg.strings.emplace(function).first->c_str(), line});
   return it->second;
 }
 

@@ -396,7 +396,7 @@ TraceWriter::TraceWriter(const std::string& path, const WriterOptions& options) 
   try {
     // Larger pages hold more rows per B-tree page: fewer pages to balance
     // and less per-page overhead on disk (see bench/writer_bench.cpp).
-    store::exec(db, "PRAGMA page_size=16384");
+    store::exec(db, fmt::format("PRAGMA page_size={}", options.page_size).c_str());
     if (options.durable) {
       store::exec(db, "PRAGMA journal_mode=WAL");
       // NORMAL in WAL mode: a commit survives the process being killed; only

@@ -18,8 +18,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <source_location>
 #include <string>
+#include <version>
+#if defined(__cpp_lib_source_location)
+#include <source_location>
+#endif
 #include <string_view>
 
 #include "loupe/prof/clock.h"
@@ -36,7 +39,12 @@ const char* intern(std::string_view text);
 // An id for a source location; 0 means "no call site".
 using CallSiteId = uint32_t;
 inline constexpr CallSiteId kNoCallSite = 0;
-CallSiteId callsite(const std::source_location& where = std::source_location::current());
+CallSiteId callsite(const char* file, uint32_t line, const char* function);
+#if defined(__cpp_lib_source_location)
+inline CallSiteId callsite(const std::source_location& where = std::source_location::current()) {
+  return callsite(where.file_name(), uint32_t(where.line()), where.function_name());
+}
+#endif
 
 struct DeviceInfo {
   uint32_t id = 0;

@@ -34,6 +34,9 @@ struct WriterOptions {
   // false: no journal and no syncs, for a file written in one go and only
   // then moved into place (an import); a crash leaves a file to discard.
   bool durable = true;
+  // SQLite page size in bytes (a power of two, 512 to 65536). Large pages
+  // suit large traces; small ones make small files (test and fuzz seeds).
+  int page_size = 16384;
 };
 
 class TraceWriter {
