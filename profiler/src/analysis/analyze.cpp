@@ -58,7 +58,8 @@ Parameter param(const char* name, const char* description, T AnalysisOptions::*m
           [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration,
           // Integers: a bound that converts back exactly, far beyond any
           // sensible threshold.
-          std::is_floating_point_v<T> ? std::numeric_limits<double>::max() : 0x1p52};
+          std::is_floating_point_v<T> ? std::numeric_limits<double>::max()
+                                      : std::min(double(std::numeric_limits<T>::max() / 2), 0x1p52)};
 }
 
 const std::vector<Parameter>& parameters() {
