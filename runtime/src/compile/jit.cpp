@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -143,6 +145,12 @@ JitCore::Entry* compile_entry(JitCore& core, const tree::Flat& flat, compile::Si
   int64_t trace_ns = prof::monotonic_ns() - t0;
 
   compile::Compiled c = compile::compile_graph(std::move(tr->graph), core.name, core.options);
+  // LOUPE_DUMP_IR=1 prints what each compile produced, as XLA's dump flags do.
+  static const bool dump = [] {
+    const char* env = std::getenv("LOUPE_DUMP_IR");
+    return env != nullptr && *env != 0 && *env != '0';
+  }();
+  if (dump) std::fprintf(stderr, "loupe: compiled %s (%s)\n%s\n", core.name.c_str(), reason.c_str(), c.ir.c_str());
 
   auto entry = std::make_unique<JitCore::Entry>();
   entry->sig = std::move(sig);

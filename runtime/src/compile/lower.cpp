@@ -420,6 +420,8 @@ void Lowering::materialise() {
     producer_.push_back(-1);
     slot_[size_t(n)] = int(exe_.slots.size() - 1);
   }
+  // Outputs first: the copies and fills they need join the groups below.
+  for (NodeId out : g_.outputs) buffer_of(out, -1);
   // Groups may be appended (copies, fills) while this runs.
   for (size_t gid = 0; gid < groups_.size(); ++gid) {
     Group& gr = groups_[gid];
@@ -451,7 +453,6 @@ void Lowering::materialise() {
       producer_[size_t(s)] = self;
     }
   }
-  for (NodeId out : g_.outputs) buffer_of(out, -1);
 }
 
 std::vector<int> Lowering::schedule() {
