@@ -20,10 +20,10 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Record a workload into trace.db and show what it holds.
+# Train an MLP on the runtime (with a ragged last batch and item() every
+# step), record it into trace.db and show what the trace holds.
 demo: build
-	$(BUILD)/bin/record_workload --out trace.db
-	$(LOUPE) info trace.db
+	$(LOUPE) record -o trace.db -- $(BUILD)/bin/train_mlp
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

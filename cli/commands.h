@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace loupe::cli {
 
@@ -21,5 +22,9 @@ struct Command {
 Command add_info_command(CLI::App& app);
 Command add_sql_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);
+Command add_record_command(CLI::App& app);
+
+// Prints `loupe info` of a trace (shared by info and record).
+int print_info(const std::string& path);
 
 }  // namespace loupe::cli

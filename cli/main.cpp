@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       add_info_command(app),
       add_sql_command(app),
       add_synth_command(app),
+      add_record_command(app),
   };
 
   try {
