@@ -169,6 +169,9 @@ JitCore::Entry* compile_entry(JitCore& core, const tree::Flat& flat, compile::Si
   core.stats.last_ir = c.ir;
   core.stats.last_kernels = c.kernels;
   core.stats.last_nodes = c.nodes;
+  core.stats.last_trace_ns = trace_ns;
+  core.stats.last_optimize_ns = c.optimize_ns;
+  core.stats.last_codegen_ns = c.codegen_ns;
 
   if (prof::capturing()) {
     prof::compile({.function = core.fn_name,

@@ -43,6 +43,8 @@ struct JitStats {
   std::string last_reason;  // the latest miss's reason
   std::string last_ir;      // the latest compile's optimised IR
   uint32_t last_kernels = 0, last_nodes = 0;
+  // The latest compile's phases, in nanoseconds.
+  int64_t last_trace_ns = 0, last_optimize_ns = 0, last_codegen_ns = 0;
 };
 
 namespace detail {
