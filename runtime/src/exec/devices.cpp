@@ -58,8 +58,9 @@ std::string program_name() {
   return slash ? slash + 1 : buf;
 }
 
-void stop_capture_at_exit() {
-  // Let queued device work finish so that the trace holds it, then close.
+void at_exit() {
+  // Let queued device work finish before the process tears down what the
+  // workers use, so that a capture holds it all; then close the capture.
   for (DeviceImpl* d : live_devices()) d->synchronize();
   if (g_capture != nullptr) g_capture->stop();
 }
@@ -68,13 +69,12 @@ void start_env_capture() {
   const char* path = std::getenv("LOUPE_TRACE");
   if (path == nullptr || *path == 0) return;
   g_capture = new prof::Capture({.path = path, .producer = program_name(), .command_line = command_line()});
-  std::atexit(stop_capture_at_exit);
 }
 
 void initialize_once() {
   static bool done = [] {
     start_env_capture();
-    prof::set_thread_name("main");
+    std::atexit(at_exit);
     return true;
   }();
   (void)done;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <source_location>
+#include <type_traits>
 #include <vector>
 
 #include "loupe/rt/array.h"
@@ -22,8 +23,8 @@ using Loc = std::source_location;
 class Operand {
  public:
   Operand(const Array& a) : array_(a) {}  // NOLINT: implicit on purpose
-  Operand(double v) : scalar_(v), is_scalar_(true) {}  // NOLINT
-  Operand(int v) : scalar_(v), is_scalar_(true) {}     // NOLINT
+  template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Operand(T v) : scalar_(double(v)), is_scalar_(true) {}  // NOLINT
   bool is_scalar() const { return is_scalar_; }
   const Array& array() const { return array_; }
   double scalar() const { return scalar_; }

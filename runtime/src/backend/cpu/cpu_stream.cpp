@@ -1,6 +1,8 @@
 #include "backend/cpu/cpu_stream.h"
 
+#include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "backend/cpu/kernels.h"
 
@@ -79,7 +81,13 @@ void CpuStream::execute(Task& task) {
   prof::DeviceOpKind kind = prof::DeviceOpKind::kernel;
   switch (task.kind) {
     case Task::Kind::kernel:
-      run_kernel(*task.spec, task.buffers);
+      try {
+        run_kernel(*task.spec, task.buffers);
+      } catch (const std::exception& e) {
+        // A device has no way to raise into the host: say so and go on,
+        // as a GPU reports a failed kernel.
+        std::fprintf(stderr, "loupe: kernel %s failed on %s: %s\n", task.name, thread_name_.c_str(), e.what());
+      }
       break;
     case Task::Kind::copy:
       kind = prof::DeviceOpKind::memcpy;
