@@ -471,8 +471,10 @@ void run_fused(const FusedKernel& k, const std::vector<void*>& buffers) {
   s.i.resize(size_t(std::max(k.i_regs, 1)) * kTile);
   float* F = s.f.data();
   int64_t* I = s.i.data();
-  std::vector<const float*> fr(size_t(std::max(k.f_regs, 1)));
-  for (size_t r = 0; r < fr.size(); ++r) fr[r] = F + r * kTile;
+  // Indexed by any register number: execute() looks up its operands here
+  // before knowing their class (integer registers' entries go unused).
+  std::vector<const float*> fr(size_t(std::max({k.f_regs, k.i_regs, 1})));
+  for (size_t r = 0; r < fr.size(); ++r) fr[r] = r < size_t(k.f_regs) ? F + r * kTile : nullptr;
   const float* unused = nullptr;
   const Shape& iter = k.iter;
   const int nd = int(iter.size());

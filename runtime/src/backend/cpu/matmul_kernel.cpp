@@ -2,6 +2,7 @@
 // stream's worker). f16 and bf16 operands are widened to f32 first.
 #include <cblas.h>
 
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/convert.h"
@@ -12,6 +13,10 @@ namespace loupe::rt::backend::cpu {
 void run_matmul(const exec::MatmulKernel& k, const std::vector<void*>& buffers) {
   const int64_t m = k.m, n = k.n, kk = k.k;
   const int64_t batches = numel(k.batch);
+  if (kk == 0) {  // an empty sum: zeros, whatever BLAS does with k = 0
+    std::memset(buffers[2], 0, size_t(batches * m * n) * itemsize(k.dtype));
+    return;
+  }
   int64_t a_batches = 1, b_batches = 1;
   for (size_t d = 0; d < k.batch.size(); ++d) {
     if (k.a_batch_stride[d] != 0) a_batches *= k.batch[d];
