@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loupe/prof/capture.h"
+#include "loupe/prof/trace_reader.h"
 #include "mlp.h"
 
 namespace rt = loupe::rt;
@@ -40,7 +41,7 @@ auto make_step() {
 
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  const int blocks = quick ? 3 : 7, per_block = quick ? 3 : 8;
+  const int blocks = quick ? 4 : 12, per_block = quick ? 2 : 4;
   rt::Device dev = rt::default_device();
   auto params = loupe::samples::mlp_init({784, 1024, 1024, 10}, 0);
   TrainState state{params, rt::adamw_init(params)};
@@ -83,16 +84,24 @@ int main(int argc, char** argv) {
   };
   run_block(3, true);  // compile and warm up
 
-  // Capture on and off, interleaved in one process so that both see the
-  // same machine; the jitted step time is the capture-off figure.
+  // Capture on and off, interleaved in short blocks in one process so that
+  // both see the same machine; each step is timed to completion and the
+  // medians compared. The jitted step time is the capture-off median.
   std::string trace = (std::filesystem::temp_directory_path() / "loupe-runtime-bench.db").string();
   std::vector<double> off, on;
+  auto timed_steps = [&](std::vector<double>& out, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(run_block(1, true));
+  };
   for (int b = 0; b < blocks; ++b) {
-    off.push_back(run_block(per_block, true));
+    timed_steps(off, per_block);
     prof::Capture capture({.path = trace});
-    on.push_back(run_block(per_block, true));
+    timed_steps(on, per_block);
     capture.stop();
   }
+  // What a step records (the last block's trace): the overhead also follows
+  // from this count and the record API's cost per event (record_bench).
+  prof::TraceModel model = prof::load_trace(trace);
+  double events_per_step = double(model.total_events()) / per_block;
   std::filesystem::remove(trace);
 
   std::vector<double> eager;
@@ -103,8 +112,9 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"compile_ms\": %.3f, \"first_compile_ms\": %.3f, \"trace_ms\": %.3f, \"optimize_ms\": %.3f, "
       "\"codegen_ms\": %.3f, \"kernels\": %u, \"nodes\": %u, \"step_ms\": %.3f, \"capture_on_ms\": %.3f, "
-      "\"capture_ratio\": %.4f, \"eager_step_ms\": %.3f}\n",
+      "\"capture_ratio\": %.4f, \"events_per_step\": %.1f, \"eager_step_ms\": %.3f}\n",
       median(compile_ms), first_compile_ms, median(trace_ms), median(optimize_ms), median(codegen_ms),
-      step.stats().last_kernels, step.stats().last_nodes, step_ms, median(on), median(on) / step_ms, median(eager));
+      step.stats().last_kernels, step.stats().last_nodes, step_ms, median(on), median(on) / step_ms, events_per_step,
+      median(eager));
   return 0;
 }
