@@ -22,8 +22,9 @@ def row(metric, value, target="", ok=None):
     print(json.dumps([G, metric, value, target, verdict]))
 
 
-ours = json.loads(subprocess.run([os.path.join(build, "bench", "runtime_bench"), *quick], check=True,
-                                 capture_output=True, text=True).stdout)
+def ours_once():
+    return json.loads(subprocess.run([os.path.join(build, "bench", "runtime_bench"), *quick], check=True,
+                                     capture_output=True, text=True).stdout)
 
 
 def jax(*args):
@@ -34,8 +35,31 @@ def jax(*args):
     return json.loads(out.stdout)
 
 
-jx = jax()
-jx1 = jax("--threads", "1") if "skipped" not in jx else jx
+def medians(runs):
+    """Each numeric field's median over the runs (the first run's other fields)."""
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, (int, float)):
+            vals = sorted(r[key] for r in runs)
+            out[key] = vals[len(vals) // 2]
+    return out
+
+
+# Both sides run in turn, a few rounds each, and medians are compared, so
+# that a machine busy with other work slows both alike.
+rounds = 1 if quick else 3
+ours_runs, jax_runs, jax1_runs = [], [], []
+for _ in range(rounds):
+    ours_runs.append(ours_once())
+    j = jax()
+    if "skipped" in j:
+        jax_runs = [j]
+        break
+    jax_runs.append(j)
+    jax1_runs.append(jax("--threads", "1"))
+ours = medians(ours_runs)
+jx = jax_runs[0] if "skipped" in jax_runs[0] else medians(jax_runs)
+jx1 = jx if "skipped" in jx else medians(jax1_runs)
 
 step = "MLP step 784-1024-1024-10, batch 256, AdamW, f32"
 c = ours["compile_ms"]
