@@ -699,6 +699,7 @@ struct Opnd {
   int reg = -1;
   bool is_const = false;
   double value = 0;
+  bool invariant = false;  // a load of one broadcast element
 };
 
 // Emits the instructions of one elementwise node; returns the result's
@@ -772,7 +773,12 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
     case Op::add: return bin(Code::add, Code::iadd, Code::add_imm, Code::add_imm);
     case Op::sub: return bin(Code::sub, Code::isub, Code::sub_imm, Code::rsub_imm);
     case Op::mul: return bin(Code::mul, Code::imul, Code::mul_imm, Code::mul_imm);
-    case Op::div: return bin(Code::div, Code::idiv, Code::div_imm, Code::rdiv_imm);
+    case Op::div:
+      // Dividing by one broadcast element (a mean's count, a bias
+      // correction): one reciprocal per tile, then multiplications.
+      if (f && opnds[1].invariant && !opnds[0].is_const)
+        return fix(b.op(Code::mul, RegClass::f, reg(0), b.op(Code::rcp, RegClass::f, reg(1))));
+      return bin(Code::div, Code::idiv, Code::div_imm, Code::rdiv_imm);
     case Op::pow: return bin(Code::pow, Code::pow);
     case Op::maximum: return bin(Code::max, Code::imax, Code::max_imm, Code::max_imm);
     case Op::minimum: return bin(Code::min, Code::imin, Code::min_imm, Code::min_imm);
@@ -811,7 +817,8 @@ std::shared_ptr<KernelSpec> Lowering::build_loop(int gid, std::vector<int>& in_s
     Source s = resolve(x, gid);
     const Node& xn = g_[x];
     if (s.is_const) return {-1, true, s.value};
-    return {b.load(arg_of(s.slot), xn.dtype, s.view), false, 0};
+    bool invariant = std::all_of(s.view.strides.begin(), s.view.strides.end(), [](int64_t st) { return st == 0; });
+    return {b.load(arg_of(s.slot), xn.dtype, s.view), false, 0, invariant};
   };
   auto operand = [&](NodeId x) -> int {
     Opnd o = operand_of(x);

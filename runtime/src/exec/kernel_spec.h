@@ -28,7 +28,7 @@ enum class RegClass : uint8_t { f, i };
 
 enum class Code : uint8_t {
   // f -> f
-  neg, exp, log, tanh, sqrt, rsqrt, relu, gelu, sigmoid, abs, round_f16, round_bf16,
+  neg, exp, log, tanh, sqrt, rsqrt, relu, gelu, sigmoid, abs, round_f16, round_bf16, rcp,
   // f, f -> f
   add, sub, mul, div, pow, max, min,
   // f, f -> i (0/1)

@@ -218,6 +218,7 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
     case Code::abs: F1(std::fabs(a));
     case Code::round_f16: F1(half_to_float(float_to_half(a)));
     case Code::round_bf16: F1(bfloat_to_float(float_to_bfloat(a)));
+    case Code::rcp: F1(1.0f / a);
     case Code::add: F2(a + b);
     case Code::sub: F2(a - b);
     case Code::mul: F2(a * b);
@@ -449,7 +450,7 @@ void write_accumulators(const Reduce& r, void* base, Scratch& s) {
 // Whether an instruction's result is a float register.
 bool writes_f(Code c) {
   switch (c) {
-    case Code::neg: case Code::exp: case Code::log: case Code::tanh: case Code::sqrt: case Code::rsqrt:
+    case Code::neg: case Code::exp: case Code::log: case Code::tanh: case Code::sqrt: case Code::rsqrt: case Code::rcp:
     case Code::relu: case Code::gelu: case Code::sigmoid: case Code::abs: case Code::round_f16:
     case Code::round_bf16: case Code::add: case Code::sub: case Code::mul: case Code::div: case Code::pow:
     case Code::max: case Code::min: case Code::where_f: case Code::i_to_f: case Code::const_f:
