@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <type_traits>
 #include <source_location>
+#include <type_traits>
 #include <vector>
 
 #include "loupe/rt/device.h"

@@ -31,7 +31,7 @@ Device cpu(int index = 0);
 // The allocator's view of a device's memory. Byte counts are of blocks as
 // handed out (rounded up to the allocator's granularity).
 struct MemoryStats {
-  int64_t allocated = 0;       // held by arrays and queued work now
+  int64_t allocated = 0;       // in blocks held by live arrays (or freed, waiting for another stream)
   int64_t reserved = 0;        // taken from the device by the allocator now
   int64_t peak_allocated = 0;  // highest `allocated` since start or reset
   int64_t peak_reserved = 0;
