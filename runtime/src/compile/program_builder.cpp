@@ -75,14 +75,29 @@ FusedKernel ProgramBuilder::finish() {
   }
   for (const VStore& s : stores_) use(s.src, end);
   use(reduce_src_, end);
-  // A load of one broadcast element is hoisted out of the tile loop, so
-  // its register must never be reused.
+  // Loads of one broadcast element, and instructions computing only from
+  // such loads and constants, are the same in every tile: they run once
+  // before the tile loop, so their registers must never be reused.
+  std::vector<bool> invariant(classes_.size(), false);
   for (auto& [l, r] : loads_) {
-    bool invariant = true;
-    for (int64_t st : l.view.strides) invariant = invariant && st == 0;
-    l.invariant = invariant;
-    if (invariant) last[size_t(r)] = end + 1;
+    bool inv = true;
+    for (int64_t st : l.view.strides) inv = inv && st == 0;
+    l.invariant = inv;
+    invariant[size_t(r)] = inv;
   }
+  std::vector<bool> hoist(code_.size(), false);
+  for (int i = 0; i < end; ++i) {
+    const VInstr& v = code_[size_t(i)];
+    if (v.code == Code::iota || v.code == Code::rand_bits || v.code == Code::rand_uniform ||
+        v.code == Code::rand_normal)
+      continue;  // these depend on the element's index
+    bool inv = true;
+    for (int r : {v.a, v.b, v.c}) inv = inv && (r < 0 || invariant[size_t(r)]);
+    hoist[size_t(i)] = inv;
+    invariant[size_t(v.dst)] = inv;
+  }
+  for (size_t r = 0; r < classes_.size(); ++r)
+    if (invariant[r]) last[r] = end + 1;
 
   std::vector<int> phys(classes_.size(), -1);
   std::vector<int> free_f, free_i;
@@ -107,6 +122,9 @@ FusedKernel ProgramBuilder::finish() {
     l.dst = int16_t(phys[size_t(r)]);
     k_.loads.push_back(l);
   }
+  // Hoisted results get registers of their own before anything else.
+  for (int i = 0; i < end; ++i)
+    if (hoist[size_t(i)]) alloc(code_[size_t(i)].dst);
   for (int i = 0; i < end; ++i) {
     const VInstr& v = code_[size_t(i)];
     Instr in;
@@ -120,9 +138,9 @@ FusedKernel ProgramBuilder::finish() {
     release(v.a, i);
     release(v.b, i);
     release(v.c, i);
-    alloc(v.dst);
+    if (phys[size_t(v.dst)] < 0) alloc(v.dst);
     in.dst = int16_t(phys[size_t(v.dst)]);
-    k_.code.push_back(in);
+    (hoist[size_t(i)] ? k_.hoisted : k_.code).push_back(in);
     if (last[size_t(v.dst)] < 0 && last[size_t(v.dst)] != -2) release(v.dst, -1);  // dead result
   }
   for (const VStore& s : stores_) k_.stores.push_back({classes_[size_t(s.src)], int16_t(phys[size_t(s.src)]), s.out, s.dtype});

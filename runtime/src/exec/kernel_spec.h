@@ -100,6 +100,9 @@ struct Reduce {
 struct FusedKernel {
   Shape iter;  // the iteration space
   std::vector<Load> loads;
+  // Instructions whose operands are the same in every tile (constants,
+  // broadcast scalars): run once, for a whole tile, before the loop.
+  std::vector<Instr> hoisted;
   std::vector<Instr> code;
   std::vector<Store> stores;
   std::optional<Reduce> reduce;

@@ -496,6 +496,10 @@ void run_fused(const FusedKernel& k, const std::vector<void*>& buffers) {
       std::fill(I + ld.dst * kTile, I + (ld.dst + 1) * kTile, v);
     }
   }
+  for (const Instr& in : k.hoisted) {
+    execute(in, kTile, 0, F, I, fr.data());
+    if (writes_f(in.code)) fr[size_t(in.dst)] = F + in.dst * kTile;
+  }
   int64_t idx[kMaxDims] = {};
   for (int64_t start = 0; start < total; start += kTile) {
     int n = int(std::min<int64_t>(kTile, total - start));
