@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loupe/prof/capture.h"
@@ -92,11 +93,21 @@ int main(int argc, char** argv) {
   auto timed_steps = [&](std::vector<double>& out, int n) {
     for (int i = 0; i < n; ++i) out.push_back(run_block(1, true));
   };
-  for (int b = 0; b < blocks; ++b) {
-    timed_steps(off, per_block);
+  auto captured_steps = [&](int n) {
     prof::Capture capture({.path = trace});
-    timed_steps(on, per_block);
+    timed_steps(on, n);
     capture.stop();
+  };
+  for (int b = 0; b < blocks; ++b) {
+    // Alternate which comes first, and let the machine settle before each
+    // block (closing a capture leaves the OS writing the file back), so
+    // that neither mode always follows the other.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (b % 2 == 0) timed_steps(off, per_block);
+    else captured_steps(per_block);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (b % 2 == 0) captured_steps(per_block);
+    else timed_steps(off, per_block);
   }
   // What a step records (the last block's trace): the overhead also follows
   // from this count and the record API's cost per event (record_bench).
