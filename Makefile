@@ -20,10 +20,11 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Record a workload into trace.db, show what it holds and what went wrong.
+# Train an MLP on the runtime (with a ragged last batch and item() every
+# step), record it into trace.db, show what the trace holds and what went
+# wrong.
 demo: build
-	$(BUILD)/bin/record_workload --out trace.db
-	$(LOUPE) info trace.db
+	$(LOUPE) record -o trace.db -- $(BUILD)/bin/train_mlp
 	$(LOUPE) analyze trace.db
 
 test: build

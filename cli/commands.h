@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace loupe::cli {
 
@@ -28,5 +29,9 @@ Command add_diff_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_capture_command(CLI::App& app);
 Command add_import_command(CLI::App& app);
+Command add_record_command(CLI::App& app);
+
+// Prints `loupe info` of a trace (shared by info and record).
+int print_info(const std::string& path);
 
 }  // namespace loupe::cli

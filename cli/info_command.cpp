@@ -8,9 +8,7 @@
 
 namespace loupe::cli {
 
-namespace {
-
-int run_info(const std::string& path) {
+int print_info(const std::string& path) {
   prof::TraceSummary s = prof::summarize_trace(path);
   uint64_t total = 0;
   for (const auto& c : s.counts) total += c.rows;
@@ -58,13 +56,11 @@ int run_info(const std::string& path) {
   return kExitOk;
 }
 
-}  // namespace
-
 Command add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show what a trace file holds: version, producer, duration, counts, devices");
   auto path = std::make_shared<std::string>();
   cmd->add_option("FILE", *path, "trace file")->required();
-  return {cmd, [path] { return run_info(*path); }};
+  return {cmd, [path] { return print_info(*path); }};
 }
 
 }  // namespace loupe::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       add_sql_command(app),
       add_synth_command(app),
       add_import_command(app),
+      add_record_command(app),
   };
 
   try {

@@ -10,6 +10,10 @@ find_package(tomlplusplus REQUIRED)
 find_package(simdjson REQUIRED)
 find_package(ZLIB REQUIRED)
 
+# The CPU device's matrix products (Debian's libopenblas-dev).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 add_library(loupe_cli11 INTERFACE)
 target_include_directories(loupe_cli11 SYSTEM INTERFACE ${CLI11_INCLUDE_DIR})
@@ -27,4 +31,12 @@ if(CUDAToolkit_FOUND)
   message(STATUS "loupe: CUDA toolkit ${CUDAToolkit_VERSION} found at ${CUDAToolkit_LIBRARY_ROOT}")
 else()
   message(STATUS "loupe: no CUDA toolkit found; building the CPU device only")
+endif()
+
+# NVTX3 ranges (header-only, from the CUDA toolkit) when present.
+find_path(LOUPE_NVTX_INCLUDE_DIR nvtx3/nvToolsExt.h
+  HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include
+  NO_DEFAULT_PATH)
+if(LOUPE_NVTX_INCLUDE_DIR)
+  message(STATUS "loupe: NVTX3 headers at ${LOUPE_NVTX_INCLUDE_DIR}: runtime phases emit NVTX ranges")
 endif()

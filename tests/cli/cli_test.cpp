@@ -281,3 +281,76 @@ TEST_F(Cli, CaptureForwardsExitCodesAndSignals) {
 }
 
 }  // namespace
+
+namespace {
+
+// `loupe record` and LOUPE_TRACE: any program built on the runtime records
+// itself without code changes.
+class Record : public ::testing::Test {
+ protected:
+  loupe::test::TempDir dir;
+  loupe::test::CommandResult run(std::vector<std::string> args) {
+    return loupe::test::run_command(args, dir.path().string());
+  }
+  std::string query(const std::string& path, const std::string& sql) {
+    auto r = run({LOUPE_BIN, "sql", path, sql, "--csv"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+};
+
+TEST_F(Record, RunsTheProgramAndPrintsTheTrace) {
+  std::string path = dir.file("demo.db");
+  auto r = run({LOUPE_BIN, "record", "-o", path, "--", LOUPE_TRAIN_MLP, "--epochs", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("train_step: 2 compiles"), std::string::npos) << r.out;  // the program's own output
+  EXPECT_NE(r.out.find("written by train_mlp"), std::string::npos) << r.out;   // then loupe info
+  EXPECT_NE(r.out.find("cpu0 compute"), std::string::npos);
+  // 2000 samples in batches of 128: 16 steps per epoch, the last ragged.
+  EXPECT_EQ(query(path, "SELECT count(*) FROM steps"), "count(*)\n32\n");
+  EXPECT_EQ(query(path, "SELECT k.name, c.reason FROM compiles c JOIN compile_kinds k ON k.id = c.kind "
+                        "JOIN strings f ON f.id = c.function WHERE f.text = 'train_step' AND k.name = 'miss' "
+                        "ORDER BY c.start"),
+            "name,reason\nmiss,first compile\n"
+            "miss,\"arg 1 `x`: now f32[80,64], before f32[128,64]; arg 2 `y`: now i32[80], before i32[128]\"\n");
+  // item() every step: one synchronous implicit read per step, at one line.
+  EXPECT_EQ(query(path, "SELECT count(*), count(DISTINCT callsite) FROM transfers WHERE synchronous = 1 AND "
+                        "implicit = 1 AND direction = (SELECT id FROM copy_kinds WHERE name = 'DtoH') "
+                        "AND callsite IN (SELECT c.id FROM callsites c JOIN strings s ON s.id = c.file "
+                        "WHERE s.text LIKE '%train_mlp.cpp')"),
+            "count(*),count(DISTINCT callsite)\n33,2\n");  // 32 losses and the final accuracy
+  EXPECT_EQ(query(path, "SELECT count(*) > 0 FROM device_ops WHERE stream = 0 AND kind = 0"), "count(*) > 0\n1\n");
+  EXPECT_EQ(query(path, "SELECT min(allocated) >= 0, max(reserved) > 0 FROM memory_events"),
+            "min(allocated) >= 0,max(reserved) > 0\n1,1\n");
+}
+
+TEST_F(Record, ForwardsTheExitCode) {
+  std::string path = dir.file("x.db");
+  auto bad = run({LOUPE_BIN, "record", "-o", path, "--", LOUPE_TRAIN_MLP, "--epochs", "0"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;  // train_mlp's usage error
+  auto sh = run({LOUPE_BIN, "record", "-o", path, "--", "/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(sh.exit_code, 3);
+  EXPECT_NE(sh.err.find("without writing"), std::string::npos) << sh.err;
+  auto missing = run({LOUPE_BIN, "record", "-o", path, "--", "/no/such/program"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("cannot run"), std::string::npos) << missing.err;
+  auto usage = run({LOUPE_BIN, "record", "--", LOUPE_TRAIN_MLP});
+  EXPECT_EQ(usage.exit_code, 2);
+}
+
+TEST_F(Record, TheEnvironmentVariableAloneRecords) {
+  std::string path = dir.file("env.db");
+  setenv("LOUPE_TRACE", path.c_str(), 1);
+  auto r = run({LOUPE_TRAIN_MLP, "--epochs", "1"});
+  unsetenv("LOUPE_TRACE");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(query(path, "SELECT value FROM meta WHERE key = 'status'"), "value\ncomplete\n");
+  EXPECT_EQ(query(path, "SELECT count(*) FROM steps"), "count(*)\n16\n");
+  // Without the variable nothing is written.
+  std::string none = dir.file("none.db");
+  auto quiet = run({LOUPE_TRAIN_MLP, "--epochs", "1"});
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(none));
+}
+
+}  // namespace

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The runtime's rows of bench/run: the MLP training step compiled, run on
+the CPU device, run in JAX on its CPU backend in the same script, run with a
+capture on and off, and run eagerly. Prints one JSON row per line:
+[group, metric, value, target, verdict].
+
+    bench/run_runtime.py BUILD_DIR [--quick]
+"""
+import json
+import os
+import subprocess
+import sys
+
+build = sys.argv[1] if len(sys.argv) > 1 else "build-release"
+quick = ["--quick"] if "--quick" in sys.argv else []
+here = os.path.dirname(os.path.abspath(__file__))
+G = "runtime"
+
+
+def row(metric, value, target="", ok=None):
+    verdict = "" if ok is None else ("met" if ok else "MISSED")
+    print(json.dumps([G, metric, value, target, verdict]))
+
+
+def ours_once():
+    return json.loads(subprocess.run([os.path.join(build, "bench", "runtime_bench"), *quick], check=True,
+                                     capture_output=True, text=True).stdout)
+
+
+def jax(*args):
+    out = subprocess.run([sys.executable, os.path.join(here, "jax_mlp.py"), *args, *quick], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        return {"skipped": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "jax_mlp.py failed"}
+    return json.loads(out.stdout)
+
+
+def medians(runs):
+    """Each numeric field's median over the runs (the first run's other fields)."""
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, (int, float)):
+            vals = sorted(r[key] for r in runs)
+            out[key] = vals[len(vals) // 2]
+    return out
+
+
+# Both sides run in turn, a few rounds each, and medians are compared, so
+# that a machine busy with other work slows both alike.
+rounds = 1 if quick else 3
+ours_runs, jax_runs, jax1_runs = [], [], []
+for _ in range(rounds):
+    ours_runs.append(ours_once())
+    j = jax()
+    if "skipped" in j:
+        jax_runs = [j]
+        break
+    jax_runs.append(j)
+    jax1_runs.append(jax("--threads", "1"))
+ours = medians(ours_runs)
+jx = jax_runs[0] if "skipped" in jax_runs[0] else medians(jax_runs)
+jx1 = jx if "skipped" in jx else medians(jax1_runs)
+
+step = "MLP step 784-1024-1024-10, batch 256, AdamW, f32"
+c = ours["compile_ms"]
+row(f"compile (trace+optimise+codegen) of the {step}", f"{c:.2f} ms ({ours['trace_ms']:.2f} + "
+    f"{ours['optimize_ms']:.2f} + {ours['codegen_ms']:.2f}; {ours['kernels']} kernels)", "<= 5 ms", c <= 5)
+row("first compile in the process (cold)", f"{ours['first_compile_ms']:.2f} ms")
+if "skipped" in jx:
+    row("JAX compile of the same step", "skipped: " + jx["skipped"])
+else:
+    row(f"JAX {jx['version']} compile of the same step (lower + compile)", f"{jx['compile_ms']:.1f} ms")
+s = ours["step_ms"]
+row("step time, CPU device (jit, 1 BLAS thread per stream)", f"{s:.2f} ms")
+if "skipped" in jx:
+    row("step time / JAX's", "skipped: " + jx["skipped"], "<= 1.5x")
+else:
+    row(f"JAX step time on its CPU backend ({jx['threads']} threads)", f"{jx['step_ms']:.2f} ms")
+    row(f"step time / JAX's ({jx['threads']} threads)", f"{s / jx['step_ms']:.2f}x", "<= 1.5x",
+        s / jx["step_ms"] <= 1.5)
+    if "skipped" not in jx1:
+        row("JAX step time, 1 thread", f"{jx1['step_ms']:.2f} ms")
+        row("step time / JAX's (1 thread)", f"{s / jx1['step_ms']:.2f}x")
+r = ours["capture_ratio"]
+row("step time, capture on / off (same process, medians of interleaved steps)",
+    f"{r:.3f} ({ours['capture_on_ms']:.2f} / {s:.2f} ms)", "<= 1.03", r <= 1.03)
+# The same overhead from first principles, which a busy machine cannot
+# blur: the events a step records times the record API's cost per event
+# (a span, the dearest kind, measured by record_bench now).
+ev = ours["events_per_step"]
+try:
+    out = subprocess.run([os.path.join(build, "bench", "record_bench"), "--benchmark_format=json",
+                          "--benchmark_filter=BM_Span/.*threads:1"], check=True, capture_output=True, text=True).stdout
+    ns = next(b["ns_per_event"] for b in json.loads(out)["benchmarks"] if b["name"].endswith("_median"))
+    row(f"events recorded per step; at {ns:.0f} ns each (record_bench), share of the step",
+        f"{ev:.0f}; {ev * ns * 1e-6 / s * 100:.3f}%", "<= 3%", ev * ns * 1e-6 / s <= 0.03)
+except (OSError, subprocess.CalledProcessError, StopIteration, KeyError, ValueError):
+    row("events recorded per step", f"{ev:.0f}")
+e = ours["eager_step_ms"]
+row("eager step time (one kernel per op)", f"{e:.2f} ms")
+row("eager / jit step time", f"{e / s:.2f}x")

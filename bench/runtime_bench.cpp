@@ -1,0 +1,131 @@
+// The runtime's figures for bench/run: the MLP training step of the issue
+// (784-1024-1024-10, batch 256, AdamW, f32) compiled, run jitted and
+// eagerly, and run with a capture on and off in the same process. Prints
+// one JSON object; bench/run_runtime.py turns it into table rows.
+//
+//   runtime_bench [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loupe/prof/capture.h"
+#include "loupe/prof/trace_reader.h"
+#include "mlp.h"
+
+namespace rt = loupe::rt;
+namespace prof = loupe::prof;
+using loupe::samples::TrainState;
+using rt::Array;
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+auto make_step() {
+  return rt::jit("train_step", [](TrainState s, Array x, Array y) { return loupe::samples::train_step(s, x, y); },
+                 {.arg_names = {"state", "x", "y"}});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const int blocks = quick ? 4 : 12, per_block = quick ? 2 : 4;
+  rt::Device dev = rt::default_device();
+  auto params = loupe::samples::mlp_init({784, 1024, 1024, 10}, 0);
+  TrainState state{params, rt::adamw_init(params)};
+  Array x = rt::random::normal(rt::random::key(1), {256, 784});
+  Array y = rt::random::randint(rt::random::key(2), {256}, 0, 10);
+  rt::synchronize(dev);
+
+  // Compile latency: fresh jit objects compiled ahead of time, so that each
+  // one traces, optimises and generates code. The first compile of the
+  // process pays for cold caches and is reported apart.
+  std::vector<double> compile_ms, trace_ms, optimize_ms, codegen_ms;
+  double first_compile_ms = 0;
+  for (int i = 0; i < (quick ? 3 : 9); ++i) {
+    auto f = make_step();
+    double t0 = now_ms();
+    f.compile_for(state, x, y);
+    double t = now_ms() - t0;
+    rt::JitStats s = f.stats();
+    if (i == 0) {
+      first_compile_ms = t;
+      continue;
+    }
+    compile_ms.push_back(t);
+    trace_ms.push_back(double(s.last_trace_ns) / 1e6);
+    optimize_ms.push_back(double(s.last_optimize_ns) / 1e6);
+    codegen_ms.push_back(double(s.last_codegen_ns) / 1e6);
+  }
+
+  auto step = make_step();
+  auto run_block = [&](int n, bool jitted) {
+    rt::synchronize(dev);
+    double t0 = now_ms();
+    for (int i = 0; i < n; ++i) {
+      auto [next, loss] = jitted ? step(state, x, y) : loupe::samples::train_step(state, x, y);
+      state = next;
+    }
+    state.params[0].block_until_ready();
+    rt::synchronize(dev);
+    return (now_ms() - t0) / n;
+  };
+  run_block(3, true);  // compile and warm up
+
+  // Capture on and off, interleaved in short blocks in one process so that
+  // both see the same machine; each step is timed to completion and the
+  // medians compared. The jitted step time is the capture-off median.
+  std::string trace = (std::filesystem::temp_directory_path() / "loupe-runtime-bench.db").string();
+  std::vector<double> off, on;
+  auto timed_steps = [&](std::vector<double>& out, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(run_block(1, true));
+  };
+  auto captured_steps = [&](int n) {
+    prof::Capture capture({.path = trace});
+    timed_steps(on, n);
+    capture.stop();
+  };
+  for (int b = 0; b < blocks; ++b) {
+    // Alternate which comes first, and let the machine settle before each
+    // block (closing a capture leaves the OS writing the file back), so
+    // that neither mode always follows the other.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (b % 2 == 0) timed_steps(off, per_block);
+    else captured_steps(per_block);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (b % 2 == 0) captured_steps(per_block);
+    else timed_steps(off, per_block);
+  }
+  // What a step records (the last block's trace): the overhead also follows
+  // from this count and the record API's cost per event (record_bench).
+  prof::TraceModel model = prof::load_trace(trace);
+  double events_per_step = double(model.total_events()) / per_block;
+  std::filesystem::remove(trace);
+
+  std::vector<double> eager;
+  run_block(1, false);
+  for (int b = 0; b < (quick ? 2 : 3); ++b) eager.push_back(run_block(2, false));
+
+  double step_ms = median(off);
+  std::printf(
+      "{\"compile_ms\": %.3f, \"first_compile_ms\": %.3f, \"trace_ms\": %.3f, \"optimize_ms\": %.3f, "
+      "\"codegen_ms\": %.3f, \"kernels\": %u, \"nodes\": %u, \"step_ms\": %.3f, \"capture_on_ms\": %.3f, "
+      "\"capture_ratio\": %.4f, \"events_per_step\": %.1f, \"eager_step_ms\": %.3f}\n",
+      median(compile_ms), first_compile_ms, median(trace_ms), median(optimize_ms), median(codegen_ms),
+      step.stats().last_kernels, step.stats().last_nodes, step_ms, median(on), median(on) / step_ms, events_per_step,
+      median(eager));
+  return 0;
+}

@@ -1,0 +1,46 @@
+// The device interface every backend implements: streams, an allocator,
+// kernel launches and copies. A CUDA device slots in behind it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "exec/kernel_spec.h"
+#include "exec/stream.h"
+#include "loupe/prof/trace_format.h"
+#include "loupe/rt/device.h"
+#include "memory/caching_allocator.h"
+
+namespace loupe::rt::exec {
+
+class DeviceImpl {
+ public:
+  virtual ~DeviceImpl() = default;
+  virtual Device handle() const = 0;
+  virtual uint32_t trace_id() const = 0;
+  virtual Stream& compute_stream() = 0;
+  virtual Stream& copy_stream() = 0;
+  virtual mem::CachingAllocator& allocator() = 0;
+
+  // Queues `spec` on `stream` over device buffers (inputs then outputs) and
+  // returns its completion event. Records the launch on the calling thread
+  // and the kernel's execution on the device.
+  virtual Event launch(Stream& stream, std::shared_ptr<const KernelSpec> spec, std::vector<void*> buffers) = 0;
+
+  // Queues a copy. Host memory must stay valid until the copy completes:
+  // `keep_alive` is held until then (a staging buffer). Returns the event
+  // and sets `*correlation` to the copy's id in the trace.
+  virtual Event copy(Stream& stream, prof::CopyKind kind, void* dst, const void* src, size_t bytes,
+                     std::shared_ptr<void> keep_alive, uint64_t* correlation) = 0;
+
+  // Blocks the host until all streams are idle.
+  virtual void synchronize() = 0;
+};
+
+// The implementation behind a device handle, created on first use.
+DeviceImpl& device_impl(Device device);
+// Devices created so far (for synchronising them all at exit).
+std::vector<DeviceImpl*> live_devices();
+
+}  // namespace loupe::rt::exec
