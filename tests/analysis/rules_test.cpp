@@ -360,15 +360,16 @@ TEST_F(Rules, TimingDispatchOnly) {
   auto t = trace();
   t.device(0);
   for (int i = 0; i < 5; ++i) {
-    int64_t base = i * 1000;
-    t.span(0, base, 100, "timed step", SpanKind::user, 0, 0);
-    t.launch(0, base + 10, 10, uint64_t(i + 1));
-    t.op(0, 0, base + 50, 350, uint64_t(i + 1));  // ends at base + 400: 300 after the range
+    int64_t base = i * 1'000'000;
+    t.span(0, base, 100'000, "timed step", SpanKind::user, 0, 0);
+    t.launch(0, base + 10'000, 10'000, uint64_t(i + 1));
+    // The kernel ends at base + 400 us: 300 us after the range.
+    t.op(0, 0, base + 50'000, 350'000, uint64_t(i + 1));
   }
   AnalysisReport r = analyze(t.load());
   auto f = by_rule(r, "async-timing");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->impact_ns, 5 * 300);
+  EXPECT_EQ(f[0]->impact_ns, 5 * 300'000);
   EXPECT_EQ(evidence(*f[0], "instances that lag"), "5 of 5");
 }
 
@@ -376,10 +377,22 @@ TEST_F(Rules, TimingThatWaitsIsFine) {
   auto t = trace();
   t.device(0);
   for (int i = 0; i < 5; ++i) {
-    int64_t base = i * 1000;
-    t.span(0, base, 450, "timed step", SpanKind::user, 0, 0);  // blocks until the op ends
-    t.launch(0, base + 10, 10, uint64_t(i + 1));
-    t.op(0, 0, base + 50, 350, uint64_t(i + 1));
+    int64_t base = i * 1'000'000;
+    t.span(0, base, 450'000, "timed step", SpanKind::user, 0, 0);  // blocks until the kernel ends
+    t.launch(0, base + 10'000, 10'000, uint64_t(i + 1));
+    t.op(0, 0, base + 50'000, 350'000, uint64_t(i + 1));
+  }
+  EXPECT_TRUE(by_rule(analyze(t.load()), "async-timing").empty());
+}
+
+TEST_F(Rules, ARangeThatOnlyUploadsIsNotATiming) {
+  auto t = trace();
+  t.device(0);
+  for (int i = 0; i < 5; ++i) {
+    int64_t base = i * 1'000'000;
+    t.span(0, base, 100'000, "load batch", SpanKind::user, 0, 0);
+    t.launch(0, base + 10'000, 10'000, uint64_t(i + 1));
+    t.op(0, 1, base + 50'000, 350'000, uint64_t(i + 1), DeviceOpKind::memcpy, "upload");
   }
   EXPECT_TRUE(by_rule(analyze(t.load()), "async-timing").empty());
 }

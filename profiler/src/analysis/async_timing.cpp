@@ -36,11 +36,14 @@ void rule_async_timing(const Context& ctx, const AnalysisReport&, std::vector<Fi
       if (m.str(s.name[i]).rfind("ProfilerStep#", 0) == 0) continue;
       size_t a = lower_bound_time(l.start, s.start[i]), b = lower_bound_time(l.start, s.end(i));
       if (a == b) continue;
-      // When did the device finish what this range launched?
+      // When did the device finish the kernels this range launched? Copies
+      // are the transfer rule's: a range that only queues uploads is
+      // loading data, not timing a computation.
       int64_t finished = INT64_MIN;
       for (size_t k = a; k < b; ++k) {
         if (const EventRef* op = ctx.op_of(l.correlation[k])) {
-          finished = std::max(finished, m.device_ops[op->track].end(op->index));
+          const DeviceOps& ops = m.device_ops[op->track];
+          if (ops.kind[op->index] == DeviceOpKind::kernel) finished = std::max(finished, ops.end(op->index));
         }
       }
       if (finished == INT64_MIN) continue;
@@ -48,7 +51,7 @@ void rule_async_timing(const Context& ctx, const AnalysisReport&, std::vector<Fi
       n.thread = t.thread;
       ++n.ranges;
       int64_t lag = finished - s.end(i);
-      if (lag > 0 && double(lag) >= ctx.options.async_min_lag_ratio * double(s.dur[i])) {
+      if (lag >= ctx.options.min_gap_ns && double(lag) >= ctx.options.async_min_lag_ratio * double(s.dur[i])) {
         ++n.flagged;
         n.unseen.push_back({s.end(i), finished});
         n.range_ns += s.dur[i];

@@ -65,7 +65,8 @@ IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t
       const Launches& launches = ctx.model.launches[l->track];
       int64_t launched = launches.start[l->index];
       if (launched < a) {
-        g.detail = "the next operation was queued before the gap: it waited on another stream or event";
+        g.detail = "the next operation was already queued: the device started it late (an event or another "
+                   "stream it waited on, or the device's own scheduling)";
         return g;
       }
       t = ctx.thread(launches.thread);

@@ -83,7 +83,9 @@ std::map<StringId, FunctionMisses> misses_by_function(const Context& ctx) {
                                                           [&](const Miss& m) { return m.start < warm_end; }) -
                                      f.misses.begin())
                             : 1;
-    f.first_late = std::min(f.first_late, f.misses.size());
+    // A function's first compile is never a recompile, whenever it comes
+    // (an evaluation function first called at step 100 compiles then).
+    f.first_late = std::clamp<size_t>(f.first_late, 1, f.misses.size());
   }
   return out;
 }
