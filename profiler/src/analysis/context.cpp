@@ -50,20 +50,23 @@ const EventRef* CorrelationIndex::find(uint64_t correlation) const {
 }
 
 Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), options(opt) {
-  // Devices: busy time as the union over all streams, never a per-stream sum.
+  // Devices: busy time as the union over all streams, never a per-stream
+  // sum. A stream waiting on an event (a sync op) is not busy: the device
+  // does no work for it.
   std::map<uint32_t, DeviceActivity> by_device;
   for (const DeviceOps& s : m.device_ops) {
-    if (s.size() == 0) continue;
-    DeviceActivity& d = by_device[s.device];
-    d.device = s.device;
-    d.streams.push_back(&s);
     std::vector<Interval> all, kern, copy;
     all.reserve(s.size());
     for (size_t i = 0; i < s.size(); ++i) {
+      if (s.kind[i] == DeviceOpKind::sync) continue;
       Interval iv{s.start[i], s.end(i)};
       all.push_back(iv);
       (s.kind[i] == DeviceOpKind::kernel ? kern : copy).push_back(iv);
     }
+    if (all.empty()) continue;
+    DeviceActivity& d = by_device[s.device];
+    d.device = s.device;
+    d.streams.push_back(&s);
     d.busy = IntervalSet::unite(d.busy, IntervalSet::from_sorted(all));
     d.kernels = IntervalSet::unite(d.kernels, IntervalSet::from_sorted(kern));
     d.copies = IntervalSet::unite(d.copies, IntervalSet::from_sorted(copy));

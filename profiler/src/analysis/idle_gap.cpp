@@ -21,6 +21,7 @@ OpAt first_op_from(const DeviceActivity& d, int64_t t) {
   OpAt best;
   for (const DeviceOps* s : d.streams) {
     size_t i = lower_bound_time(s->start, t);
+    while (i < s->size() && s->kind[i] == DeviceOpKind::sync) ++i;  // waits do not end a gap
     if (i < s->size() && (best.stream == nullptr || s->start[i] < best.stream->start[best.index])) best = {s, i};
   }
   return best;
@@ -148,11 +149,14 @@ void measure_idle(const Context& ctx, AnalysisReport& report) {
     // HTA's classes, stream by stream, between consecutive operations.
     for (const DeviceOps* s : d.streams) {
       StreamIdle si{s->device, s->stream, 0, 0, 0};
-      for (size_t i = 1; i < s->size(); ++i) {
-        int64_t prev_end = s->end(i - 1), gap = s->start[i] - prev_end;
+      int64_t prev_end = INT64_MIN;
+      for (size_t i = 0; i < s->size(); ++i) {
+        if (s->kind[i] == DeviceOpKind::sync) continue;  // waiting is idle
+        int64_t gap = prev_end == INT64_MIN ? 0 : s->start[i] - prev_end;
+        prev_end = std::max(prev_end, s->end(i));
         if (gap <= 0) continue;
         const EventRef* l = ctx.launch_of(s->correlation[i]);
-        if (l != nullptr && ctx.model.launches[l->track].start[l->index] > prev_end) {
+        if (l != nullptr && ctx.model.launches[l->track].start[l->index] > s->start[i] - gap) {
           si.host_wait_ns += gap;
         } else if (gap < opt.kernel_wait_max_ns) {
           si.kernel_wait_ns += gap;
