@@ -146,8 +146,11 @@ void ActivityConverter::api(const CUpti_ActivityAPI& a, bool driver, detail::Ext
   std::string name = api_name_(driver, a.cbid);
   int64_t tid = int64_t(a.threadId);
   // A copy's host call: joined with its device record for the transfer.
-  // Only the outermost call counts (the runtime's, when there is one).
-  if (contains(name, "emcpy") && !(driver && pending_calls_.count(a.correlationId))) {
+  // Only the outermost call counts (the runtime's, when there is one). A
+  // copy made inside a loupe runtime launch (an external id was pushed) is
+  // a transfer the runtime records itself, with its call site.
+  const bool external = external_.count(a.correlationId) != 0;
+  if (contains(name, "emcpy") && !external && !(driver && pending_calls_.count(a.correlationId))) {
     ApiCall call{tid, int64_t(a.start), int64_t(a.end), name, !contains(name, "Async")};
     auto copy = pending_copies_.find(a.correlationId);
     if (copy != pending_copies_.end()) {
@@ -203,9 +206,10 @@ void ActivityConverter::finish_buffer(detail::ExternalEvents& out, bool final) {
 
 void ActivityConverter::memcpy(const CUpti_ActivityMemcpy6& m, detail::ExternalEvents& out) {
   CopyKind k = copy_kind(m.copyKind);
+  const bool external = external_.count(m.correlationId) != 0;  // the runtime records the transfer
   out.ops.push_back({m.deviceId, m.streamId, int64_t(m.start), int64_t(m.end), DeviceOpKind::memcpy, copy_name(k),
                      int64_t(m.bytes), k, correlation_of(m.correlationId)});
-  if (k != CopyKind::host_to_device && k != CopyKind::device_to_host) return;
+  if (external || (k != CopyKind::host_to_device && k != CopyKind::device_to_host)) return;
   auto call = pending_calls_.find(m.correlationId);
   if (call != pending_calls_.end()) {
     const ApiCall& c = call->second;
@@ -220,6 +224,8 @@ void ActivityConverter::memcpy(const CUpti_ActivityMemcpy6& m, detail::ExternalE
 
 void ActivityConverter::marker(const CUpti_ActivityMarker2& m, detail::ExternalEvents& out) {
   if (m.objectKind != CUPTI_ACTIVITY_OBJECT_THREAD) return;
+  // The loupe runtime's own phases: it records them as host spans already.
+  if (m.domain != nullptr && std::strcmp(m.domain, "loupe") == 0) return;
   int64_t tid = int64_t(m.objectId.pt.threadId);
   if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
     out.spans.push_back({tid, int64_t(m.timestamp), int64_t(m.timestamp), m.name ? m.name : "", SpanKind::user,

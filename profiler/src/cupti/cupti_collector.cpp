@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "cupti/activity_converter.h"
+#include "cupti/adoption.h"
 #include "loupe/prof/clock.h"
 #include "loupe/prof/cupti.h"
 
@@ -66,6 +68,7 @@ struct CuptiCollector::Impl {
       }
       converter.finish_buffer(batch);
     }
+    cupti::adoption().apply(batch);
     if (!batch.empty()) detail::submit_external(std::move(batch));
   }
 };
@@ -86,7 +89,40 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::free(buffer);
 }
 
+// Streams adopted before a collector ran: CUPTI's ids for them are asked
+// for once one starts (asking initialises CUPTI, which a process that
+// never profiles should not pay for).
+struct AdoptedStream {
+  uint32_t device;
+  void* stream;
+  uint32_t trace_stream;
+};
+std::mutex g_adopt_mu;
+std::vector<AdoptedStream> g_unresolved;
+
+void resolve_streams() {
+  std::lock_guard lock(g_adopt_mu);
+  for (const AdoptedStream& a : g_unresolved) {
+    uint32_t id = 0;
+    if (cuptiGetStreamIdEx(nullptr, static_cast<CUstream>(a.stream), 0, &id) == CUPTI_SUCCESS)
+      cupti::adoption().adopt_stream(a.device, id, a.trace_stream);
+  }
+  g_unresolved.clear();
+}
+
 }  // namespace
+
+void CuptiCollector::adopt_device(uint32_t cuda_device, uint32_t trace_device) {
+  cupti::adoption().adopt_device(cuda_device, trace_device);
+}
+
+void CuptiCollector::adopt_stream(uint32_t cuda_device, void* cuda_stream, uint32_t trace_stream) {
+  {
+    std::lock_guard lock(g_adopt_mu);
+    g_unresolved.push_back({cuda_device, cuda_stream, trace_stream});
+  }
+  if (g_active.load() != nullptr) resolve_streams();
+}
 
 CuptiCollector::CuptiCollector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -117,6 +153,7 @@ std::unique_ptr<CuptiCollector> CuptiCollector::start(const CuptiOptions& option
   impl->options = options;
   Impl* raw = impl.get();
   g_active.store(raw);
+  resolve_streams();
   raw->flusher = std::thread([raw] {
     std::unique_lock lock(raw->flush_mu);
     while (!raw->wake.wait_for(lock, raw->options.flush_interval, [raw] { return raw->stopping; })) {
@@ -140,6 +177,7 @@ CuptiCollector::~CuptiCollector() {
     std::lock_guard lock(impl_->mu);
     impl_->converter.finish_buffer(rest, true);
   }
+  cupti::adoption().apply(rest);
   if (!rest.empty()) detail::submit_external(std::move(rest));
   g_active.store(nullptr);
 }

@@ -17,5 +17,7 @@ std::unique_ptr<CuptiCollector> CuptiCollector::start(const CuptiOptions&, std::
 void CuptiCollector::flush() {}
 void CuptiCollector::push_correlation(uint64_t) {}
 void CuptiCollector::pop_correlation() {}
+void CuptiCollector::adopt_device(uint32_t, uint32_t) {}
+void CuptiCollector::adopt_stream(uint32_t, void*, uint32_t) {}
 
 }  // namespace loupe::prof

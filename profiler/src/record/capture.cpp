@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "loupe/prof/clock.h"
 #include "loupe/prof/trace_writer.h"
@@ -198,9 +199,31 @@ CaptureStats Capture::stats() const {
   return state_->stats;
 }
 
+namespace {
+std::mutex g_stop_hooks_mu;
+std::vector<void (*)()>& stop_hooks() {
+  static auto* hooks = new std::vector<void (*)()>;
+  return *hooks;
+}
+}  // namespace
+
+void on_capture_stop(void (*hook)()) {
+  std::lock_guard lock(g_stop_hooks_mu);
+  stop_hooks().push_back(hook);
+}
+
 void Capture::stop() {
   State& s = *state_;
   if (s.stopped) return;
+  {
+    // Collectors hand over what they hold while the capture still records.
+    std::vector<void (*)()> hooks;
+    {
+      std::lock_guard lock(g_stop_hooks_mu);
+      hooks = stop_hooks();
+    }
+    for (auto hook : hooks) hook();
+  }
   s.stopped = true;
   detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // even: not recording
   {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "compile/passes.h"
+#include "exec/device_impl.h"
 #include "exec/nvtx.h"
 
 namespace loupe::rt::compile {
@@ -11,7 +12,7 @@ namespace {
 int64_t now_ns() { return prof::monotonic_ns(); }
 }  // namespace
 
-Compiled compile_graph(ir::Graph graph, const std::string& name, const JitOptions& options) {
+Compiled compile_graph(ir::Graph graph, const std::string& name, const JitOptions& options, Device device) {
   Compiled c;
   std::string passes;
   int64_t opt_start = now_ns();
@@ -38,9 +39,13 @@ Compiled compile_graph(ir::Graph graph, const std::string& name, const JitOption
   }
   int64_t opt_end = now_ns();
   LowerStats stats;
+  std::string device_text;
   {
     exec::Phase phase("codegen", prof::SpanKind::compile);
     c.exe = lower(graph, options.fuse, &stats);
+    std::vector<std::shared_ptr<const exec::KernelSpec>> specs;
+    for (const Executable::Step& step : c.exe->steps) specs.push_back(step.spec);
+    device_text = exec::device_impl(device).prepare(specs);
   }
   int64_t codegen_end = now_ns();
   passes += fmt::format(", fusion {:.3f} ms ({})", double(stats.fusion_ns) / 1e6, options.fuse ? "on" : "off");
@@ -48,7 +53,7 @@ Compiled compile_graph(ir::Graph graph, const std::string& name, const JitOption
   c.codegen_ns = codegen_end - opt_end - stats.fusion_ns;
   c.nodes = c.exe->nodes;
   c.kernels = uint32_t(c.exe->steps.size());
-  c.ir = ir::print_graph(graph, name) + "passes: " + passes + "\n" + c.exe->text;
+  c.ir = ir::print_graph(graph, name) + "passes: " + passes + "\n" + c.exe->text + device_text;
   return c;
 }
 

@@ -18,6 +18,8 @@ struct Compiled {
   uint32_t nodes = 0, kernels = 0;
 };
 
-Compiled compile_graph(ir::Graph graph, const std::string& name, const JitOptions& options);
+// Optimises and lowers `graph`, then has `device` make the kernels ready
+// (CUDA: NVRTC), all of it timed.
+Compiled compile_graph(ir::Graph graph, const std::string& name, const JitOptions& options, Device device);
 
 }  // namespace loupe::rt::compile

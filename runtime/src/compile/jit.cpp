@@ -144,7 +144,7 @@ JitCore::Entry* compile_entry(JitCore& core, const tree::Flat& flat, compile::Si
   }
   int64_t trace_ns = prof::monotonic_ns() - t0;
 
-  compile::Compiled c = compile::compile_graph(std::move(tr->graph), core.name, core.options);
+  compile::Compiled c = compile::compile_graph(std::move(tr->graph), core.name, core.options, device);
   // LOUPE_DUMP_IR=1 prints what each compile produced, as XLA's dump flags do.
   static const bool dump = [] {
     const char* env = std::getenv("LOUPE_DUMP_IR");

@@ -2,8 +2,10 @@
 // kernel launches and copies. A CUDA device slots in behind it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "exec/kernel_spec.h"
@@ -36,6 +38,25 @@ class DeviceImpl {
 
   // Blocks the host until all streams are idle.
   virtual void synchronize() = 0;
+
+  // Host memory for data on its way to the device: from_host() copies the
+  // caller's data into it and copy() reads from it. Page-locked on a GPU,
+  // so that the upload is a real asynchronous copy; plain memory here.
+  virtual std::shared_ptr<void> host_staging(size_t bytes, void** data) {
+    auto v = std::make_shared<std::vector<std::byte>>(bytes);
+    *data = v->data();
+    return v;
+  }
+
+  // Makes the kernels of a new executable ready to launch (the CUDA device
+  // compiles them with NVRTC), inside the compile's codegen phase so that
+  // the compile event counts the time. Returns a line for the compile's IR
+  // text, or nothing. Kernels not prepared are made ready at their first
+  // launch.
+  virtual std::string prepare(const std::vector<std::shared_ptr<const KernelSpec>>& specs) {
+    (void)specs;
+    return {};
+  }
 };
 
 // The implementation behind a device handle, created on first use.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "backend/cpu/cpu_device.h"
+#include "backend/cuda/cuda_backend.h"
 #include "exec/device_impl.h"
 #include "loupe/prof/capture.h"
 #include "loupe/rt/errors.h"
@@ -23,12 +25,14 @@ namespace exec {
 namespace {
 
 constexpr int kMaxCpuDevices = 8;
+constexpr int kMaxCudaDevices = 16;
 
 struct Registry {
   std::mutex mu;
   // Never destroyed: worker threads and arrays may outlive static
   // destructors at exit.
   std::array<DeviceImpl*, kMaxCpuDevices> cpu{};
+  std::array<DeviceImpl*, kMaxCudaDevices> cuda{};
 };
 
 Registry& registry() {
@@ -82,12 +86,23 @@ void initialize_once() {
 
 }  // namespace
 
+DeviceImpl& cuda_device_impl(Device device) {
+  std::string why;
+  int count = backend::cuda::device_count(&why);
+  if (count == 0) throw RuntimeError(fmt::format("device {} is not available: {}", device.str(), why));
+  if (device.index < 0 || device.index >= std::min(count, kMaxCudaDevices))
+    throw RuntimeError(fmt::format("device {} does not exist (this machine has {} CUDA device{}: cuda:0 to cuda:{})",
+                                   device.str(), count, count == 1 ? "" : "s", std::min(count, kMaxCudaDevices) - 1));
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  DeviceImpl*& slot = r.cuda[size_t(device.index)];
+  if (slot == nullptr) slot = backend::cuda::create_device(device.index, backend::cuda::trace_id_of(device.index));
+  return *slot;
+}
+
 DeviceImpl& device_impl(Device device) {
   initialize_once();
-  if (device.type != DeviceType::cpu) {
-    throw RuntimeError(fmt::format("device {} is not available: this build of loupe has the CPU device only",
-                                   device.str()));
-  }
+  if (device.type == DeviceType::cuda) return cuda_device_impl(device);
   if (device.index < 0 || device.index >= kMaxCpuDevices)
     throw RuntimeError(fmt::format("device {} does not exist (CPU devices are cpu:0 to cpu:{})", device.str(),
                                    kMaxCpuDevices - 1));
@@ -104,6 +119,8 @@ std::vector<DeviceImpl*> live_devices() {
   std::vector<DeviceImpl*> out;
   for (DeviceImpl* d : r.cpu)
     if (d != nullptr) out.push_back(d);
+  for (DeviceImpl* d : r.cuda)
+    if (d != nullptr) out.push_back(d);
   return out;
 }
 
@@ -113,7 +130,43 @@ std::string Device::str() const {
   return fmt::format("{}:{}", type == DeviceType::cpu ? "cpu" : "cuda", index);
 }
 
-Device default_device() { return Device{DeviceType::cpu, 0}; }
+namespace {
+
+// LOUPE_DEVICE=cpu, cpu:N, cuda or cuda:N picks the default device.
+Device parse_device(const std::string& text) {
+  auto fail = [&] {
+    return RuntimeError(fmt::format("LOUPE_DEVICE={}: expected cpu, cpu:N, cuda or cuda:N", text));
+  };
+  std::string type = text, index;
+  if (size_t colon = text.find(':'); colon != std::string::npos) {
+    type = text.substr(0, colon);
+    index = text.substr(colon + 1);
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos || index.size() > 3) throw fail();
+  }
+  int i = index.empty() ? 0 : std::stoi(index);
+  if (type == "cpu") return Device{DeviceType::cpu, i};
+  if (type == "cuda" || type == "gpu") return Device{DeviceType::cuda, i};
+  throw fail();
+}
+
+}  // namespace
+
+Device default_device() {
+  static const Device d = [] {
+    const char* env = std::getenv("LOUPE_DEVICE");
+    if (env != nullptr && *env != 0) return parse_device(env);
+    return backend::cuda::device_count(nullptr) > 0 ? Device{DeviceType::cuda, 0} : Device{DeviceType::cpu, 0};
+  }();
+  return d;
+}
+
+int cuda_device_count(std::string* why_not) { return backend::cuda::device_count(why_not); }
+
+Device cuda(int index) {
+  Device d{DeviceType::cuda, index};
+  exec::device_impl(d);  // validates and creates it
+  return d;
+}
 
 Device cpu(int index) {
   Device d{DeviceType::cpu, index};

@@ -107,14 +107,15 @@ Array from_host(const void* data, const Shape& shape, Dtype dtype, Device device
   prof::Ticks start = prof::ticks_now();
   size_t bytes = size_t(numel(shape)) * itemsize(dtype);
   // Stage the data so the caller may reuse its memory at once, as a
-  // pageable cudaMemcpyAsync does.
-  auto staging = std::make_shared<std::vector<std::byte>>(bytes);
-  if (bytes > 0) std::memcpy(staging->data(), data, bytes);
+  // pageable cudaMemcpyAsync does (a GPU's staging memory is page-locked).
+  void* staged = nullptr;
+  std::shared_ptr<void> staging = dev.host_staging(bytes, &staged);
+  if (bytes > 0) std::memcpy(staged, data, bytes);
   exec::Stream& copy = dev.copy_stream();
   prof::CallSiteId site = exec::site_of(loc);
   auto buf = exec::allocate(dev, bytes, copy, site, "from_host", &loc);
   uint64_t corr = 0;
-  exec::Event ev = dev.copy(copy, prof::CopyKind::host_to_device, buf->data(), staging->data(), bytes, staging, &corr);
+  exec::Event ev = dev.copy(copy, prof::CopyKind::host_to_device, buf->data(), staged, bytes, staging, &corr);
   if (prof::capturing()) {
     prof::transfer({.start = start,
                     .end = prof::ticks_now(),
@@ -200,20 +201,29 @@ Array to_device(const Array& x, Device device, std::source_location loc) {
   exec::DeviceImpl& dst = exec::device_impl(device);
   prof::Ticks start = prof::ticks_now();
   std::shared_ptr<exec::Buffer> from = d.buffer;
-  exec::Stream& copy = dst.copy_stream();
+  // A GPU's memory is read and written by that GPU's copy engines: a copy
+  // from a GPU runs on its copy stream, one to a GPU on the destination's.
+  const bool from_gpu = d.device.type == DeviceType::cuda;
+  exec::DeviceImpl& mover = from_gpu ? src : dst;
+  exec::Stream& copy = mover.copy_stream();
   if (!d.ready.done()) copy.wait_event(d.ready);
   prof::CallSiteId site = exec::site_of(loc);
   size_t bytes = size_t(x.nbytes());
-  auto buf = exec::allocate(dst, bytes, copy, site, "to_device", &loc);
+  auto buf = exec::allocate(dst, bytes, dst.copy_stream(), site, "to_device", &loc);
+  if (from_gpu) from->used_on(copy);
+  prof::CopyKind kind = prof::CopyKind::peer_to_peer;
+  if (d.device.type == DeviceType::cuda && device.type == DeviceType::cpu) kind = prof::CopyKind::device_to_host;
+  if (d.device.type == DeviceType::cpu && device.type == DeviceType::cuda) kind = prof::CopyKind::host_to_device;
   uint64_t corr = 0;
-  // The source buffer belongs to another device's allocator: hold it until
-  // the copy has run rather than tracking it across devices.
-  exec::Event ev = dst.copy(copy, prof::CopyKind::peer_to_peer, buf->data(), from->data(), bytes, from, &corr);
+  // Each buffer belongs to its own device's allocator: hold both until the
+  // copy has run rather than tracking them across devices.
+  auto both = std::make_shared<std::pair<std::shared_ptr<exec::Buffer>, std::shared_ptr<exec::Buffer>>>(from, buf);
+  exec::Event ev = mover.copy(copy, kind, buf->data(), from->data(), bytes, both, &corr);
   if (prof::capturing()) {
     prof::transfer({.start = start,
                     .end = prof::ticks_now(),
-                    .device = dst.trace_id(),
-                    .direction = prof::CopyKind::peer_to_peer,
+                    .device = mover.trace_id(),
+                    .direction = kind,
                     .host_memory = prof::HostMemory::unknown,
                     .synchronous = false,
                     .implicit = false,
@@ -221,7 +231,6 @@ Array to_device(const Array& x, Device device, std::source_location loc) {
                     .callsite = site,
                     .correlation = corr});
   }
-  (void)src;
   return Array(detail::make_concrete(d.shape, d.dtype, device, std::move(buf), ev));
 }
 

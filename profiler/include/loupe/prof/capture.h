@@ -39,6 +39,12 @@ struct CaptureStats {
   std::string error;      // the first write error, empty if none
 };
 
+// Runs `hook` at the start of every capture's stop(), while the capture
+// still takes events: a collector that holds events elsewhere (CUPTI's
+// buffers) hands them over there. Hooks stay registered for the life of
+// the process; one that has nothing to hand over must return at once.
+void on_capture_stop(void (*hook)());
+
 class Capture {
  public:
   explicit Capture(CaptureOptions options);

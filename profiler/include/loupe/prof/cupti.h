@@ -40,6 +40,15 @@ class CuptiCollector {
   static void push_correlation(uint64_t id);
   static void pop_correlation();
 
+  // A GPU that the loupe runtime drives and records itself. CUPTI's records
+  // of it are renumbered to the runtime's trace device (and, for streams
+  // adopted here, the runtime's stream numbers); its allocation records
+  // are left out, since the runtime's caching allocator records what it
+  // reserves and hands out, with call sites. `cuda_stream` is a
+  // cudaStream_t. Adoptions last for the process.
+  static void adopt_device(uint32_t cuda_device, uint32_t trace_device);
+  static void adopt_stream(uint32_t cuda_device, void* cuda_stream, uint32_t trace_stream);
+
   struct Impl;
 
  private:

@@ -23,10 +23,18 @@ struct Device {
 };
 
 // A CUDA device when the CUDA backend is built and a GPU is present, else
-// the CPU device cpu:0.
+// the CPU device cpu:0. The environment variable LOUPE_DEVICE (cpu, cpu:N,
+// cuda, cuda:N) overrides the choice.
 Device default_device();
 // The CPU device `index` (created on first use; up to 8).
 Device cpu(int index = 0);
+// The CUDA device `index` (created on first use). Throws RuntimeError
+// saying why when it is not available (a build without the CUDA toolkit,
+// no driver, no such GPU).
+Device cuda(int index = 0);
+// The number of CUDA devices this process can use; 0, with the reason in
+// `why_not`, when there are none.
+int cuda_device_count(std::string* why_not = nullptr);
 
 // The allocator's view of a device's memory. Byte counts are of blocks as
 // handed out (rounded up to the allocator's granularity).

@@ -1,0 +1,379 @@
+#include "backend/cuda/cuda_device.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cupti_session.h"
+#include "backend/cuda/nvrtc_compiler.h"
+#include "exec/buffer.h"
+#include "exec/nvtx.h"
+#include "loupe/prof/cupti.h"
+
+namespace loupe::rt::backend::cuda {
+
+struct CudaDevice::Module {
+  cudaLibrary_t library = nullptr;
+  std::string target;
+  int64_t nvrtc_ns = 0;
+};
+
+namespace {
+
+thread_local int t_current_device = -1;
+
+const char* copy_name(prof::CopyKind kind) {
+  switch (kind) {
+    case prof::CopyKind::host_to_device: return "memcpy HtoD";
+    case prof::CopyKind::device_to_host: return "memcpy DtoH";
+    case prof::CopyKind::device_to_device: return "memcpy DtoD";
+    case prof::CopyKind::peer_to_peer: return "memcpy PtoP";
+    default: return "memcpy";
+  }
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int ordinal, uint32_t trace_id) : ordinal_(ordinal), trace_id_(trace_id), memory_(ordinal) {
+  make_current();
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
+  arch_ = prop.major * 10 + prop.minor;
+  sms_ = std::max(prop.multiProcessorCount, 1);
+  name_ = prop.name;
+  size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  std::string base = fmt::format("cuda:{}", ordinal);
+  compute_ = std::make_unique<CudaStream>(0, base + " compute", events_);
+  copy_ = std::make_unique<CudaStream>(1, base + " copy", events_);
+  allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_, static_cast<mem::StreamClock*>(this),
+                                                       int64_t(total));
+  timer_ = std::make_unique<EventTimer>(timing_events_, compute_->handle());
+  prof::register_device({.id = trace_id,
+                         .name = fmt::format("cuda:{} ({}, sm_{})", ordinal, prop.name, arch_),
+                         .kind = prof::DeviceKind::cuda,
+                         .memory_capacity = int64_t(total),
+                         .copy_bandwidth = 0});
+  prof::register_stream(trace_id, 0, "compute");
+  prof::register_stream(trace_id, 1, "copy");
+  // CUPTI's records of this GPU get the runtime's device and stream ids.
+  prof::CuptiCollector::adopt_device(uint32_t(ordinal), trace_id);
+  prof::CuptiCollector::adopt_stream(uint32_t(ordinal), compute_->handle(), 0);
+  prof::CuptiCollector::adopt_stream(uint32_t(ordinal), copy_->handle(), 1);
+}
+
+CudaDevice::~CudaDevice() {
+  synchronize();
+  compute_.reset();
+  copy_.reset();
+}
+
+void CudaDevice::make_current() const {
+  if (t_current_device == ordinal_) return;
+  check(cudaSetDevice(ordinal_), "cudaSetDevice");
+  t_current_device = ordinal_;
+}
+
+// ---- kernels ------------------------------------------------------------------
+
+std::shared_ptr<CudaDevice::Module> CudaDevice::module_for(const std::string& source, const char* name,
+                                                             bool* compiled) {
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = modules_.find(source);
+    if (it != modules_.end()) return it->second;
+  }
+  // Compiled outside the lock: another thread may launch meanwhile.
+  CompiledKernel ck;
+  {
+    exec::Phase phase("nvrtc", prof::SpanKind::compile);
+    ck = Nvrtc::get().compile(source, arch_, name);
+  }
+  auto m = std::make_shared<Module>();
+  m->target = ck.target;
+  m->nvrtc_ns = ck.compile_ns;
+  make_current();
+  check(cudaLibraryLoadData(&m->library, ck.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+        "cudaLibraryLoadData (loading an NVRTC-compiled kernel)");
+  if (compiled) *compiled = true;
+  std::lock_guard lock(cache_mu_);
+  auto [it, inserted] = modules_.emplace(source, m);
+  return it->second;  // another thread's, when it got there first (ours then stays loaded, unused)
+}
+
+std::shared_ptr<const CudaDevice::Prepared> CudaDevice::prepared(const std::shared_ptr<const exec::KernelSpec>& spec) {
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = specs_.find(spec.get());
+    if (it != specs_.end() && it->second.spec.lock() == spec) return it->second.prepared;
+  }
+  auto p = std::make_shared<Prepared>();
+  p->plan = plan_kernel(*spec);
+  if (!p->plan.source.empty()) {
+    p->module = module_for(p->plan.source, spec->name, nullptr);
+    for (const PlanStep& s : p->plan.steps) {
+      cudaKernel_t k = nullptr;
+      if (s.kind == PlanStep::Kind::launch)
+        check(cudaLibraryGetKernel(&k, p->module->library, s.entry.c_str()), "cudaLibraryGetKernel");
+      p->kernels.push_back(k);
+    }
+  }
+  std::lock_guard lock(cache_mu_);
+  if (specs_.size() >= prune_at_) {
+    // Executables that were dropped leave entries behind.
+    std::erase_if(specs_, [](const auto& e) { return e.second.spec.expired(); });
+    prune_at_ = std::max<size_t>(1024, specs_.size() * 2);
+  }
+  specs_[spec.get()] = {spec, p};
+  return p;
+}
+
+std::string CudaDevice::prepare(const std::vector<std::shared_ptr<const exec::KernelSpec>>& specs) {
+  make_current();
+  // Sources not compiled yet are compiled in parallel (NVRTC is
+  // thread-safe), then loaded here.
+  std::vector<std::pair<std::string, const char*>> todo;
+  size_t cached = 0, cublas = 0;
+  {
+    std::lock_guard lock(cache_mu_);
+    for (const auto& spec : specs) {
+      KernelPlan plan = plan_kernel(*spec);
+      if (plan.source.empty()) {
+        ++cublas;
+        continue;
+      }
+      bool known = modules_.count(plan.source) ||
+                   std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t.first == plan.source; });
+      if (known) ++cached;
+      else todo.push_back({std::move(plan.source), spec->name});
+    }
+  }
+  int64_t t0 = prof::monotonic_ns();
+  std::string target;
+  if (!todo.empty()) {
+    exec::Phase phase("nvrtc", prof::SpanKind::compile);
+    size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+    std::vector<CompiledKernel> out(todo.size());
+    std::vector<std::future<void>> jobs;
+    std::atomic<size_t> next{0};
+    for (size_t w = 0; w < std::min(workers, todo.size()); ++w) {
+      jobs.push_back(std::async(std::launch::async, [&] {
+        for (size_t i; (i = next.fetch_add(1)) < todo.size();)
+          out[i] = Nvrtc::get().compile(todo[i].first, arch_, todo[i].second);
+      }));
+    }
+    for (auto& j : jobs) j.get();  // rethrows a compile error
+    for (size_t i = 0; i < todo.size(); ++i) {
+      auto m = std::make_shared<Module>();
+      m->target = target = out[i].target;
+      m->nvrtc_ns = out[i].compile_ns;
+      check(cudaLibraryLoadData(&m->library, out[i].image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+            "cudaLibraryLoadData (loading an NVRTC-compiled kernel)");
+      std::lock_guard lock(cache_mu_);
+      modules_.emplace(todo[i].first, m);
+    }
+  }
+  for (const auto& spec : specs) prepared(spec);
+  double ms = double(prof::monotonic_ns() - t0) / 1e6;
+  return fmt::format("cuda: {} kernels for sm_{}: {} compiled by NVRTC{} in {:.1f} ms, {} cached, {} cuBLAS\n",
+                     specs.size(), arch_, todo.size(), target.empty() ? "" : " (" + target + ")", ms, cached, cublas);
+}
+
+void CudaDevice::run(const Prepared& p, const exec::KernelSpec& spec, const std::vector<void*>& buffers,
+                     CudaStream& s) {
+  if (const auto* mm = std::get_if<exec::MatmulKernel>(&spec.body)) {
+    if (!cublas_) cublas_ = std::make_unique<CublasMatmul>();
+    cublas_->run(*mm, buffers, s.handle());
+    return;
+  }
+  std::vector<void*> values;
+  std::vector<void*> args;
+  for (size_t i = 0; i < p.plan.steps.size(); ++i) {
+    const PlanStep& st = p.plan.steps[i];
+    if (st.kind == PlanStep::Kind::zero) {
+      check(cudaMemsetAsync(buffers.at(size_t(st.buffer)), 0, st.bytes, s.handle()), "cudaMemsetAsync");
+      continue;
+    }
+    values.assign(st.args.size(), nullptr);
+    args.assign(st.args.size(), nullptr);
+    for (size_t j = 0; j < st.args.size(); ++j) {
+      values[j] = buffers.at(size_t(st.args[j]));
+      args[j] = &values[j];
+    }
+    int64_t blocks = st.blocks;
+    if (st.grid_stride) {
+      // Enough blocks to fill every multiprocessor twice over; the kernel
+      // loops over the rest.
+      int64_t fill = int64_t(sms_) * std::max<int64_t>(1, 2048 / int64_t(st.block)) * 2;
+      blocks = std::min(blocks, fill);
+    }
+    blocks = std::clamp<int64_t>(blocks, 1, 0x7fffffff);
+    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(p.kernels[i]), dim3(unsigned(blocks), st.grid_y),
+                                     dim3(st.block), args.data(), 0, s.handle());
+    if (e != cudaSuccess)
+      throw RuntimeError(fmt::format("CUDA launch of kernel {} ({}) failed: {}", spec.name, st.entry,
+                                     cuda_error_text(e)));
+  }
+}
+
+// ---- instrumentation ----------------------------------------------------------
+
+bool CudaDevice::cupti_times() { return cupti_session_recording(); }
+
+CudaStream::Completion CudaDevice::completion(const char* name, prof::DeviceOpKind kind, prof::CopyKind copy,
+                                              uint64_t bytes, uint64_t correlation, const EventHandle& start,
+                                              CudaStream& s) {
+  CudaStream::Completion c;
+  if (!start) return c;
+  EventHandle end = timing_events_.get();
+  check(cudaEventRecord(end.get(), s.handle()), "cudaEventRecord");
+  uint32_t stream = uint32_t(s.index()), device = trace_id_;
+  EventTimer* timer = timer_.get();
+  c.then = [=] {
+    auto [t0, t1] = timer->times(start.get(), end);
+    prof::device_op({.device = device,
+                     .stream = stream,
+                     .kind = kind,
+                     .copy = copy,
+                     .name = name,
+                     .start = t0,
+                     .end = t1,
+                     .bytes = bytes,
+                     .correlation = correlation});
+  };
+  return c;
+}
+
+exec::Event CudaDevice::launch(exec::Stream& es, std::shared_ptr<const exec::KernelSpec> spec,
+                               std::vector<void*> buffers) {
+  CudaStream& s = stream(es.index());
+  prof::Ticks start = prof::ticks_now();
+  make_current();
+  std::shared_ptr<const Prepared> p = prepared(spec);
+  std::shared_ptr<exec::Buffer> scratch;
+  if (p->plan.scratch_bytes > 0) {
+    scratch = exec::allocate(*this, p->plan.scratch_bytes, s, prof::kNoCallSite, spec->name);
+    buffers.push_back(scratch->data());
+  }
+  const uint64_t corr = prof::next_correlation_id();
+  const bool capturing = prof::capturing();
+  const bool cupti = capturing && cupti_times();
+  uint64_t seq = 0;
+  {
+    std::lock_guard lock(launch_mu_);
+    EventHandle t0;
+    if (capturing && !cupti) {
+      t0 = timing_events_.get();
+      check(cudaEventRecord(t0.get(), s.handle()), "cudaEventRecord");
+    }
+    if (cupti) prof::CuptiCollector::push_correlation(corr);
+    try {
+      run(*p, *spec, buffers, s);
+    } catch (...) {
+      if (cupti) prof::CuptiCollector::pop_correlation();
+      throw;
+    }
+    if (cupti) prof::CuptiCollector::pop_correlation();
+    seq = s.finish(completion(spec->name, prof::DeviceOpKind::kernel, prof::CopyKind::none, 0, corr, t0, s));
+  }
+  // Freed in stream order: later work on this stream may reuse it.
+  scratch.reset();
+  if (capturing) {
+    prof::launch({.name = spec->name, .start = start, .end = prof::ticks_now(), .device = trace_id_,
+                  .stream = uint32_t(s.index()), .correlation = corr});
+  }
+  return {&es, seq};
+}
+
+exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, const void* src, size_t bytes,
+                             std::shared_ptr<void> keep_alive, uint64_t* correlation) {
+  CudaStream& s = stream(es.index());
+  prof::Ticks start = prof::ticks_now();
+  make_current();
+  const char* name = copy_name(kind);
+  const uint64_t corr = prof::next_correlation_id();
+  if (correlation) *correlation = corr;
+  const bool capturing = prof::capturing();
+  const bool cupti = capturing && cupti_times();
+  uint64_t seq = 0;
+  {
+    std::lock_guard lock(launch_mu_);
+    EventHandle t0;
+    if (capturing && !cupti) {
+      t0 = timing_events_.get();
+      check(cudaEventRecord(t0.get(), s.handle()), "cudaEventRecord");
+    }
+    if (cupti) prof::CuptiCollector::push_correlation(corr);
+    std::shared_ptr<void> keep = keep_alive;
+    std::function<void()> then;
+    cudaError_t e = cudaSuccess;
+    if (bytes > 0) {
+      void* stage = nullptr;
+      if (kind == prof::CopyKind::host_to_device) {
+        if (pinned_.owns(src)) {  // written by from_host into host_staging()
+          e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.handle());
+        } else if (auto block = pinned_.get(bytes, &stage)) {
+          std::memcpy(stage, src, bytes);
+          e = cudaMemcpyAsync(dst, stage, bytes, cudaMemcpyHostToDevice, s.handle());
+          keep = std::move(block);  // the caller's memory is free at once
+        } else {
+          // Pageable: the driver stages it, and returns once it has.
+          e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.handle());
+        }
+      } else if (kind == prof::CopyKind::device_to_host) {
+        if (auto block = pinned_.get(bytes, &stage)) {
+          e = cudaMemcpyAsync(stage, src, bytes, cudaMemcpyDeviceToHost, s.handle());
+          then = [dst, stage, bytes] { std::memcpy(dst, stage, bytes); };
+          keep = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(std::move(block),
+                                                                                          std::move(keep_alive));
+        } else {
+          e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.handle());
+        }
+      } else {
+        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s.handle());
+      }
+    }
+    if (cupti) prof::CuptiCollector::pop_correlation();
+    check(e, "cudaMemcpyAsync");
+    CudaStream::Completion c = completion(name, prof::DeviceOpKind::memcpy, kind, bytes, corr, t0, s);
+    if (then) {
+      // The data is in place before the timing is recorded and anyone sees
+      // the copy done.
+      auto timing = std::move(c.then);
+      c.then = [then, timing] {
+        then();
+        if (timing) timing();
+      };
+    }
+    c.keep = std::move(keep);
+    seq = s.finish(std::move(c));
+  }
+  if (capturing) {
+    prof::launch({.name = name, .start = start, .end = prof::ticks_now(), .device = trace_id_,
+                  .stream = uint32_t(s.index()), .correlation = corr});
+  }
+  return {&es, seq};
+}
+
+void CudaDevice::synchronize() {
+  compute_->synchronize();
+  copy_->synchronize();
+  compute_->synchronize();  // work queued behind a copy wait
+}
+
+std::shared_ptr<void> CudaDevice::host_staging(size_t bytes, void** data) {
+  if (auto block = pinned_.get(bytes, data)) return block;
+  return DeviceImpl::host_staging(bytes, data);
+}
+
+// ---- the allocator's view of the streams ----------------------------------------
+
+uint64_t CudaDevice::mark(int s) { return stream(s).submitted(); }
+bool CudaDevice::passed(int s, uint64_t m) { return stream(s).completed_holding_locks() >= m; }
+void CudaDevice::wait(int s, uint64_t m) { stream(s).wait_host(m); }
+
+}  // namespace loupe::rt::backend::cuda

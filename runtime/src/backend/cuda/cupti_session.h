@@ -1,0 +1,18 @@
+// The runtime's CUPTI collector: started when the runtime first launches
+// work on a GPU while a capture is active, stopped (and flushed) when that
+// capture stops, so that kernels and copies carry the GPU's own times in
+// the trace and nothing is recorded, or costs anything, between captures.
+//
+// It stays off when LOUPE_CUPTI=0, when libloupe_inject.so records CUPTI in
+// this process already (`loupe capture`), and for good once CUPTI refused
+// (another tool, such as Nsight Systems, holds it); device times then come
+// from CUDA events.
+#pragma once
+
+namespace loupe::rt::backend::cuda {
+
+// Whether CUPTI records the device's work now, starting it if a capture is
+// active and it is not running yet.
+bool cupti_session_recording();
+
+}  // namespace loupe::rt::backend::cuda

@@ -1,0 +1,157 @@
+#include "backend/cuda/nvrtc_compiler.h"
+
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "backend/cuda/dynamic_library.h"
+#include "loupe/prof/clock.h"
+#include "loupe/rt/errors.h"
+
+#ifndef LOUPE_CUDA_LIBRARY_DIR
+#define LOUPE_CUDA_LIBRARY_DIR ""
+#endif
+
+namespace loupe::rt::backend::cuda {
+
+struct Nvrtc::Api {
+  DynamicLibrary lib;
+  decltype(&nvrtcVersion) version;
+  decltype(&nvrtcGetErrorString) error_string;
+  decltype(&nvrtcCreateProgram) create;
+  decltype(&nvrtcDestroyProgram) destroy;
+  decltype(&nvrtcCompileProgram) compile;
+  decltype(&nvrtcGetProgramLogSize) log_size;
+  decltype(&nvrtcGetProgramLog) log;
+  decltype(&nvrtcGetCUBINSize) cubin_size;
+  decltype(&nvrtcGetCUBIN) cubin;
+  decltype(&nvrtcGetPTXSize) ptx_size;
+  decltype(&nvrtcGetPTX) ptx;
+  decltype(&nvrtcGetNumSupportedArchs) num_archs;
+  decltype(&nvrtcGetSupportedArchs) archs;
+};
+
+namespace {
+
+struct Loaded {
+  std::once_flag once;
+  Nvrtc* nvrtc = nullptr;
+  std::string why;
+};
+Loaded& loaded() {
+  static Loaded* l = new Loaded;
+  return *l;
+}
+
+}  // namespace
+
+Nvrtc* Nvrtc::load() {
+  Loaded& l = loaded();
+  std::call_once(l.once, [&] {
+    try {
+      l.nvrtc = new Nvrtc;
+    } catch (const std::exception& e) {
+      l.why = e.what();
+    }
+  });
+  return l.nvrtc;
+}
+
+Nvrtc& Nvrtc::get() {
+  if (load() == nullptr) throw RuntimeError(loaded().why);
+  return *loaded().nvrtc;
+}
+
+bool Nvrtc::available(std::string* why) {
+  bool ok = load() != nullptr;
+  if (why) *why = loaded().why;
+  return ok;
+}
+
+Nvrtc::Nvrtc() : api_(new Api) {
+  std::string why;
+  std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so"};
+  if (*LOUPE_CUDA_LIBRARY_DIR) names.push_back(std::string(LOUPE_CUDA_LIBRARY_DIR) + "/libnvrtc.so");
+  if (!api_->lib.open(names, &why)) throw RuntimeError("NVRTC (the CUDA runtime compiler) cannot be loaded: " + why);
+  const DynamicLibrary& lib = api_->lib;
+  api_->version = lib.symbol<decltype(&nvrtcVersion)>("nvrtcVersion");
+  api_->error_string = lib.symbol<decltype(&nvrtcGetErrorString)>("nvrtcGetErrorString");
+  api_->create = lib.symbol<decltype(&nvrtcCreateProgram)>("nvrtcCreateProgram");
+  api_->destroy = lib.symbol<decltype(&nvrtcDestroyProgram)>("nvrtcDestroyProgram");
+  api_->compile = lib.symbol<decltype(&nvrtcCompileProgram)>("nvrtcCompileProgram");
+  api_->log_size = lib.symbol<decltype(&nvrtcGetProgramLogSize)>("nvrtcGetProgramLogSize");
+  api_->log = lib.symbol<decltype(&nvrtcGetProgramLog)>("nvrtcGetProgramLog");
+  api_->cubin_size = lib.symbol<decltype(&nvrtcGetCUBINSize)>("nvrtcGetCUBINSize");
+  api_->cubin = lib.symbol<decltype(&nvrtcGetCUBIN)>("nvrtcGetCUBIN");
+  api_->ptx_size = lib.symbol<decltype(&nvrtcGetPTXSize)>("nvrtcGetPTXSize");
+  api_->ptx = lib.symbol<decltype(&nvrtcGetPTX)>("nvrtcGetPTX");
+  api_->num_archs = lib.symbol<decltype(&nvrtcGetNumSupportedArchs)>("nvrtcGetNumSupportedArchs");
+  api_->archs = lib.symbol<decltype(&nvrtcGetSupportedArchs)>("nvrtcGetSupportedArchs");
+  int n = 0;
+  if (api_->num_archs(&n) == NVRTC_SUCCESS && n > 0) {
+    archs_.resize(size_t(n));
+    if (api_->archs(archs_.data()) != NVRTC_SUCCESS) archs_.clear();
+  }
+  std::sort(archs_.begin(), archs_.end());
+}
+
+std::string Nvrtc::version() const {
+  int major = 0, minor = 0;
+  api_->version(&major, &minor);
+  return fmt::format("{}.{}", major, minor);
+}
+
+CompiledKernel Nvrtc::compile(const std::string& source, int arch, const std::string& name) const {
+  const Api& a = *api_;
+  CompiledKernel out;
+  // A real architecture NVRTC knows gives a CUBIN; a newer GPU gets PTX of
+  // the newest virtual architecture not above it, for the driver to finish.
+  bool known = std::find(archs_.begin(), archs_.end(), arch) != archs_.end();
+  int target = arch;
+  if (!known) {
+    target = 0;
+    for (int x : archs_)
+      if (x <= arch) target = x;
+    if (target == 0)
+      throw RuntimeError(fmt::format("NVRTC {} cannot generate code for compute capability {}.{}", version(), arch / 10,
+                                     arch % 10));
+  }
+  out.cubin = known;
+  out.target = fmt::format("{}_{}", known ? "sm" : "compute", target);
+  std::string arch_flag = "--gpu-architecture=" + out.target;
+  const char* options[] = {arch_flag.c_str(), "--std=c++17", "-default-device"};
+  int64_t t0 = prof::monotonic_ns();
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r = a.create(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS) throw RuntimeError(fmt::format("NVRTC could not take {}: {}", name, a.error_string(r)));
+  r = a.compile(prog, 3, options);
+  size_t log_size = 0;
+  a.log_size(prog, &log_size);
+  if (log_size > 1) {
+    out.log.resize(log_size);
+    a.log(prog, out.log.data());
+    out.log.resize(log_size - 1);
+  }
+  if (r == NVRTC_SUCCESS) {
+    size_t size = 0;
+    if (known) {
+      a.cubin_size(prog, &size);
+      out.image.resize(size);
+      a.cubin(prog, out.image.data());
+    } else {
+      a.ptx_size(prog, &size);  // includes the NUL
+      out.image.resize(size);
+      a.ptx(prog, out.image.data());
+    }
+  }
+  a.destroy(&prog);
+  out.compile_ns = prof::monotonic_ns() - t0;
+  if (r != NVRTC_SUCCESS)
+    throw RuntimeError(fmt::format("NVRTC failed to compile kernel {} for {}: {}\n{}", name, out.target,
+                                   a.error_string(r), out.log));
+  return out;
+}
+
+}  // namespace loupe::rt::backend::cuda
