@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <future>
 #include <thread>
 
@@ -25,6 +27,15 @@ struct CudaDevice::Module {
 namespace {
 
 thread_local int t_current_device = -1;
+
+// At exit, before the CUDA runtime tears itself down (this handler is
+// registered after the runtime started, so it runs first): let queued work
+// finish and hand CUPTI's records to the capture.
+void at_exit() {
+  for (exec::DeviceImpl* d : exec::live_devices())
+    if (d->handle().type == DeviceType::cuda) d->synchronize();
+  cupti_session_stop();
+}
 
 const char* copy_name(prof::CopyKind kind) {
   switch (kind) {
@@ -64,6 +75,8 @@ CudaDevice::CudaDevice(int ordinal, uint32_t trace_id) : ordinal_(ordinal), trac
   prof::CuptiCollector::adopt_device(uint32_t(ordinal), trace_id);
   prof::CuptiCollector::adopt_stream(uint32_t(ordinal), compute_->handle(), 0);
   prof::CuptiCollector::adopt_stream(uint32_t(ordinal), copy_->handle(), 1);
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(at_exit); });
 }
 
 CudaDevice::~CudaDevice() {

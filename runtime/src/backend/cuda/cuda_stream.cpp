@@ -59,7 +59,7 @@ void CudaStream::poll(bool release) const {
       Pending& p = pending_.front();
       cudaError_t r = cudaEventQuery(p.event.get());
       if (r == cudaErrorNotReady) break;
-      if (r != cudaSuccess) {
+      if (r != cudaSuccess && r != cudaErrorCudartUnloading) {
         // A fault in earlier work (it poisons the context): say so once,
         // and let waiters go rather than hang.
         static std::once_flag once;

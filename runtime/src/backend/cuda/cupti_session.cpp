@@ -29,13 +29,17 @@ Session& session() {
   return *s;
 }
 
+}  // namespace
+
 // Before a capture stops: hand everything CUPTI holds to it, and stop.
-void on_stop() {
+void cupti_session_stop() {
   Session& s = session();
   std::lock_guard lock(s.mu);
   s.running.store(false, std::memory_order_release);
   s.collector.reset();
 }
+
+namespace {
 
 bool disabled(std::string* why) {
   const char* env = std::getenv("LOUPE_CUPTI");
@@ -63,7 +67,7 @@ bool cupti_session_recording() {
   std::string why;
   if (!disabled(&why)) {
     if (!s.hooked) {
-      prof::on_capture_stop(on_stop);
+      prof::on_capture_stop(cupti_session_stop);
       s.hooked = true;
     }
     s.collector = prof::CuptiCollector::start({}, &why);

@@ -14,5 +14,8 @@ namespace loupe::rt::backend::cuda {
 // Whether CUPTI records the device's work now, starting it if a capture is
 // active and it is not running yet.
 bool cupti_session_recording();
+// Flushes what CUPTI holds into the capture and stops the collector (at
+// exit, while the CUDA runtime is still up).
+void cupti_session_stop();
 
 }  // namespace loupe::rt::backend::cuda
