@@ -126,6 +126,35 @@ struct Capture::State {
   void report_loss(const std::string& error, uint64_t rows);
 };
 
+namespace {
+std::mutex g_hooks_mu;
+struct Hooks {
+  std::vector<void (*)()> start, stop;
+};
+Hooks& hooks() {
+  static auto* h = new Hooks;
+  return *h;
+}
+void run_hooks(std::vector<void (*)()> Hooks::*which) {
+  std::vector<void (*)()> list;
+  {
+    std::lock_guard lock(g_hooks_mu);
+    list = hooks().*which;
+  }
+  for (auto hook : list) hook();
+}
+}  // namespace
+
+void on_capture_start(void (*hook)()) {
+  std::lock_guard lock(g_hooks_mu);
+  hooks().start.push_back(hook);
+}
+
+void on_capture_stop(void (*hook)()) {
+  std::lock_guard lock(g_hooks_mu);
+  hooks().stop.push_back(hook);
+}
+
 Capture::Capture(CaptureOptions options) : state_(new State) {
   State& s = *state_;
   s.options = std::move(options);
@@ -184,6 +213,7 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
   s.started = true;
   s.drainer_thread = std::thread([&s] { s.run_drainer(); });
   s.writer_thread = std::thread([&s] { s.run_writer(); });
+  run_hooks(&Hooks::start);
 }
 
 Capture::~Capture() { stop(); }
@@ -199,31 +229,12 @@ CaptureStats Capture::stats() const {
   return state_->stats;
 }
 
-namespace {
-std::mutex g_stop_hooks_mu;
-std::vector<void (*)()>& stop_hooks() {
-  static auto* hooks = new std::vector<void (*)()>;
-  return *hooks;
-}
-}  // namespace
-
-void on_capture_stop(void (*hook)()) {
-  std::lock_guard lock(g_stop_hooks_mu);
-  stop_hooks().push_back(hook);
-}
 
 void Capture::stop() {
   State& s = *state_;
   if (s.stopped) return;
-  {
-    // Collectors hand over what they hold while the capture still records.
-    std::vector<void (*)()> hooks;
-    {
-      std::lock_guard lock(g_stop_hooks_mu);
-      hooks = stop_hooks();
-    }
-    for (auto hook : hooks) hook();
-  }
+  // Collectors hand over what they hold while the capture still records.
+  run_hooks(&Hooks::stop);
   s.stopped = true;
   detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // even: not recording
   {

@@ -39,10 +39,13 @@ struct CaptureStats {
   std::string error;      // the first write error, empty if none
 };
 
-// Runs `hook` at the start of every capture's stop(), while the capture
-// still takes events: a collector that holds events elsewhere (CUPTI's
-// buffers) hands them over there. Hooks stay registered for the life of
-// the process; one that has nothing to hand over must return at once.
+// Hooks for collectors that record outside the rings (the runtime's CUPTI
+// collector): `on_capture_start` hooks run once a capture records, at the
+// end of its constructor; `on_capture_stop` hooks at the start of its
+// stop(), while it still takes events, so that what a collector holds
+// (CUPTI's buffers) reaches the file. Hooks stay registered for the life of
+// the process; one with nothing to do must return at once.
+void on_capture_start(void (*hook)());
 void on_capture_stop(void (*hook)());
 
 class Capture {

@@ -77,6 +77,7 @@ CudaDevice::CudaDevice(int ordinal, uint32_t trace_id) : ordinal_(ordinal), trac
   prof::CuptiCollector::adopt_stream(uint32_t(ordinal), copy_->handle(), 1);
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(at_exit); });
+  cupti_session_attach();
 }
 
 CudaDevice::~CudaDevice() {

@@ -57,6 +57,18 @@ bool disabled(std::string* why) {
 
 }  // namespace
 
+void cupti_session_attach() {
+  Session& s = session();
+  {
+    std::lock_guard lock(s.mu);
+    if (s.hooked) return;
+    s.hooked = true;
+  }
+  prof::on_capture_start([] { cupti_session_recording(); });
+  prof::on_capture_stop(cupti_session_stop);
+  cupti_session_recording();  // a capture may be recording already
+}
+
 bool cupti_session_recording() {
   Session& s = session();
   if (s.running.load(std::memory_order_acquire)) return true;
@@ -65,13 +77,7 @@ bool cupti_session_recording() {
   if (s.collector) return true;
   if (s.gave_up) return false;
   std::string why;
-  if (!disabled(&why)) {
-    if (!s.hooked) {
-      prof::on_capture_stop(cupti_session_stop);
-      s.hooked = true;
-    }
-    s.collector = prof::CuptiCollector::start({}, &why);
-  }
+  if (!disabled(&why)) s.collector = prof::CuptiCollector::start({}, &why);
   if (!s.collector) {
     std::fprintf(stderr, "loupe: no CUPTI (%s): GPU times come from CUDA events\n", why.c_str());
     s.gave_up = true;

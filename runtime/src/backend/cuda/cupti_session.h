@@ -1,6 +1,6 @@
-// The runtime's CUPTI collector: started when the runtime first launches
-// work on a GPU while a capture is active, stopped (and flushed) when that
-// capture stops, so that kernels and copies carry the GPU's own times in
+// The runtime's CUPTI collector: started when a capture starts in a
+// process with a GPU device (or at the device's first launch while one is
+// active), stopped (and flushed) when that capture stops, so that kernels and copies carry the GPU's own times in
 // the trace and nothing is recorded, or costs anything, between captures.
 //
 // It stays off when LOUPE_CUPTI=0, when libloupe_inject.so records CUPTI in
@@ -10,6 +10,11 @@
 #pragma once
 
 namespace loupe::rt::backend::cuda {
+
+// Called when a GPU device is created: from then on each capture starts
+// the collector as it starts (so that it covers the whole capture) and
+// stops it as it stops.
+void cupti_session_attach();
 
 // Whether CUPTI records the device's work now, starting it if a capture is
 // active and it is not running yet.

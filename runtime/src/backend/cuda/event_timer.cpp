@@ -12,14 +12,21 @@ EventTimer::EventTimer(EventPool& pool, cudaStream_t stream) {
   t0_ = prof::ticks_now();
   ns0_ = prof::monotonic_ns();
   anchor_ticks_ = double(t0_);
+  // A first rate of ticks to nanoseconds, over 2 ms (1 when ticks are
+  // nanoseconds already); later ones are measured over the device's life.
+  int64_t dns = 0;
+  prof::Ticks dt = 0;
+  while (dns < 2'000'000) {
+    dns = prof::monotonic_ns() - ns0_;
+    dt = prof::ticks_now() - t0_;
+  }
+  rate_ = double(dt) / double(dns);
 }
 
 double EventTimer::ticks_per_ns() {
-  // Measured over everything since the first anchor; 1 when ticks are
-  // nanoseconds already.
   int64_t dns = prof::monotonic_ns() - ns0_;
   prof::Ticks dt = prof::ticks_now() - t0_;
-  return dns > 1'000'000 ? double(dt) / double(dns) : 1.0;
+  return dns > 100'000'000 ? double(dt) / double(dns) : rate_;
 }
 
 std::pair<prof::Ticks, prof::Ticks> EventTimer::times(cudaEvent_t start, const EventHandle& end) {

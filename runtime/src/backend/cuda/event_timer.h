@@ -34,6 +34,7 @@ class EventTimer {
   double anchor_ticks_ = 0;
   prof::Ticks t0_ = 0;
   int64_t ns0_ = 0;
+  double rate_ = 1.0;
 };
 
 }  // namespace loupe::rt::backend::cuda
