@@ -26,21 +26,25 @@ cuda::Nvrtc& nvrtc() {
   return cuda::Nvrtc::get();
 }
 
-// Compiles each distinct source of `p` for `arch`; returns how many.
-size_t compile_all(const Program& p, int arch) {
+// Compiles each distinct source of `p` for `arch` (to PTX when `ptx`);
+// returns how many.
+size_t compile_all(const Program& p, int arch, bool ptx = false) {
   std::set<std::string> seen;
   for (const auto& step : p.exe->steps) {
     cuda::KernelPlan plan = cuda::plan_kernel(*step.spec);
     if (plan.source.empty() || !seen.insert(plan.source).second) continue;
     try {
-      cuda::CompiledKernel k = nvrtc().compile(plan.source, arch, step.spec->name);
+      cuda::CompiledKernel k = nvrtc().compile(plan.source, arch, step.spec->name, ptx);
       EXPECT_FALSE(k.image.empty()) << p.name << ": " << step.spec->name;
+      EXPECT_EQ(k.cubin, !ptx);
       EXPECT_TRUE(k.log.empty()) << p.name << ": " << step.spec->name << " compiled with messages:\n"
                                  << k.log << "\n" << plan.source;
     } catch (const std::exception& e) {
       ADD_FAILURE() << p.name << ": " << e.what() << "\n" << plan.source;
     }
   }
+  std::printf("%s: %zu kernels, %zu distinct sources compiled for %s_%d\n", p.name.c_str(), p.exe->steps.size(),
+              seen.size(), ptx ? "compute" : "sm", arch);
   return seen.size();
 }
 
@@ -79,8 +83,10 @@ TEST(Nvrtc, ErrorsCarryTheLog) {
 
 TEST(Nvrtc, CompilesTheMlpTrainingStep) {
   Program p = mlp_step();
-  // The step's fused kernels (27 with its 8 matrix products, docs/runtime.md).
+  // The step's fused kernels (27 with its 8 matrix products, docs/runtime.md),
+  // to CUBINs and to PTX.
   EXPECT_GE(compile_all(p, 90), 10u);
+  EXPECT_GE(compile_all(p, 80, true), 10u);
 }
 
 TEST(Nvrtc, CompilesAttention) {

@@ -103,7 +103,7 @@ std::string Nvrtc::version() const {
   return fmt::format("{}.{}", major, minor);
 }
 
-CompiledKernel Nvrtc::compile(const std::string& source, int arch, const std::string& name) const {
+CompiledKernel Nvrtc::compile(const std::string& source, int arch, const std::string& name, bool ptx) const {
   const Api& a = *api_;
   CompiledKernel out;
   // A real architecture NVRTC knows gives a CUBIN; a newer GPU gets PTX of
@@ -118,15 +118,16 @@ CompiledKernel Nvrtc::compile(const std::string& source, int arch, const std::st
       throw RuntimeError(fmt::format("NVRTC {} cannot generate code for compute capability {}.{}", version(), arch / 10,
                                      arch % 10));
   }
-  out.cubin = known;
-  out.target = fmt::format("{}_{}", known ? "sm" : "compute", target);
+  out.cubin = known && !ptx;
+  out.target = fmt::format("{}_{}", out.cubin ? "sm" : "compute", target);
   std::string arch_flag = "--gpu-architecture=" + out.target;
-  const char* options[] = {arch_flag.c_str(), "--std=c++17", "-default-device"};
+  // Line info: Nsight Compute can then show the generated source.
+  const char* options[] = {arch_flag.c_str(), "--std=c++17", "-default-device", "-lineinfo"};
   int64_t t0 = prof::monotonic_ns();
   nvrtcProgram prog = nullptr;
   nvrtcResult r = a.create(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) throw RuntimeError(fmt::format("NVRTC could not take {}: {}", name, a.error_string(r)));
-  r = a.compile(prog, 3, options);
+  r = a.compile(prog, int(std::size(options)), options);
   size_t log_size = 0;
   a.log_size(prog, &log_size);
   if (log_size > 1) {
@@ -136,7 +137,7 @@ CompiledKernel Nvrtc::compile(const std::string& source, int arch, const std::st
   }
   if (r == NVRTC_SUCCESS) {
     size_t size = 0;
-    if (known) {
+    if (out.cubin) {
       a.cubin_size(prog, &size);
       out.image.resize(size);
       a.cubin(prog, out.image.data());

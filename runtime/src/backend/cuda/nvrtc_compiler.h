@@ -27,9 +27,10 @@ class Nvrtc {
   // Whether NVRTC can be loaded; `why` says why not.
   static bool available(std::string* why);
 
-  // Compiles `source` for compute capability `arch` (major * 10 + minor).
+  // Compiles `source` for compute capability `arch` (major * 10 + minor):
+  // a CUBIN, or PTX when `ptx` (or when NVRTC does not know the GPU).
   // Throws RuntimeError with NVRTC's log on a compile error.
-  CompiledKernel compile(const std::string& source, int arch, const std::string& name) const;
+  CompiledKernel compile(const std::string& source, int arch, const std::string& name, bool ptx = false) const;
 
   // The real architectures NVRTC can generate code for.
   const std::vector<int>& architectures() const { return archs_; }
