@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 
 LOUPE = $(BUILD)/bin/loupe
 
-.PHONY: all setup build demo test bench test-asan test-tsan clean
+.PHONY: all setup build demo test bench gpu-check test-asan test-tsan clean
 
 all: build
 
@@ -36,6 +36,12 @@ bench: setup
 	cmake --build $(BUILD)-release -j $(JOBS)
 	bench/run $(BUILD)-release
 
+# Everything that needs an NVIDIA GPU (docs/gpu.md), with one table at the
+# end; on a machine without one, the CPU-side parts and what was skipped.
+GPU_CHECK_OUT ?= gpu-check-out
+gpu-check: setup
+	scripts/gpu-check $(GPU_CHECK_OUT) --build-dir $(BUILD)-gpu-check
+
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: setup
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLOUPE_WERROR=ON \
@@ -54,4 +60,4 @@ test-tsan: setup
 	  ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-release $(BUILD)-asan $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-release $(BUILD)-asan $(BUILD)-tsan $(BUILD)-gpu-check
