@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -72,13 +73,42 @@ inline int max(int a, int b) { return a > b ? a : b; }
 inline const char* kUndef = "#undef BATCH\n#undef SQ\n#undef SK\n#undef D\n#undef DV\n#undef CAUSAL\n#undef TILE\n"
                             "#undef ROWS\n#undef DK_OFF\n#undef DV_OFF\n#undef TILE_KV\n";
 
+// Compiles `text` (after kHeader) into a shared library under `dir` and
+// loads it. With `cache`, a library built from the same text before (by
+// any process) is loaded instead.
+inline void* compile_and_load(const std::string& text, const std::string& dir, bool cache) {
+  std::string full = std::string(kHeader) + text;
+  std::string base = dir + "/emu_" + std::to_string(std::hash<std::string>{}(full)) + "_" +
+                     std::to_string(full.size());
+  std::string so = base + ".so";
+  if (!cache || ::access(so.c_str(), R_OK) != 0) {
+    // Built under a name of its own, then renamed: processes building the
+    // same kernel at once each get a whole file.
+    std::string tmp = base + "." + std::to_string(::getpid());
+    std::ofstream(tmp + ".cpp") << full;
+    std::string cmd = std::string(LOUPE_HOST_CXX) + " -std=c++17 -O1 -w -shared -fPIC -o " + tmp + ".so " + tmp +
+                      ".cpp 2> " + tmp + ".log";
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream log(tmp + ".log");
+      std::string l((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      throw std::runtime_error("the host compiler rejected the emulated kernels:\n" + l.substr(0, 4000));
+    }
+    std::rename((tmp + ".so").c_str(), so.c_str());
+    std::remove((tmp + ".cpp").c_str());
+    std::remove((tmp + ".log").c_str());
+  }
+  void* handle = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw std::runtime_error(::dlerror());
+  return handle;
+}
+
 // Several sources in one library: each in a namespace of its own, its
 // entries reachable as emu_entry_<source>_<entry>.
 class Module {
  public:
   Module(const std::vector<std::string>& sources, const std::vector<std::vector<std::string>>& entries,
-         const std::string& dir) {
-    std::string text = kHeader;
+         const std::string& dir, bool cache = false) {
+    std::string text;
     for (size_t i = 0; i < sources.size(); ++i) {
       std::string src = sources[i];
       for (size_t at; (at = src.find("extern \"C\" ")) != std::string::npos;) src.erase(at, 11);
@@ -88,17 +118,7 @@ class Module {
       for (const std::string& e : entries[i])
         text += "extern \"C\" void* emu_entry_" + std::to_string(i) + "_" + e + " = (void*)&k" + std::to_string(i) +
                 "::" + e + ";\n";
-    std::string base = dir + "/emu" + std::to_string(::getpid()) + "_" + std::to_string(counter()++);
-    std::ofstream(base + ".cpp") << text;
-    std::string cmd = std::string(LOUPE_HOST_CXX) + " -std=c++17 -O1 -w -shared -fPIC -o " + base + ".so " + base +
-                      ".cpp 2> " + base + ".log";
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(base + ".log");
-      std::string l((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-      throw std::runtime_error("the host compiler rejected the emulated kernels:\n" + l.substr(0, 4000));
-    }
-    handle_ = ::dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) throw std::runtime_error(::dlerror());
+    handle_ = compile_and_load(text, dir, cache);
     ctx_.thread_idx = sym<Dim3>("threadIdx");
     ctx_.block_idx = sym<Dim3>("blockIdx");
     ctx_.block_dim = sym<Dim3>("blockDim");
@@ -108,16 +128,14 @@ class Module {
   ~Module() {
     if (handle_) ::dlclose(handle_);
   }
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
   void* entry(size_t source, const std::string& name) const {
     return *sym<void*>(("emu_entry_" + std::to_string(source) + "_" + name).c_str());
   }
   const Context& context() const { return ctx_; }
 
  private:
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
   template <typename T>
   T* sym(const char* name) const {
     void* p = ::dlsym(handle_, name);
@@ -191,8 +209,12 @@ inline void launch(const Launch& l, Dim3 grid, Dim3 block) {
   *c.barrier = detail::barrier;
   detail::g_launch = &l;
   const unsigned n = block.x * block.y * block.z;
-  std::vector<detail::Thread> threads(n);
-  for (auto& t : threads) t.stack.reset(new char[kStack]);
+  // Stacks stay allocated from launch to launch (untouched pages cost
+  // nothing).
+  static std::vector<detail::Thread> threads;
+  if (threads.size() < n) threads.resize(n);
+  for (unsigned i = 0; i < n; ++i)
+    if (!threads[i].stack) threads[i].stack.reset(new char[kStack]);
   for (unsigned by = 0; by < grid.y; ++by) {
     for (unsigned bx = 0; bx < grid.x; ++bx) {
       *c.block_idx = Dim3{bx, by, 0};
@@ -210,7 +232,8 @@ inline void launch(const Launch& l, Dim3 grid, Dim3 block) {
       // end); a round ends when all are waiting or done.
       for (bool running = true; running;) {
         running = false;
-        for (auto& t : threads) {
+        for (unsigned i = 0; i < n; ++i) {
+          detail::Thread& t = threads[i];
           if (t.done) continue;
           t.at_barrier = false;
           detail::g_current = &t;
