@@ -15,8 +15,9 @@ namespace loupe::rt::exec {
 
 class Phase {
  public:
-  explicit Phase(const char* name, prof::SpanKind kind = prof::SpanKind::runtime) {
-    prof::span_begin(name, kind);
+  explicit Phase(const char* name, prof::SpanKind kind = prof::SpanKind::runtime,
+                 prof::CallSiteId site = prof::kNoCallSite) {
+    prof::span_begin(name, kind, site);
 #ifdef LOUPE_NVTX
     nvtxRangePushA(name);
 #endif

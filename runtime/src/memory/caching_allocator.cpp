@@ -151,7 +151,9 @@ Block* CachingAllocator::allocate(const AllocRequest& req) {
   if (b == nullptr) b = reserve_segment_locked(size, req.stream, small);
   if (b == nullptr) {
     // Give everything cached back to the device (after the streams finish
-    // with blocks whose free waits on them), then try once more.
+    // with blocks whose free waits on them), then try once more. The host
+    // waits meanwhile: a span says how long, for the memory analysis.
+    prof::Scope retrying("allocator retry", prof::SpanKind::wait, req.site);
     ++stats_.retries;
     record(prof::MemoryEventKind::retry, size, nullptr, req.site);
     wait_deferred(lock);
