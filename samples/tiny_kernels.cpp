@@ -89,7 +89,9 @@ int main(int argc, char** argv) {
     } else {
       std::vector<Array> g;
       std::tie(loss, g) = grads(state.params, x, target);
-      for (size_t k = 0; k < state.params.size(); ++k) adam(state.params[k], g[k], state.m[k], state.v[k]);
+      for (size_t k = 0; k < state.params.size(); ++k) {
+        adam(state.params[k], g[k], state.m[k], state.v[k]);  // MISTAKE: eager, a kernel per op
+      }
     }
   }
   std::printf("final loss %.5f\n", loss.item<float>());

@@ -90,6 +90,24 @@ TEST_F(Rules, GapDuringACompileIsCausedByTheCompile) {
   EXPECT_EQ(r.devices[0].cause_ns[size_t(GapCause::compile)], 600);
 }
 
+// An ahead-of-time compile (compile_for) before the loop idles the device
+// too, once: the gap says which kind it was.
+TEST_F(Rules, GapDuringAnAheadOfTimeCompileSaysSo) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 400, 1);
+  t.launch(0, 0, 10, 1);
+  t.compile(0, 500, 400, "step", CompileKind::aot);
+  t.launch(0, 950, 10, 7);
+  t.op(0, 0, 1000, 100, 7);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::compile);
+  EXPECT_EQ(r.devices[0].gaps[0].detail, "ahead-of-time compile of step");
+}
+
 TEST_F(Rules, GapCausePriorityAndCoverage) {
   // Host part of the gap: [100, 1100) = 1000 ns. Compile covers 300 (under
   // half), a synchronous wait covers 600: the wait is the cause.
