@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
 
   std::printf("host_sync (%s): %d steps, MLP %lld-%lld-%lld-%lld, batch %lld\n", args.variant().c_str(), steps,
               (long long)features, (long long)hidden, (long long)hidden, (long long)classes, (long long)batch);
+  loupe::samples::LoopClock clock;
   Array loss_sum = rt::zeros({});
   double host_sum = 0;
   int since_log = 0;
@@ -82,5 +83,6 @@ int main(int argc, char** argv) {
       since_log = 0;
     }
   }
+  clock.report(steps);
   return 0;
 }

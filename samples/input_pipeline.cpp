@@ -141,7 +141,7 @@ class Loader {
 }  // namespace
 
 int main(int argc, char** argv) {
-  loupe::samples::SampleArgs args(argc, argv, "input_pipeline", {{"--workers", "8"}, {"--hidden", "32"}});
+  loupe::samples::SampleArgs args(argc, argv, "input_pipeline", {{"--workers", "8"}, {"--hidden", "64"}});
   loupe::samples::Recording recording(args, "input_pipeline");
   const int steps = args.steps(args.ci() ? 30 : 200);
   const int64_t hidden = args.number("--hidden");
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
 
   std::printf("input_pipeline (%s): %d steps of %lld images, MLP %lld-%lld-%lld\n", args.variant().c_str(), steps,
               (long long)kBatch, (long long)kPixels, (long long)hidden, (long long)kClasses);
-  auto start = std::chrono::steady_clock::now();
+  loupe::samples::LoopClock clock;
   Array loss;
   if (!args.fixed()) {
     std::vector<float> pixels(size_t(kBatch * kPixels));
@@ -186,8 +186,7 @@ int main(int argc, char** argv) {
       previous_y = y;
     }
   }
+  clock.report(steps);
   std::printf("final loss %.4f\n", loss.item<float>());
-  double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%d steps in %.1f ms: %.2f ms per step\n", steps, total, total / steps);
   return 0;
 }

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
 
   std::printf("jit_in_loop (%s): %d steps, MLP %lld-%lld-%lld-%lld, batch %lld\n", args.variant().c_str(), steps,
               (long long)features, (long long)hidden, (long long)hidden, (long long)classes, (long long)batch);
+  loupe::samples::LoopClock clock;
   Array loss;
   for (int i = 0; i < steps; ++i) {
     prof::StepScope step_scope(i);
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
       std::tie(state, loss) = rt::jit("train_step", train_step, names)(state, x, y);  // MISTAKE: a new jit each step
     }
   }
+  clock.report(steps);
   std::printf("final loss %.4f\n", loss.item<float>());
   return 0;
 }

@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
   std::printf("ragged_batches (%s): %d steps over %zu batches of up to %lld sequences of %lld to %lld tokens\n",
               args.variant().c_str(), steps, batches.size(), (long long)batch, (long long)kMinLength,
               (long long)kMaxLength);
+  loupe::samples::LoopClock clock;
   Array loss;
   for (int i = 0; i < steps; ++i) {
     prof::StepScope step_scope(i);
@@ -178,6 +179,7 @@ int main(int argc, char** argv) {
     state = next;
     loss = l;
   }
+  clock.report(steps);
   rt::JitStats s = step.stats();
   std::printf("final loss %.4f; train_step: %llu compiled in the loop, %llu ahead of time, %llu cache hits\n",
               loss.item<float>(), (unsigned long long)s.misses, (unsigned long long)s.aot,

@@ -8,6 +8,7 @@
 // or LOUPE_TRACE=FILE would), for `loupe analyze` and `loupe-view`.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -72,13 +73,32 @@ class SampleArgs {
   std::map<std::string, std::string> values_;
 };
 
+// The wall time of a loop, read once the device has finished the work the
+// loop queued (the host alone would stop early: see async_timing.cpp).
+class LoopClock {
+ public:
+  void report(int steps) const {
+    rt::synchronize(rt::default_device());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    std::printf("%d steps in %.1f ms: %.3f ms per step\n", steps, ms, ms / steps);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 // Records the program into --out while it lives. It waits for the device
 // before it closes the file, so the trace holds the work still queued.
 class Recording {
  public:
   Recording(const SampleArgs& args, const char* producer) {
-    if (!args.text("--out").empty())
-      capture_ = std::make_unique<prof::Capture>(prof::CaptureOptions{.path = args.text("--out"), .producer = producer});
+    // Rings of 256 Ki events per thread (16 MiB): eager ops record several
+    // events each, millions a second, and on a busy machine the capture's
+    // drainer may not run for tens of milliseconds.
+    if (!args.text("--out").empty()) {
+      capture_ = std::make_unique<prof::Capture>(
+          prof::CaptureOptions{.path = args.text("--out"), .buffer_events = 1u << 18, .producer = producer});
+    }
   }
   ~Recording() {
     rt::synchronize(rt::default_device());

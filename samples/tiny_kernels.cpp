@@ -51,7 +51,7 @@ void adam(Array& p, const Array& g, Array& m, Array& v) {
 int main(int argc, char** argv) {
   loupe::samples::SampleArgs args(argc, argv, "tiny_kernels", {{"--layers", "16"}, {"--width", "16"}});
   loupe::samples::Recording recording(args, "tiny_kernels");
-  const int steps = args.steps(args.ci() ? 30 : 200);
+  const int steps = args.steps(args.ci() ? 30 : 60);
   const int64_t layers = args.number("--layers"), width = args.number("--width"), batch = 32;
 
   // A deep, narrow MLP: many small parameters.
@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
 
   std::printf("tiny_kernels (%s): %d steps, %lld layers of %lldx%lld (%zu parameters)\n", args.variant().c_str(),
               steps, (long long)layers, (long long)width, (long long)width, state.params.size());
+  loupe::samples::LoopClock clock;
   Array loss;
   for (int i = 0; i < steps; ++i) {
     prof::StepScope step_scope(i);
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  clock.report(steps);
   std::printf("final loss %.5f\n", loss.item<float>());
   return 0;
 }
