@@ -207,10 +207,15 @@ std::vector<int32_t> prompts(const Config& c, int64_t length, int round) {
 // MQA); prints what it generated.
 void serve(const Config& c, const std::string& kind, bool fixed_shapes, int rounds) {
   Model model = init_model(c, 1);
-  auto prefill = rt::jit("prefill " + kind, [&](Model m, Array t) { return prefill_growing(c, m, t); });
-  auto decode = rt::jit("decode " + kind, [&](Model m, Cache k, Array t) { return decode_growing(c, m, k, t); });
-  auto prefill_fixed = rt::jit("prefill " + kind, [&](Model m, Array t, Array r) { return prefill_padded(c, m, t, r); });
-  auto decode_fixed = rt::jit("decode " + kind, [&](Model m, PaddedCache k, Array t) { return decode_padded(c, m, k, t); });
+  const rt::JitOptions prefill_args{.arg_names = {"model", "tokens", "real"}};
+  const rt::JitOptions decode_args{.arg_names = {"model", "cache", "token"}};
+  auto prefill = rt::jit("prefill " + kind, [&](Model m, Array t) { return prefill_growing(c, m, t); }, prefill_args);
+  auto decode = rt::jit("decode " + kind, [&](Model m, Cache k, Array t) { return decode_growing(c, m, k, t); },
+                        decode_args);
+  auto prefill_fixed = rt::jit(
+      "prefill " + kind, [&](Model m, Array t, Array r) { return prefill_padded(c, m, t, r); }, prefill_args);
+  auto decode_fixed = rt::jit(
+      "decode " + kind, [&](Model m, PaddedCache k, Array t) { return decode_padded(c, m, k, t); }, decode_args);
   for (int round = 0; round < rounds; ++round) {
     const int64_t length = c.max_prompt - 5 * round % (c.max_prompt / 2);
     std::vector<int32_t> tokens = prompts(c, length, round);
