@@ -399,6 +399,25 @@ TEST_F(Rules, EagerOpsAreTinyAgainstTheirWholeDispatch) {
   EXPECT_EQ(evidence(*f[0], "launched eagerly (outside jit)"), "150 of 200");
 }
 
+// An eager op that waited for room in a full launch queue did not spend
+// that time issuing: a device-bound eager loop is not launch-bound.
+TEST_F(Rules, EagerOpsWaitingOnAFullQueueAreNotTiny) {
+  auto t = trace();
+  t.device(0);
+  uint64_t corr = 1;
+  int64_t time = 0;
+  for (int i = 0; i < 150; ++i, ++corr) {  // 5 us kernels; each op waited 4.9 us of its 5.5 us
+    t.span(0, time, 5500, "eager matmul", SpanKind::runtime);
+    t.span(0, time + 100, 4900, "launch queue full", SpanKind::wait, 1);
+    t.launch(0, time + 5100, 100, corr);
+    t.op(0, 0, time + 5200, 5000, corr, DeviceOpKind::kernel, "matmul");
+    time += 5500;
+  }
+  AnalysisReport r = analyze(t.load());
+  EXPECT_TRUE(by_rule(r, "tiny-kernels").empty());
+  EXPECT_EQ(r.metrics.tiny_kernel_fraction, 0.0);
+}
+
 // ---- recompile ----------------------------------------------------------------
 
 TEST_F(Rules, RecompilesAfterWarmupWithReasons) {

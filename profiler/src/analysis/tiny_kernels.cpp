@@ -81,8 +81,13 @@ KernelCounts count_kernels(const Context& ctx) {
         const Launches& ls = m.launches[l->track];
         launch_ns = ls.dur[l->index];
         if (int64_t op = eager.at(ls.thread, ls.start[l->index]); op >= 0) {
+          // Less any time the op waited (for room in a full launch queue,
+          // say): a device-bound program's ops wait, they do not issue.
           const HostSpans& spans = eager.spans(ls.thread);
-          launch_ns = std::max(launch_ns, spans.dur[size_t(op)]);
+          int64_t from = spans.start[size_t(op)], to = spans.end(size_t(op));
+          const ThreadActivity* th = ctx.thread(ls.thread);
+          int64_t waited = th != nullptr ? th->blocked.covered(from, to) : 0;
+          launch_ns = std::max(launch_ns, spans.dur[size_t(op)] - waited);
           site = spans.callsite[size_t(op)];
         }
       }
