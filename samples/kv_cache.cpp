@@ -12,15 +12,20 @@
 //   mistake: MHA, and a cache that grows by one position per token
 //            (concatenation), after a prompt of whatever length it has. The
 //            cache's shape changes every token, so the jitted decode step
-//            recompiles every token; and the MHA cache, with its copy
-//            during each update, runs the device close to its capacity.
-//            `loupe analyze` reports a `memory` finding (the time above 90%
-//            of capacity, the cache line as what was live at the peak) and a
-//            `recompile` finding (shape change) at the decode call.
+//            recompiles every token; and the MHA cache, copied longer at
+//            each token, fragments the device's memory until the allocator
+//            flushes its cache and then runs out. `loupe analyze` reports a
+//            `memory` finding (retries, out of memory, the cache line as
+//            what was live at the peak) and a `recompile` finding (shape
+//            change) at the decode call.
 //   fixed:   GQA, and fixed shapes: the prompt is left-padded to a fixed
 //            length and the cache allocated for the whole sequence, with a
 //            mask for the positions not written yet. One compile of each
-//            function, a quarter of the memory.
+//            function, a quarter of the cache; it fits.
+//
+// GQA is a choice made when a model is designed and trained (Llama 2 70B
+// and Mistral use it): what the sample shows is what that choice is worth
+// when serving.
 //   --attention all runs MHA, GQA and MQA one after the other (fixed
 //   shapes) in ranges `generate MHA` and so on, to compare their memory in
 //   the memory track.
