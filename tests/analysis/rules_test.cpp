@@ -90,6 +90,24 @@ TEST_F(Rules, GapDuringACompileIsCausedByTheCompile) {
   EXPECT_EQ(r.devices[0].cause_ns[size_t(GapCause::compile)], 600);
 }
 
+// An ahead-of-time compile (compile_for) before the loop idles the device
+// too, once: the gap says which kind it was.
+TEST_F(Rules, GapDuringAnAheadOfTimeCompileSaysSo) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 400, 1);
+  t.launch(0, 0, 10, 1);
+  t.compile(0, 500, 400, "step", CompileKind::aot);
+  t.launch(0, 950, 10, 7);
+  t.op(0, 0, 1000, 100, 7);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::compile);
+  EXPECT_EQ(r.devices[0].gaps[0].detail, "ahead-of-time compile of step");
+}
+
 TEST_F(Rules, GapCausePriorityAndCoverage) {
   // Host part of the gap: [100, 1100) = 1000 ns. Compile covers 300 (under
   // half), a synchronous wait covers 600: the wait is the cause.
@@ -232,6 +250,26 @@ TEST_F(Rules, RareOrAsyncTransfersAreNotFlagged) {
   EXPECT_TRUE(by_rule(r, "transfer").empty());
 }
 
+// A dataset uploaded before the loop, one batch per step's worth: as many
+// uploads as steps, but none during a step. Only uploads in the steps count.
+TEST_F(Rules, UploadsBeforeTheLoopAreNotPerStep) {
+  auto t = trace();
+  t.device(0);
+  uint32_t before = t.callsite("data.cpp", 3), during = t.callsite("loop.cpp", 9);
+  for (int i = 0; i < 10; ++i) t.transfer(0, i * 10, 5, CopyKind::host_to_device, false, HostMemory::pageable, before);
+  for (int s = 0; s < 10; ++s) {
+    int64_t base = 1000 + s * 1000;
+    t.step(0, s, base, 1000);
+    t.op(0, 0, base + 100, 800);
+    if (s % 2 == 0) t.transfer(0, base, 50, CopyKind::host_to_device, false, HostMemory::pageable, during);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 1u);  // every other step is still every step's habit
+  EXPECT_EQ(evidence(*f[0], "call site"), "loop.cpp:9");
+  EXPECT_EQ(evidence(*f[0], "steps with one"), "5 of 10");
+}
+
 // ---- memory -----------------------------------------------------------------
 
 TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
@@ -258,6 +296,29 @@ TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
   EXPECT_EQ(evidence(*f[0], "live at peak: attention.cpp:42"), "900 B in 2 blocks");
   EXPECT_EQ(r.metrics.peak_memory_bytes, 900);
   EXPECT_DOUBLE_EQ(r.metrics.peak_memory_fraction, 0.9);
+}
+
+// A fragmented pool retries far below the high-water mark: the time the
+// host waited in those retries (the runtime's `allocator retry` spans) is
+// the impact, united with any time above the mark.
+TEST_F(Rules, TimeInAllocatorRetriesIsPressure) {
+  auto t = trace();
+  t.device(0, DeviceKind::cuda, 1000);
+  t.memory(0, 10, MemoryEventKind::alloc, 400, 0x1, 400, 600);
+  t.span(0, 100, 40, "allocator retry", SpanKind::wait);
+  t.memory(0, 110, MemoryEventKind::retry, 500, 0, 400, 600);
+  t.memory(0, 130, MemoryEventKind::alloc, 500, 0x2, 900, 900);  // above 90% over [130, 200)
+  t.memory(0, 200, MemoryEventKind::free, 500, 0x2, 400, 900);
+  t.span(1, 300, 25, "allocator retry", SpanKind::wait);  // another thread's retry
+  t.memory(0, 310, MemoryEventKind::retry, 700, 0, 400, 400);
+  t.span(0, 500, 1000, "allocator retry", SpanKind::user);  // not the runtime's: ignored
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "retries (cache flushed to allocate)"), "2");
+  EXPECT_EQ(evidence(*f[0], "time in allocator retries"), "65 ns");
+  EXPECT_EQ(evidence(*f[0], "time above 90.0% of capacity"), "70 ns");
+  EXPECT_EQ(f[0]->impact_ns, 100 + 25);  // [100, 140) ∪ [130, 200) ∪ [300, 325)
 }
 
 TEST_F(Rules, OutOfMemoryIsAnError) {
@@ -301,6 +362,60 @@ TEST_F(Rules, KernelStorm) {
   AnalysisOptions o;
   set_analysis_parameter(o, "tiny_fraction", "96%");
   EXPECT_TRUE(by_rule(analyze(m, o), "tiny-kernels").empty());
+}
+
+// An op run eagerly costs the host its whole dispatch (the runtime's
+// `eager <op>` span around the launch), not only the launch call: its
+// kernel is tiny when shorter than that, and the span's line is reported.
+TEST_F(Rules, EagerOpsAreTinyAgainstTheirWholeDispatch) {
+  auto t = trace();
+  t.device(0);
+  uint32_t update = t.callsite("train.cpp", 42), other = t.callsite("train.cpp", 50);
+  uint64_t corr = 1;
+  int64_t time = 0;
+  for (int i = 0; i < 150; ++i, ++corr) {  // 300 ns kernels: longer than the 100 ns launch, not the 1 us op
+    t.span(0, time, 1000, "eager mul", SpanKind::runtime, 0, i < 100 ? update : other);
+    t.launch(0, time + 800, 100, corr);
+    t.op(0, 0, time + 950, 300, corr, DeviceOpKind::kernel, "mul");
+    time += 2000;
+  }
+  for (int i = 0; i < 50; ++i, ++corr) {  // 300 ns kernels of a jitted function: not tiny
+    t.span(0, time, 1000, "jit step", SpanKind::runtime);
+    t.launch(0, time + 800, 100, corr);
+    t.op(0, 0, time + 950, 300, corr, DeviceOpKind::kernel, "loop_fusion[mul]");
+    time += 2000;
+  }
+  TraceModel m = t.load();
+  AnalysisReport r = analyze(m);
+  auto f = by_rule(r, "tiny-kernels");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "tiny kernels"), "150 (75.0% of kernels)");
+  EXPECT_EQ(f[0]->impact_ns, 150 * 1000);  // the host time in those ops
+  std::vector<std::string> sites;
+  for (const auto& [k, v] : f[0]->evidence) {
+    if (k == "call site") sites.push_back(v);
+  }
+  EXPECT_EQ(sites, (std::vector<std::string>{"train.cpp:42 (x100)", "train.cpp:50 (x50)"}));
+  EXPECT_EQ(evidence(*f[0], "launched eagerly (outside jit)"), "150 of 200");
+}
+
+// An eager op that waited for room in a full launch queue did not spend
+// that time issuing: a device-bound eager loop is not launch-bound.
+TEST_F(Rules, EagerOpsWaitingOnAFullQueueAreNotTiny) {
+  auto t = trace();
+  t.device(0);
+  uint64_t corr = 1;
+  int64_t time = 0;
+  for (int i = 0; i < 150; ++i, ++corr) {  // 5 us kernels; each op waited 4.9 us of its 5.5 us
+    t.span(0, time, 5500, "eager matmul", SpanKind::runtime);
+    t.span(0, time + 100, 4900, "launch queue full", SpanKind::wait, 1);
+    t.launch(0, time + 5100, 100, corr);
+    t.op(0, 0, time + 5200, 5000, corr, DeviceOpKind::kernel, "matmul");
+    time += 5500;
+  }
+  AnalysisReport r = analyze(t.load());
+  EXPECT_TRUE(by_rule(r, "tiny-kernels").empty());
+  EXPECT_EQ(r.metrics.tiny_kernel_fraction, 0.0);
 }
 
 // ---- recompile ----------------------------------------------------------------

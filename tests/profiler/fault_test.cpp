@@ -75,24 +75,34 @@ pid_t spawn_recorder(const std::string& trace, int flush_ms) {
   return pid;
 }
 
-TEST(Fault, SigtermAndSigkillLeaveAReadablePrefix) {
-  for (int sig : {SIGTERM, SIGKILL, SIGTERM}) {
+// A process killed at any moment leaves a file that opens and holds every
+// event up to its last commit, as an unbroken prefix.
+TEST(Fault, SigkillAndSigtermLeaveAReadablePrefix) {
+  constexpr int kFlushMs = 100;
+  for (int sig : {SIGKILL, SIGTERM, SIGKILL}) {
     loupe::test::TempDir dir;
     std::string path = dir.file("killed.db");
-    pid_t pid = spawn_recorder(path, 100);
+    pid_t pid = spawn_recorder(path, kFlushMs);
     std::this_thread::sleep_for(std::chrono::milliseconds(1500 + 37 * sig));
     int64_t killed_at = monotonic_ns();
     kill(pid, sig);
     int status = 0;
     waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status));
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig);
     TraceModel m;
     ASSERT_NO_THROW(m = load_trace(path)) << "signal " << sig;
+    EXPECT_EQ(m.info.status, "recording") << "the capture never finished";
     std::vector<double> seq = sequence(m);
     ASSERT_FALSE(seq.empty());
     EXPECT_TRUE(is_prefix(seq)) << "signal " << sig;
+    // Commits kept coming while the program ran: the last one is recent.
+    // The bound leaves room for a commit's own time and for a loaded
+    // machine (sanitizer builds, parallel tests); a capture that stopped
+    // committing would leave the last event seconds before the kill.
+    // bench/run_kill.py measures the loss precisely over many runs.
     int64_t last = m.counters[0].time.back() + std::stoll(m.info.meta.at("origin_monotonic_ns"));
-    EXPECT_GT(last, killed_at - 1'000'000'000) << "signal " << sig;  // see Crash.SigkillLeavesAReadablePrefix
+    EXPECT_GT(last, killed_at - 10 * kFlushMs * 1'000'000) << "signal " << sig;
+    EXPECT_LT(last, killed_at);
   }
 }
 

@@ -91,7 +91,8 @@ TEST(Record, TimesAreMonotonicNanosecondsFromTheOrigin) {
   // tick conversion's error (a few microseconds).
   EXPECT_GE(start, before - 5'000);
   EXPECT_LE(end, after + 5'000);
-  EXPECT_NEAR(double(s.dur[0]), 20e6, 2e6);
+  // It slept 20 ms inside (longer on a busy machine, never shorter).
+  EXPECT_GE(s.dur[0], 20'000'000 - 5'000);
 }
 
 // Every kind of event, many threads: each arrives once, none are lost.

@@ -223,5 +223,22 @@ TEST_F(AllocatorModel, RetryFreesTheCacheBeforeFailing) {
   a.free(again);
 }
 
+// A block freed in stream order may still be read by work queued on its
+// stream. Giving its segment back to the device must wait for that work:
+// releasing it earlier let a queued kernel read unmapped memory (found by
+// the out-of-memory fault test).
+TEST_F(AllocatorModel, SegmentsGoBackOnlyAfterTheirStreamsFinish) {
+  CachingAllocator a(rt::Device{}, 0, memory, &clock, int64_t(64) << 20);
+  Block* used = a.allocate({.bytes = 40u << 20, .stream = 1});
+  clock.submitted[1] = 7;  // kernels that read `used` are queued on stream 1
+  a.free(used);            // free in stream order: they have not run yet
+  EXPECT_EQ(clock.completed[1], 0u);
+  // 50 MiB fits only if the 40 MiB segment goes back to the device.
+  Block* bigger = a.allocate({.bytes = 50u << 20, .stream = 0});
+  EXPECT_EQ(clock.completed[1], 7u) << "the release waited for stream 1's queued work";
+  EXPECT_EQ(a.stats().releases, 1u);
+  a.free(bigger);
+}
+
 }  // namespace
 }  // namespace loupe::test

@@ -43,6 +43,24 @@ TEST(Memory, OutOfMemoryRaisesAndTheRuntimeStaysUsable) {
   EXPECT_EQ(fits.shape()[0], 8);
 }
 
+// An upload from pinned memory reads it after from_host() returns: the
+// buffer's memory lives until the copy has run, even if the buffer does
+// not, and a range inside it counts as pinned too.
+TEST(Memory, PinnedUploadsKeepTheirSourceAlive) {
+  Array x, tail;
+  {
+    rt::PinnedBuffer buffer(4096 * sizeof(float));
+    float* f = buffer.as<float>();
+    for (int i = 0; i < 4096; ++i) f[i] = float(i);
+    x = rt::from_host(f, {4096}, rt::f32);
+    tail = rt::from_host(f + 4000, {96}, rt::f32);
+  }
+  std::vector<float> v = x.to_vector<float>();
+  EXPECT_EQ(v[0], 0.0f);
+  EXPECT_EQ(v[4095], 4095.0f);
+  EXPECT_EQ(tail.to_vector<float>()[95], 4095.0f);
+}
+
 TEST(Memory, OutOfMemoryInsideAJittedFunction) {
   rt::Device dev = rt::cpu(3);
   rt::set_memory_capacity(dev, int64_t(16) << 20);

@@ -4,6 +4,7 @@
 // load_trace and counted against what the program did.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -200,6 +201,65 @@ TEST(Trace, AllocatedTotalsMatchTheAllocator) {
   int64_t reserves = 0;
   for (size_t i = 0; i < mem->size(); ++i) reserves += mem->kind[i] == prof::MemoryEventKind::reserve;
   EXPECT_GE(reserves, 1);
+}
+
+// What the analyses read from a run besides the above: the capacity set
+// while running (the memory rule compares the peak with it), each allocator
+// retry as a wait span with the line that asked, each eager op's span with
+// the user's line (tiny-kernels names it), and uploads from pinned memory
+// as pinned.
+TEST(Trace, CapacityRetriesEagerLinesAndPinnedUploads) {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  rt::Device dev = rt::cpu(0);
+  const int64_t before = rt::memory_stats(dev).capacity;
+  int retry_line = 0, pinned_line = 0, pageable_line = 0;
+  {
+    prof::Capture capture({.path = path});
+    rt::set_memory_capacity(dev, int64_t(48) << 20);
+    {
+      // 4 MiB: a 20 MiB segment, cached once freed.
+      Array a = rt::ones({int64_t(1) << 20}, rt::f32, dev) * 2.0;
+      a.block_until_ready();
+    }
+    // 40 MiB does not fit beside the cached segment: the cache is flushed.
+    retry_line = __LINE__ + 1;
+    Array big = rt::arange(0, double(int64_t(10) << 20), 1, rt::f32, dev);
+    big.block_until_ready();
+    rt::PinnedBuffer pinned(1024 * sizeof(float));
+    std::fill_n(pinned.as<float>(), 1024, 3.0f);
+    std::vector<float> host(1024, 3.0f);
+    pinned_line = __LINE__ + 1;
+    Array p = rt::from_host(pinned.data(), {1024}, rt::f32, dev);
+    pageable_line = __LINE__ + 1;
+    Array q = rt::from_host(host.data(), {1024}, rt::f32, dev);
+    EXPECT_EQ(rt::sum(p - q).item<float>(), 0.0f);
+    rt::synchronize(dev);
+    capture.stop();
+  }
+  rt::set_memory_capacity(dev, before);
+
+  prof::TraceModel m = prof::load_trace(path);
+  ASSERT_NE(m.device(0), nullptr);
+  EXPECT_EQ(m.device(0)->memory_capacity, int64_t(48) << 20);
+  auto line_of = [&](uint32_t site) { return m.callsite(site) ? int(m.callsite(site)->line) : -1; };
+  int retries = 0, eager_ops = 0;
+  for (const prof::HostSpans& h : m.host_spans)
+    for (size_t i = 0; i < h.size(); ++i) {
+      if (m.str(h.name[i]) == "allocator retry") {
+        ++retries;
+        EXPECT_EQ(h.kind[i], prof::SpanKind::wait);
+        EXPECT_EQ(line_of(h.callsite[i]), retry_line);
+      }
+      if (m.str(h.name[i]) == "eager iota" && line_of(h.callsite[i]) == retry_line) ++eager_ops;
+    }
+  EXPECT_EQ(retries, 1);
+  EXPECT_EQ(eager_ops, 1);
+  std::map<int, prof::HostMemory> uploads;
+  for (const prof::Transfers& t : m.transfers)
+    for (size_t i = 0; i < t.size(); ++i) uploads[line_of(t.callsite[i])] = t.host_memory[i];
+  EXPECT_EQ(uploads[pinned_line], prof::HostMemory::pinned);
+  EXPECT_EQ(uploads[pageable_line], prof::HostMemory::pageable);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ const std::vector<Parameter>& parameters() {
       param("kernel_wait_max", "idle-gap: longest stream gap counted as kernel wait (HTA's consecutive_kernel_delay)", &AnalysisOptions::kernel_wait_max_ns, true),
       param("warmup_steps", "recompile: steps whose compiles count as warm-up", &AnalysisOptions::warmup_steps),
       param("recompile_error", "recompile: compile time share of the window that makes an error", &AnalysisOptions::recompile_error_fraction),
-      param("recurring_per_step", "transfer: transfers per step from one call site that count as every step", &AnalysisOptions::recurring_per_step),
+      param("recurring_per_step", "transfer: share of steps with a transfer from one call site that counts as every step", &AnalysisOptions::recurring_per_step),
       param("recurring_without_steps", "transfer: count that counts as recurring in a trace without steps", &AnalysisOptions::recurring_without_steps),
       param("tiny_kernel", "tiny-kernels: duration under which a kernel without a launch is tiny (ns; units allowed)", &AnalysisOptions::tiny_kernel_ns, true),
       param("tiny_fraction", "tiny-kernels: share of kernels that must be tiny for a warning", &AnalysisOptions::tiny_fraction_warning),

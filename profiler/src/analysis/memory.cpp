@@ -3,6 +3,7 @@
 // the peak, by call site.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -11,9 +12,39 @@
 
 namespace loupe::prof::analysis {
 
+namespace {
+
+// The host's waits in allocator retries (the runtime's wait spans named
+// "allocator retry", around flushing the cache), sorted by start.
+std::vector<Interval> retry_spans(const Context& ctx) {
+  std::vector<Interval> out;
+  for (const ThreadActivity& t : ctx.threads) {
+    if (t.spans == nullptr) continue;
+    const HostSpans& s = *t.spans;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s.kind[i] == SpanKind::wait && ctx.model.str(s.name[i]) == "allocator retry") out.push_back({s.start[i], s.end(i)});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  return out;
+}
+
+// The retry span holding time t (a retry event is recorded inside its span).
+const Interval* span_at(const std::vector<Interval>& spans, int64_t t) {
+  auto k = std::upper_bound(spans.begin(), spans.end(), t, [](int64_t v, const Interval& i) { return v < i.start; });
+  for (int n = 0; k != spans.begin() && n < 8; ++n) {
+    --k;
+    if (k->end >= t) return &*k;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
   const TraceModel& m = ctx.model;
   const AnalysisOptions& opt = ctx.options;
+  const std::vector<Interval> retrying = retry_spans(ctx);
   for (const MemoryEvents& me : m.memory) {
     if (me.size() == 0) continue;
     const Device* dev = m.device(me.device);
@@ -22,10 +53,15 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     int64_t peak_reserved = 0;
     uint64_t retries = 0, ooms = 0;
     std::vector<TimeRange> ooms_at;
+    std::vector<Interval> pressure;  // above the high-water mark, or retrying
+    std::vector<Interval> retry_waits;
     for (size_t i = 0; i < me.size(); ++i) {
       if (me.allocated[i] > me.allocated[peak]) peak = i;
       peak_reserved = std::max(peak_reserved, me.reserved[i]);
-      retries += me.kind[i] == MemoryEventKind::retry;
+      if (me.kind[i] == MemoryEventKind::retry) {
+        ++retries;
+        if (const Interval* r = span_at(retrying, me.time[i])) retry_waits.push_back(*r);
+      }
       if (me.kind[i] == MemoryEventKind::oom) {
         ++ooms;
         ooms_at.push_back({me.time[i], me.time[i] + 1});
@@ -40,6 +76,7 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
       for (size_t i = 0; i + 1 < me.size(); ++i) {
         if (double(me.allocated[i]) < limit) continue;
         high_ns += me.time[i + 1] - me.time[i];
+        pressure.push_back({me.time[i], me.time[i + 1]});
         if (!high.empty() && high.back().end == me.time[i]) high.back().end = me.time[i + 1];
         else high.push_back({me.time[i], me.time[i + 1]});
       }
@@ -79,11 +116,15 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
                              format_count(ooms));
     }
     // Memory costs no time by itself: the impact is the time spent under
-    // pressure, above the high-water fraction of capacity.
-    f.impact_ns = high_ns;
+    // pressure, above the high-water fraction of capacity or waiting in
+    // allocator retries (fragmentation can force those well below it).
+    int64_t retry_ns = IntervalSet(retry_waits).length();
+    pressure.insert(pressure.end(), retry_waits.begin(), retry_waits.end());
+    f.impact_ns = IntervalSet(std::move(pressure)).length();
     f.ranges.push_back({me.time[peak], me.time[peak] + 1});
     f.ranges.insert(f.ranges.end(), ooms_at.begin(), ooms_at.end());
     f.ranges.insert(f.ranges.end(), high.begin(), high.begin() + long(std::min<size_t>(high.size(), 10)));
+    for (size_t k = 0; k < retry_waits.size() && k < 10; ++k) f.ranges.push_back({retry_waits[k].start, retry_waits[k].end});
     f.evidence.push_back({"peak allocated", fmt::format("{}{}", format_bytes(peak_bytes), of_capacity)});
     f.evidence.push_back({"peak reserved", format_bytes(peak_reserved)});
     if (me.reserved[peak] > 0) {
@@ -97,6 +138,7 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
                             format_duration(high_ns)});
     }
     f.evidence.push_back({"retries (cache flushed to allocate)", format_count(retries)});
+    if (retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
     f.evidence.push_back({"out-of-memory", format_count(ooms)});
     for (size_t k = 0; k < sites.size() && k < 5; ++k) {
       std::string site = ctx.callsite_text(sites[k].first);

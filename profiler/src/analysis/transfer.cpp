@@ -2,7 +2,9 @@
 // step (synchronous reads back, uploads from pageable memory).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
@@ -15,12 +17,26 @@ struct Group {
   uint32_t callsite = 0;
   CopyKind direction = CopyKind::none;
   uint64_t count = 0, sync = 0, pageable = 0;
+  std::vector<int64_t> steps;  // numbers of the steps it happened in
   int64_t bytes = 0, host_ns = 0;
   int64_t copy_bytes = 0, copy_ns = 0;  // over transfers whose device copy is known
   std::map<uint32_t, std::vector<Interval>> windows;  // per device: from the transfer to the next op
   std::vector<TimeRange> ranges;
   std::vector<uint32_t> threads;
 };
+
+// The number of a step under way at time t (on any thread), if any. Steps
+// come in time order and overlap only across threads, so the one holding t
+// is among the last few that started by then.
+std::optional<int64_t> step_at(const Context& ctx, int64_t t) {
+  auto k = std::upper_bound(ctx.steps.begin(), ctx.steps.end(), t,
+                            [](int64_t v, const StepRange& s) { return v < s.start; });
+  for (int n = 0; k != ctx.steps.begin() && n < 8; ++n) {
+    --k;
+    if (k->end > t) return k->number;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -37,6 +53,7 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
       g.sync += t.synchronous[i];
       g.pageable += t.host_memory[i] == HostMemory::pageable;
       g.bytes += t.bytes[i];
+      if (auto step = step_at(ctx, t.start[i])) g.steps.push_back(*step);
       g.host_ns += t.dur[i];
       if (const EventRef* op = ctx.op_of(t.correlation[i])) {
         g.copy_bytes += t.bytes[i];
@@ -56,7 +73,12 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
   }
   for (auto& [key, g] : groups) {
     double per_step = ctx.per_step(double(g.count));
-    bool recurring = ctx.distinct_steps > 0 ? per_step >= opt.recurring_per_step : g.count >= opt.recurring_without_steps;
+    // Every step: in enough of the steps, not merely as many times as there
+    // are steps (a dataset uploaded before the loop is not a per-step copy).
+    std::sort(g.steps.begin(), g.steps.end());
+    size_t in_steps = size_t(std::unique(g.steps.begin(), g.steps.end()) - g.steps.begin());
+    bool recurring = ctx.distinct_steps > 0 ? double(in_steps) >= opt.recurring_per_step * double(ctx.distinct_steps)
+                                            : g.count >= opt.recurring_without_steps;
     bool sync_read = g.direction == CopyKind::device_to_host && 2 * g.sync >= g.count;
     bool pageable_upload = g.direction == CopyKind::host_to_device && 2 * g.pageable >= g.count;
     if (!recurring || !(sync_read || pageable_upload)) continue;
@@ -93,6 +115,9 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     f.evidence.push_back({"call site", where});
     f.evidence.push_back({"direction", std::string(name_of(g.direction))});
     f.evidence.push_back({"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), per_step)});
+    if (ctx.distinct_steps > 0) {
+      f.evidence.push_back({"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
+    }
     f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
                                                format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
     f.evidence.push_back({"synchronous", fmt::format("{} of {}", format_count(g.sync), format_count(g.count))});

@@ -57,6 +57,10 @@ class DeviceImpl {
     (void)specs;
     return {};
   }
+
+  // Bounds what the allocator may reserve. A backend also tells the trace
+  // (the memory analysis compares the peak with the device's capacity).
+  virtual void set_memory_capacity(int64_t bytes) { allocator().set_capacity(bytes); }
 };
 
 // The implementation behind a device handle, created on first use.

@@ -176,7 +176,7 @@ Device cpu(int index) {
 
 MemoryStats memory_stats(Device device) { return exec::device_impl(device).allocator().stats(); }
 void reset_peak_memory(Device device) { exec::device_impl(device).allocator().reset_peak(); }
-void set_memory_capacity(Device device, int64_t bytes) { exec::device_impl(device).allocator().set_capacity(bytes); }
+void set_memory_capacity(Device device, int64_t bytes) { exec::device_impl(device).set_memory_capacity(bytes); }
 void empty_cache(Device device) {
   exec::DeviceImpl& d = exec::device_impl(device);
   d.synchronize();

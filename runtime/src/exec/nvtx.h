@@ -23,8 +23,9 @@ inline nvtxDomainHandle_t nvtx_domain() {
 
 class Phase {
  public:
-  explicit Phase(const char* name, prof::SpanKind kind = prof::SpanKind::runtime) {
-    prof::span_begin(name, kind);
+  explicit Phase(const char* name, prof::SpanKind kind = prof::SpanKind::runtime,
+                 prof::CallSiteId site = prof::kNoCallSite) {
+    prof::span_begin(name, kind, site);
 #ifdef LOUPE_NVTX
     nvtxEventAttributes_t a{};
     a.version = NVTX_VERSION;

@@ -151,10 +151,13 @@ Block* CachingAllocator::allocate(const AllocRequest& req) {
   if (b == nullptr) b = reserve_segment_locked(size, req.stream, small);
   if (b == nullptr) {
     // Give everything cached back to the device (after the streams finish
-    // with blocks whose free waits on them), then try once more.
+    // with blocks whose free waits on them), then try once more. The host
+    // waits meanwhile: a span says how long, for the memory analysis.
+    prof::Scope retrying("allocator retry", prof::SpanKind::wait, req.site);
     ++stats_.retries;
     record(prof::MemoryEventKind::retry, size, nullptr, req.site);
     wait_deferred(lock);
+    drain_streams(lock);
     release_cached_locked();
     b = find_free_locked(size, req.stream, small);
     if (b == nullptr) b = reserve_segment_locked(size, req.stream, small);
@@ -192,6 +195,7 @@ Block* CachingAllocator::allocate(const AllocRequest& req) {
     (small ? small_ : large_).insert(r);
   }
   b->allocated = true;
+  if (req.stream >= 0 && req.stream < 32) streams_used_ |= 1u << req.stream;
   b->site = req.site;
   b->other_streams = 0;
   stats_.allocated += int64_t(b->size);
@@ -205,6 +209,7 @@ void CachingAllocator::record_use(Block* block, int stream) {
   if (stream == block->stream || stream < 0 || stream >= 32) return;
   std::lock_guard lock(mu_);
   block->other_streams |= 1u << stream;
+  streams_used_ |= 1u << stream;
 }
 
 void CachingAllocator::free(Block* block) {
@@ -251,7 +256,24 @@ void CachingAllocator::free_locked(Block* b) {
 void CachingAllocator::empty_cache() {
   std::unique_lock lock(mu_);
   wait_deferred(lock);
+  drain_streams(lock);
   release_cached_locked();
+}
+
+// A block freed in stream order can still be in use by work queued on its
+// stream: handing it to the next request on that stream is safe, giving
+// its segment back to the device is not. Before segments go back, every
+// stream finishes what it has queued (as cudaFree synchronizes a GPU).
+void CachingAllocator::drain_streams(std::unique_lock<std::mutex>& lock) {
+  if (clock_ == nullptr || streams_used_ == 0) return;
+  std::vector<std::pair<int, uint64_t>> marks;
+  for (int s = 0; s < 32; ++s) {
+    if (streams_used_ & (1u << s)) marks.push_back({s, clock_->mark(s)});
+  }
+  lock.unlock();
+  for (auto [stream, mark] : marks) clock_->wait(stream, mark);
+  lock.lock();
+  process_deferred_locked();
 }
 
 void CachingAllocator::wait_deferred(std::unique_lock<std::mutex>& lock) {
@@ -267,9 +289,12 @@ void CachingAllocator::wait_deferred(std::unique_lock<std::mutex>& lock) {
 }
 
 void CachingAllocator::set_capacity(int64_t bytes) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   stats_.capacity = bytes;
-  if (stats_.reserved > bytes) release_cached_locked();
+  if (stats_.reserved > bytes) {
+    drain_streams(lock);
+    release_cached_locked();
+  }
 }
 
 void CachingAllocator::reset_peak() {

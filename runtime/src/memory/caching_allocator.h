@@ -103,6 +103,7 @@ class CachingAllocator {
   void free_locked(Block* block);
   void process_deferred_locked();
   void wait_deferred(std::unique_lock<std::mutex>& lock);
+  void drain_streams(std::unique_lock<std::mutex>& lock);
   void record(prof::MemoryEventKind kind, uint64_t bytes, const void* address, prof::CallSiteId site) const;
 
   Device device_;
@@ -114,6 +115,7 @@ class CachingAllocator {
   Pool small_, large_;
   std::vector<std::unique_ptr<Segment>> segments_;
   std::vector<Deferred> deferred_;
+  uint32_t streams_used_ = 0;  // bit s: some block was allocated for or used on stream s
   MemoryStats stats_;
 };
 

@@ -10,6 +10,7 @@
 #include "exec/callsite_cache.h"
 #include "exec/device_impl.h"
 #include "exec/nvtx.h"
+#include "exec/pinned_memory.h"
 #include "ir/shape_inference.h"
 #include "loupe/rt/errors.h"
 #include "loupe/rt/ops.h"
@@ -106,22 +107,30 @@ Array from_host(const void* data, const Shape& shape, Dtype dtype, Device device
   exec::Phase phase("upload");
   prof::Ticks start = prof::ticks_now();
   size_t bytes = size_t(numel(shape)) * itemsize(dtype);
-  // Stage the data so the caller may reuse its memory at once, as a
+  // From pinned memory the copy reads the caller's data when it runs (the
+  // caller waits for it before reusing the memory). From pageable memory,
+  // stage the data so the caller may reuse its memory at once, as a
   // pageable cudaMemcpyAsync does (a GPU's staging memory is page-locked).
-  void* staged = nullptr;
-  std::shared_ptr<void> staging = dev.host_staging(bytes, &staged);
-  if (bytes > 0) std::memcpy(staged, data, bytes);
+  std::shared_ptr<void> source = exec::pinned_owner(data, bytes);
+  const bool pinned = source != nullptr;
+  const void* from = data;
+  if (!pinned) {
+    void* staged = nullptr;
+    source = dev.host_staging(bytes, &staged);
+    if (bytes > 0) std::memcpy(staged, data, bytes);
+    from = staged;
+  }
   exec::Stream& copy = dev.copy_stream();
   prof::CallSiteId site = exec::site_of(loc);
   auto buf = exec::allocate(dev, bytes, copy, site, "from_host", &loc);
   uint64_t corr = 0;
-  exec::Event ev = dev.copy(copy, prof::CopyKind::host_to_device, buf->data(), staged, bytes, staging, &corr);
+  exec::Event ev = dev.copy(copy, prof::CopyKind::host_to_device, buf->data(), from, bytes, std::move(source), &corr);
   if (prof::capturing()) {
     prof::transfer({.start = start,
                     .end = prof::ticks_now(),
                     .device = dev.trace_id(),
                     .direction = prof::CopyKind::host_to_device,
-                    .host_memory = prof::HostMemory::pageable,
+                    .host_memory = pinned ? prof::HostMemory::pinned : prof::HostMemory::pageable,
                     .synchronous = false,
                     .implicit = false,
                     .bytes = bytes,

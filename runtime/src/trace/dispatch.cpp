@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "compile/executable.h"
+#include "exec/callsite_cache.h"
 #include "exec/nvtx.h"
 #include "ir/shape_inference.h"
 #include "loupe/rt/errors.h"
@@ -136,7 +137,8 @@ Array eager(ir::Op op, const std::vector<Array>& inputs, const ir::Attrs& attrs,
     buffer_of(inputs[0], ir::op_name(op), loc);
     return Array(make_concrete(out.shape, out.dtype, d.device, d.buffer, d.ready));
   }
-  exec::Phase phase(eager_span_name(op));
+  // The user's line, so that a trace shows where each eager op came from.
+  exec::Phase phase(eager_span_name(op), prof::SpanKind::runtime, exec::site_of(loc));
   auto exe = eager_executable(op, inputs, attrs, out);
   std::vector<Array> params;
   params.reserve(inputs.size());

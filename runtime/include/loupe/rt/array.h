@@ -89,8 +89,35 @@ class Array {
   std::shared_ptr<detail::ArrayData> data_;
 };
 
-// Copies host data to a device (asynchronously: the host data is staged
-// before the call returns, so it may be reused at once).
+// Page-locked ("pinned") host memory, for uploads that overlap compute.
+//
+// from_host() normally copies its data to a staging buffer before it
+// returns (host time on the critical path; recorded as an upload from
+// pageable memory), as a GPU driver does for ordinary memory. Data inside a
+// PinnedBuffer is copied straight from there by the device's copy stream,
+// after from_host() has returned: the host must not overwrite it until the
+// upload has completed (block_until_ready() on the uploaded array), which is
+// why input pipelines keep two or more such buffers and fill one while the
+// other uploads. The memory lives until the buffer and every upload from it
+// are gone.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(size_t bytes);
+  void* data() const { return memory_.get(); }
+  size_t size() const { return size_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data());
+  }
+
+ private:
+  std::shared_ptr<void> memory_;
+  size_t size_ = 0;
+};
+
+// Copies host data to a device, asynchronously. From ordinary memory the
+// data is staged before the call returns, so it may be reused at once; from
+// a PinnedBuffer it is read later, by the copy (see above).
 Array from_host(const void* data, const Shape& shape, Dtype dtype, Device device = default_device(),
                 std::source_location loc = std::source_location::current());
 

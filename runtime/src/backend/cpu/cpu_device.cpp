@@ -48,13 +48,22 @@ CpuDevice::CpuDevice(int index, uint32_t trace_id) : index_(index), trace_id_(tr
   copy_ = std::make_unique<CpuStream>(trace_id, 1, name + " copy");
   int64_t capacity = cpu_capacity_from_env();
   allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_, static_cast<mem::StreamClock*>(this), capacity);
-  prof::register_device({.id = trace_id,
-                         .name = fmt::format("cpu:{} (loupe CPU device)", index),
+  register_in_trace(capacity);
+  prof::register_stream(trace_id, 0, "compute");
+  prof::register_stream(trace_id, 1, "copy");
+}
+
+void CpuDevice::register_in_trace(int64_t capacity) const {
+  prof::register_device({.id = trace_id_,
+                         .name = fmt::format("cpu:{} (loupe CPU device)", index_),
                          .kind = prof::DeviceKind::cpu,
                          .memory_capacity = capacity,
                          .copy_bandwidth = 0});
-  prof::register_stream(trace_id, 0, "compute");
-  prof::register_stream(trace_id, 1, "copy");
+}
+
+void CpuDevice::set_memory_capacity(int64_t bytes) {
+  allocator_->set_capacity(bytes);
+  register_in_trace(bytes);
 }
 
 CpuDevice::~CpuDevice() {

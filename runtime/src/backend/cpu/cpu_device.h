@@ -35,8 +35,10 @@ class CpuDevice final : public exec::DeviceImpl, private mem::StreamClock {
   exec::Event copy(exec::Stream& stream, prof::CopyKind kind, void* dst, const void* src, size_t bytes,
                    std::shared_ptr<void> keep_alive, uint64_t* correlation) override;
   void synchronize() override;
+  void set_memory_capacity(int64_t bytes) override;
 
  private:
+  void register_in_trace(int64_t capacity) const;
   CpuStream& stream(int index) { return index == 0 ? *compute_ : *copy_; }
   uint64_t mark(int stream) override;
   bool passed(int stream, uint64_t mark) override;

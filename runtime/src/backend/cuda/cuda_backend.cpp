@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "backend/cuda/cuda_check.h"
@@ -32,6 +33,16 @@ int device_count(std::string* why) {
   });
   if (why) *why = reason;
   return count;
+}
+
+std::shared_ptr<void> allocate_page_locked(size_t bytes) {
+  if (device_count(nullptr) == 0) return nullptr;
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); });
 }
 
 exec::DeviceImpl* create_device(int index, uint32_t trace_id) { return new CudaDevice(index, trace_id); }

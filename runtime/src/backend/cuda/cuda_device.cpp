@@ -14,6 +14,7 @@
 #include "backend/cuda/nvrtc_compiler.h"
 #include "exec/buffer.h"
 #include "exec/nvtx.h"
+#include "exec/pinned_memory.h"
 #include "loupe/prof/cupti.h"
 
 namespace loupe::rt::backend::cuda {
@@ -64,11 +65,8 @@ CudaDevice::CudaDevice(int ordinal, uint32_t trace_id) : ordinal_(ordinal), trac
   allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_, static_cast<mem::StreamClock*>(this),
                                                        int64_t(total));
   timer_ = std::make_unique<EventTimer>(timing_events_, compute_->handle());
-  prof::register_device({.id = trace_id,
-                         .name = fmt::format("cuda:{} ({}, sm_{})", ordinal, prop.name, arch_),
-                         .kind = prof::DeviceKind::cuda,
-                         .memory_capacity = int64_t(total),
-                         .copy_bandwidth = 0});
+  total_memory_ = int64_t(total);
+  register_in_trace(total_memory_);
   prof::register_stream(trace_id, 0, "compute");
   prof::register_stream(trace_id, 1, "copy");
   // CUPTI's records of this GPU get the runtime's device and stream ids.
@@ -328,7 +326,7 @@ exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, c
     if (bytes > 0) {
       void* stage = nullptr;
       if (kind == prof::CopyKind::host_to_device) {
-        if (pinned_.owns(src)) {  // written by from_host into host_staging()
+        if (pinned_.owns(src) || exec::pinned_owner(src, bytes)) {  // host_staging() or a PinnedBuffer
           e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.handle());
         } else if (auto block = pinned_.get(bytes, &stage)) {
           std::memcpy(stage, src, bytes);
@@ -371,6 +369,23 @@ exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, c
                   .stream = uint32_t(s.index()), .correlation = corr});
   }
   return {&es, seq};
+}
+
+void CudaDevice::register_in_trace(int64_t capacity) const {
+  prof::register_device({.id = trace_id_,
+                         .name = fmt::format("cuda:{} ({}, sm_{})", ordinal_, name_, arch_),
+                         .kind = prof::DeviceKind::cuda,
+                         .memory_capacity = capacity,
+                         .copy_bandwidth = 0});
+}
+
+void CudaDevice::set_memory_capacity(int64_t bytes) {
+  // A limit below the GPU's memory (a test of how a program behaves on a
+  // smaller GPU); the trace's capacity follows, so that the memory
+  // analysis measures pressure against it.
+  const int64_t capacity = std::min(bytes, total_memory_);
+  allocator_->set_capacity(capacity);
+  register_in_trace(capacity);
 }
 
 void CudaDevice::synchronize() {

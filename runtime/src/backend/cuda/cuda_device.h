@@ -44,6 +44,7 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
                    std::shared_ptr<void> keep_alive, uint64_t* correlation) override;
   void synchronize() override;
   std::shared_ptr<void> host_staging(size_t bytes, void** data) override;
+  void set_memory_capacity(int64_t bytes) override;
   std::string prepare(const std::vector<std::shared_ptr<const exec::KernelSpec>>& specs) override;
 
   // The compiled form of a spec.
@@ -61,6 +62,7 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
   void wait(int stream, uint64_t mark) override;
 
   void make_current() const;
+  void register_in_trace(int64_t capacity) const;
   // The compiled form of `spec`, compiling it on first use.
   std::shared_ptr<const Prepared> prepared(const std::shared_ptr<const exec::KernelSpec>& spec);
   std::shared_ptr<Module> module_for(const std::string& source, const char* name, bool* compiled);
@@ -77,6 +79,7 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
   int arch_ = 0;              // compute capability, major * 10 + minor
   int sms_ = 1;               // multiprocessors, to size grid-stride launches
   std::string name_;
+  int64_t total_memory_ = 0;  // the GPU's memory, as the driver reports it
   EventPool events_{false}, timing_events_{true};
   CudaMemory memory_;
   PinnedPool pinned_;

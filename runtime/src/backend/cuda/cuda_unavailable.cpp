@@ -16,6 +16,8 @@ int device_count(std::string* why) {
   return 0;
 }
 
+std::shared_ptr<void> allocate_page_locked(size_t) { return nullptr; }
+
 exec::DeviceImpl* create_device(int index, uint32_t) {
   throw RuntimeError(fmt::format("device cuda:{} is not available: {}", index, kWhy));
 }

@@ -1,0 +1,136 @@
+// Running a sample program end to end and reading what loupe makes of it:
+// the program runs at CI size with --out, its trace is loaded with
+// load_trace and analysed with analyze(), exactly as `loupe analyze` does.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/trace_reader.h"
+#include "profiler/test_files.h"
+#include "run_command.h"
+
+namespace loupe::test {
+
+struct SampleRun {
+  CommandResult command;
+  prof::TraceModel model;
+  prof::AnalysisReport report;
+
+  std::vector<const prof::Finding*> findings(const std::string& rule) const {
+    std::vector<const prof::Finding*> out;
+    for (const prof::Finding& f : report.findings)
+      if (f.rule == rule) out.push_back(&f);
+    return out;
+  }
+  // Wall time of the loop per step after the first (the warm-up, which
+  // compiles): from the second step's start until the device finished its
+  // last operation (or the last step ended), so that work still queued when
+  // the host moves on is counted.
+  double loop_ns_per_step() const {
+    std::vector<std::pair<int64_t, int64_t>> steps;  // (start, end)
+    for (const prof::Steps& s : model.steps)
+      for (size_t i = 0; i < s.size(); ++i) steps.push_back({s.start[i], s.end(i)});
+    if (steps.size() < 2) return 0;
+    std::sort(steps.begin(), steps.end());
+    int64_t last = report.window_end;
+    for (const auto& [start, end] : steps) last = std::max(last, end);
+    return double(last - steps[1].first) / double(steps.size() - 1);
+  }
+};
+
+// Every value of the evidence named `key`, in order.
+inline std::vector<std::string> evidence(const prof::Finding& f, const std::string& key) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : f.evidence)
+    if (k == key) out.push_back(v);
+  return out;
+}
+
+inline std::string sample_source(const std::string& sample) {
+  return std::string(LOUPE_SAMPLES_SRC) + "/" + sample + ".cpp";
+}
+
+// The lines (1-based) of the sample's source that contain `text`.
+inline std::vector<int> lines_with(const std::string& sample, const std::string& text) {
+  std::ifstream in(sample_source(sample));
+  std::vector<int> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(text) != std::string::npos) out.push_back(n);
+  return out;
+}
+
+// The one line marked with `text` (a marker comment such as "MISTAKE: ..."):
+// the tests compute where loupe must point instead of hard-coding numbers.
+inline int marked_line(const std::string& sample, const std::string& text) {
+  std::vector<int> lines = lines_with(sample, text);
+  EXPECT_EQ(lines.size(), 1u) << "marker `" << text << "` in " << sample_source(sample);
+  return lines.empty() ? -1 : lines[0];
+}
+
+// Does an evidence value ("samples/x.cpp:42" or "samples/x.cpp:42 (x7)")
+// name line `line` of the sample?
+inline bool names_line(const std::string& value, const std::string& sample, int line) {
+  std::string site = value.substr(0, value.find(' '));
+  std::string want = "samples/" + sample + ".cpp:" + std::to_string(line);
+  return site.size() >= want.size() && site.compare(site.size() - want.size(), want.size(), want) == 0;
+}
+
+// Runs build/bin/<sample> --variant <variant> --size ci --out <trace> [extra].
+inline SampleRun run_sample(const TempDir& dir, const std::string& sample, const std::string& variant,
+                            std::vector<std::string> extra = {}) {
+  static int runs = 0;
+  std::string trace = dir.file(sample + "_" + variant + "_" + std::to_string(++runs) + ".db");
+  std::vector<std::string> args{std::string(LOUPE_SAMPLES_BIN) + "/" + sample, "--variant", variant, "--size", "ci",
+                                "--out", trace};
+  args.insert(args.end(), extra.begin(), extra.end());
+  SampleRun r;
+  r.command = run_command(args, dir.path().string());
+  r.model = prof::load_trace(trace);
+  r.report = prof::analyze(r.model);
+  return r;
+}
+
+// Both variants of a sample, run `rounds` times in turn (mistake, fixed,
+// mistake, ...): the first runs for the findings, and the median loop time
+// per step of each variant, so that one disturbed run cannot decide a
+// comparison on a busy machine.
+struct VariantPair {
+  SampleRun mistake, fixed;
+  double mistake_ns = 0, fixed_ns = 0;  // median loop time per step
+};
+
+inline double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+inline VariantPair run_both(const TempDir& dir, const std::string& sample, int rounds = 1) {
+  VariantPair p;
+  std::vector<double> m, f;
+  for (int i = 0; i < rounds; ++i) {
+    SampleRun a = run_sample(dir, sample, "mistake"), b = run_sample(dir, sample, "fixed");
+    m.push_back(a.loop_ns_per_step());
+    f.push_back(b.loop_ns_per_step());
+    if (i == 0) {
+      p.mistake = std::move(a);
+      p.fixed = std::move(b);
+    }
+  }
+  p.mistake_ns = median_of(m);
+  p.fixed_ns = median_of(f);
+  if (rounds > 1) {
+    std::printf("%s: loop %.3f ms per step with the mistake, %.3f ms fixed (medians of %d runs)\n", sample.c_str(),
+                p.mistake_ns / 1e6, p.fixed_ns / 1e6, rounds);
+  }
+  return p;
+}
+
+}  // namespace loupe::test
