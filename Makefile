@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 
 LOUPE = $(BUILD)/bin/loupe
 
-.PHONY: all setup build demo test bench gpu-check test-asan test-asan-ci test-tsan clean
+.PHONY: all setup build demo test bench gpu-check test-asan test-tsan clean
 
 all: build
 
@@ -49,18 +49,6 @@ test-asan: setup
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
-
-# What CI runs under ASan+UBSan, to fit its time: every parser of untrusted
-# input (trace reader, importers, budgets, expressions: their tests and
-# fuzz corpora) and the recorder, captures and analyses.
-ASAN_CI_TARGETS = profiler_tests crash_child analysis_tests import_tests \
-  $(foreach t,trace_reader kineto_import jax_import nsys_import budget fail_on,fuzz_replay_$(t))
-test-asan-ci: setup
-	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLOUPE_WERROR=ON \
-	  -DLOUPE_SANITIZE=address,undefined -DLOUPE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
-	cmake --build $(BUILD)-asan -j $(JOBS) --target $(ASAN_CI_TARGETS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L 'profiler|analysis|import|fuzz'
 
 # The threaded parts (recorder, captures, executor) under ThreadSanitizer.
 TSAN_TESTS ?= Record|Fault|Capture|Executor|Stream|Runtime
