@@ -71,7 +71,7 @@ if "skipped" in jx:
 else:
     row(f"JAX {jx['version']} compile of the same step (lower + compile)", f"{jx['compile_ms']:.1f} ms")
 s = ours["step_ms"]
-row("step time, CPU device (jit, 1 BLAS thread per stream)", f"{s:.2f} ms")
+row("step time, CPU device (jit; matrix products on every core)", f"{s:.2f} ms")
 if "skipped" in jx:
     row("step time / JAX's", "skipped: " + jx["skipped"], "<= 1.5x")
 else:

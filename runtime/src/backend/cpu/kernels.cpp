@@ -1,5 +1,8 @@
 #include "backend/cpu/kernels.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
 #include <type_traits>
 
 extern "C" void openblas_set_num_threads(int);
@@ -7,10 +10,14 @@ extern "C" void openblas_set_num_threads(int);
 namespace loupe::rt::backend::cpu {
 
 void init_kernels() {
-  // One BLAS thread per call: a stream's worker is the device's execution
-  // unit, and concurrent streams must not oversubscribe the cores.
+  // Matrix products use every core, as XLA's CPU backend does: the compute
+  // stream is the device, and a device's kernels run on all of it.
+  // LOUPE_CPU_BLAS_THREADS=N sets another count (1: each product on its
+  // stream's worker alone).
   static bool once = [] {
-    openblas_set_num_threads(1);
+    int threads = int(std::thread::hardware_concurrency());
+    if (const char* env = std::getenv("LOUPE_CPU_BLAS_THREADS"); env && std::atoi(env) > 0) threads = std::atoi(env);
+    openblas_set_num_threads(std::max(threads, 1));
     return true;
   }();
   (void)once;

@@ -1,5 +1,5 @@
-// Batched matrix products through OpenBLAS's sgemm (one BLAS thread: the
-// stream's worker). f16 and bf16 operands are widened to f32 first.
+// Batched matrix products through OpenBLAS's sgemm (on every core; see
+// init_kernels). f16 and bf16 operands are widened to f32 first.
 #include <cblas.h>
 
 #include <cstring>
