@@ -15,9 +15,9 @@ void init_kernels() {
   // LOUPE_CPU_BLAS_THREADS=N sets another count (1: each product on its
   // stream's worker alone).
   static bool once = [] {
-    int threads = int(std::thread::hardware_concurrency());
-    if (const char* env = std::getenv("LOUPE_CPU_BLAS_THREADS"); env && std::atoi(env) > 0) threads = std::atoi(env);
-    openblas_set_num_threads(std::max(threads, 1));
+    const char* env = std::getenv("LOUPE_CPU_BLAS_THREADS");
+    const int asked = env ? std::atoi(env) : 0;
+    openblas_set_num_threads(asked > 0 ? asked : std::max(int(std::thread::hardware_concurrency()), 1));
     return true;
   }();
   (void)once;

@@ -62,10 +62,10 @@ CudaDevice::CudaDevice(int ordinal, uint32_t trace_id) : ordinal_(ordinal), trac
   std::string base = fmt::format("cuda:{}", ordinal);
   compute_ = std::make_unique<CudaStream>(0, base + " compute", events_);
   copy_ = std::make_unique<CudaStream>(1, base + " copy", events_);
-  allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_, static_cast<mem::StreamClock*>(this),
-                                                       int64_t(total));
-  timer_ = std::make_unique<EventTimer>(timing_events_, compute_->handle());
   total_memory_ = int64_t(total);
+  allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_, static_cast<mem::StreamClock*>(this),
+                                                       total_memory_);
+  timer_ = std::make_unique<EventTimer>(timing_events_, compute_->handle());
   register_in_trace(total_memory_);
   prof::register_stream(trace_id, 0, "compute");
   prof::register_stream(trace_id, 1, "copy");
