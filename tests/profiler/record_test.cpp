@@ -3,7 +3,10 @@
 // capture is active.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <set>
 #include <thread>
 #include <vector>
@@ -260,6 +263,39 @@ TEST(Record, UnwritablePathLeavesTheProgramRunning) {
   EXPECT_NE(capture.stats().error.find("/nonexistent-dir/for/sure/t.db"), std::string::npos);
   for (int i = 0; i < 100; ++i) Scope s("still fine");  // no crash, nothing recorded
   capture.stop();
+}
+
+// Resident memory of this process, from /proc/self/statm.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// A thread's first event allocates its ring without touching it: the pages
+// are faulted in as the ring fills, so a large ring costs a thread that
+// records little next to nothing, and its first event does not stall (it
+// did, for milliseconds, while the registry's lock was held).
+TEST(Record, ARingCostsOnlyWhatItHolds) {
+  loupe::test::TempDir dir;
+  constexpr uint32_t kRingEvents = 1u << 22;  // 256 MiB of slots per thread
+  constexpr int kThreads = 4;
+  int64_t before = 0, after = 0;
+  {
+    Capture capture({.path = dir.file("t.db"), .buffer_events = kRingEvents});
+    before = resident_bytes();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([] {
+        for (int i = 0; i < 100; ++i) instant("few");
+      });
+    }
+    for (auto& th : threads) th.join();
+    after = resident_bytes();
+  }
+  EXPECT_LT(after - before, int64_t(32) << 20) << "4 rings of 256 MiB hold 400 events";
+  EXPECT_EQ(load_trace(dir.file("t.db")).total_events(), uint64_t(kThreads) * 100);
 }
 
 TEST(Record, EventsOfExitedThreadsAreKept) {

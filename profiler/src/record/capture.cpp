@@ -202,9 +202,9 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
     reg.ring_capacity = std::max<uint32_t>(s.options.buffer_events, 2);
     // Forget whatever an earlier capture left unread; count drops afresh.
     for (auto& e : reg.threads) {
+      e->dropped_base = e->ring.dropped.load(std::memory_order_relaxed);
       if (!e->has_ring) continue;
       e->ring.tail.store(e->ring.published.load(std::memory_order_acquire), std::memory_order_release);
-      e->dropped_base = e->ring.dropped.load(std::memory_order_relaxed);
     }
     reg.compiles.clear();
     reg.external.clear();
@@ -332,7 +332,7 @@ void Capture::State::run_writer() {
   std::erase_if(reg.threads, [](const auto& e) { return e->retired; });
   std::lock_guard stats_lock(stats_mu);
   if (stats.dropped + stats.lost > 0) {
-    std::fprintf(stderr, "loupe: trace '%s': %llu events dropped (rings full), %llu lost (write errors)\n",
+    std::fprintf(stderr, "loupe: trace '%s': %llu events dropped (a ring full, or no memory for one), %llu lost (write errors)\n",
                  options.path.c_str(), (unsigned long long)stats.dropped, (unsigned long long)stats.lost);
   }
 }
@@ -457,7 +457,7 @@ void Capture::State::commit() {
     Registry& reg = Registry::get();
     std::lock_guard lock(reg.mu);
     for (auto& e : reg.threads) {
-      uint64_t d = e->has_ring ? e->ring.dropped.load(std::memory_order_relaxed) - e->dropped_base : 0;
+      uint64_t d = e->ring.dropped.load(std::memory_order_relaxed) - e->dropped_base;
       dropped += d;
       writer->put(ThreadRow{e->id, e->process, e->os_tid, e->name, d});
     }

@@ -80,22 +80,41 @@ bool submit_external(ExternalEvents&& batch) {
   return true;
 }
 
+// Gives the calling thread its ring. The slots are allocated outside the
+// registry's lock: every thread's first event, the drainer, compiles and
+// call sites take that lock, and a thread that allocated under it would
+// stall them all. nullptr when memory is short: the event is dropped and
+// counted, the program runs on.
+Ring* create_ring() {
+  Registry& reg = Registry::get();
+  uint64_t capacity;
+  {
+    std::lock_guard lock(reg.mu);
+    capacity = std::bit_ceil(uint64_t(std::max<uint32_t>(reg.ring_capacity, 2)));
+  }
+  RingSlots slots(static_cast<RawEvent*>(std::aligned_alloc(alignof(RawEvent), capacity * sizeof(RawEvent))));
+  std::lock_guard lock(reg.mu);
+  ThreadEntry& e = reg.this_thread_locked();
+  if (!e.has_ring) {
+    if (slots == nullptr) {
+      e.ring.dropped.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    e.storage = std::move(slots);
+    e.ring.slots = e.storage.get();
+    e.ring.mask = capacity - 1;
+    e.has_ring = true;
+  }
+  return &e.ring;
+}
+
 RawEvent* acquire_slow() {
   ThreadState& st = t_state;
   Ring* r = st.ring;
   if (r == nullptr) {
     if (t_owner.exited) return nullptr;
-    Registry& reg = Registry::get();
-    std::lock_guard lock(reg.mu);
-    ThreadEntry& e = reg.this_thread_locked();
-    if (!e.has_ring) {
-      uint64_t capacity = std::bit_ceil(uint64_t(std::max<uint32_t>(reg.ring_capacity, 2)));
-      e.storage.reset(new RawEvent[capacity]);
-      e.ring.slots = e.storage.get();
-      e.ring.mask = capacity - 1;
-      e.has_ring = true;
-    }
-    st.ring = r = &e.ring;
+    st.ring = r = create_ring();
+    if (r == nullptr) return nullptr;
   }
   if (r->head - r->cached_tail > r->mask) {
     r->cached_tail = r->tail.load(std::memory_order_acquire);

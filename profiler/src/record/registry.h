@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,11 +17,19 @@
 
 namespace loupe::prof::detail {
 
+// A ring's slots, from std::aligned_alloc: large blocks come straight from
+// the kernel as untouched pages, which are faulted in as the ring fills
+// instead of all at once when the thread first records.
+struct FreeSlots {
+  void operator()(RawEvent* p) const { std::free(p); }
+};
+using RingSlots = std::unique_ptr<RawEvent, FreeSlots>;
+
 struct ThreadEntry {
   uint32_t id = 0;  // dense, in order of registration
   int64_t process = 0, os_tid = 0;
   std::string name;
-  std::unique_ptr<RawEvent[]> storage;
+  RingSlots storage;
   Ring ring;
   bool has_ring = false;
   bool retired = false;      // the thread exited; freed once drained
