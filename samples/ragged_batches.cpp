@@ -8,8 +8,9 @@
 // last batch of each epoch is also short.
 //
 //   mistake: every batch has its own [rows, length] shape, and jit compiles
-//            the step once per shape it has not seen: in the first epoch,
-//            nearly every step compiles.
+//            the step once per shape it has not seen. The sampler forms
+//            new batches each epoch, so new lengths keep coming long after
+//            the first epoch.
 //            `loupe analyze` reports a `recompile` finding (shape change)
 //            at the line that calls the step.
 //   fixed:   lengths are padded up to one of a few buckets (16, 32, 64, 128)
@@ -68,18 +69,29 @@ Dataset make_dataset(int64_t count, uint32_t seed) {
   return d;
 }
 
-// The batches of one epoch: sequences sorted by length and cut into
-// batches of `batch` rows (the last one shorter), each padded to `length`
-// tokens and `rows` rows.
-std::vector<std::vector<int64_t>> group_by_length(const Dataset& d, int64_t batch) {
+// The batches of one epoch, as a length-grouped sampler forms them: the
+// dataset is shuffled anew each epoch and cut into megabatches of
+// kMegabatch batches; each megabatch is sorted by length and cut into
+// batches of `batch` rows. Sequences of similar length share a batch, so
+// padding to the batch's longest wastes little, but each epoch's batches
+// are new, and so are their longest lengths. The dataset does not divide
+// into batches: the last one is short.
+constexpr int64_t kMegabatch = 4;
+std::vector<std::vector<int64_t>> group_by_length(const Dataset& d, int64_t batch, uint32_t epoch) {
   std::vector<int64_t> order(d.sequences.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return d.sequences[size_t(a)].size() < d.sequences[size_t(b)].size(); });
+  std::shuffle(order.begin(), order.end(), std::mt19937(epoch));
+  const auto by_length = [&](int64_t a, int64_t b) {
+    return d.sequences[size_t(a)].size() < d.sequences[size_t(b)].size();
+  };
+  const size_t mega = size_t(kMegabatch * batch);
   std::vector<std::vector<int64_t>> batches;
-  for (size_t i = 0; i < order.size(); i += size_t(batch))
-    batches.emplace_back(order.begin() + long(i), order.begin() + long(std::min(order.size(), i + size_t(batch))));
-  std::shuffle(batches.begin(), batches.end(), std::mt19937(7));
+  for (size_t m = 0; m < order.size(); m += mega) {
+    const auto first = order.begin() + long(m), last = order.begin() + long(std::min(order.size(), m + mega));
+    std::stable_sort(first, last, by_length);
+    for (auto b = first; b < last; b += std::min(long(batch), long(last - b)))
+      batches.emplace_back(b, b + std::min(long(batch), long(last - b)));
+  }
   return batches;
 }
 
@@ -130,7 +142,6 @@ int main(int argc, char** argv) {
   const int64_t batch = args.number("--batch");
   // Not a multiple of the batch size: each epoch ends with a short batch.
   const Dataset data = make_dataset(args.ci() ? 20 * batch + batch / 2 : 60 * batch + batch / 2, 1);
-  const auto epoch = group_by_length(data, batch);
 
   std::vector<Array> params = loupe::samples::mlp_init({kEmbed, kHidden, kClasses}, 3);
   params.insert(params.begin(), rt::random::normal(rt::random::key(4), {kVocab, kEmbed}, rt::f32, 0, 0.3));
@@ -154,27 +165,32 @@ int main(int argc, char** argv) {
     }
   }
 
-  // The dataset is small: upload every batch once, before training.
+  // The dataset is small: upload the batches of every epoch the loop will
+  // see before training, so that the loop measures the steps alone.
   struct DeviceBatch {
     Array tokens, mask, labels, weights;
   };
   std::vector<DeviceBatch> batches;
-  for (const std::vector<int64_t>& members : epoch) {
-    const int64_t length = longest(data, members);
-    HostBatch b = args.fixed() ? collate(data, members, batch, bucket(length))  // FIX: a bucket's length, all rows
-                               : collate(data, members, int64_t(members.size()), length);  // MISTAKE: ragged shapes
-    batches.push_back({rt::array(b.tokens, {b.rows, b.length}), rt::array(b.mask, {b.rows, b.length}),
-                       rt::array(b.labels, {b.rows}), rt::array(b.weights, {b.rows})});
+  size_t per_epoch = 0;
+  for (uint32_t e = 0; batches.size() < size_t(steps); ++e) {
+    const auto epoch = group_by_length(data, batch, e);
+    per_epoch = epoch.size();
+    for (const std::vector<int64_t>& members : epoch) {
+      const int64_t length = longest(data, members);
+      HostBatch b = args.fixed() ? collate(data, members, batch, bucket(length))  // FIX: a bucket's length, all rows
+                                 : collate(data, members, int64_t(members.size()), length);  // MISTAKE: ragged shapes
+      batches.push_back({rt::array(b.tokens, {b.rows, b.length}), rt::array(b.mask, {b.rows, b.length}),
+                         rt::array(b.labels, {b.rows}), rt::array(b.weights, {b.rows})});
+    }
   }
 
-  std::printf("ragged_batches (%s): %d steps over %zu batches of up to %lld sequences of %lld to %lld tokens\n",
-              args.variant().c_str(), steps, batches.size(), (long long)batch, (long long)kMinLength,
-              (long long)kMaxLength);
+  std::printf("ragged_batches (%s): %d steps, %zu batches per epoch of up to %lld sequences of %lld to %lld tokens\n",
+              args.variant().c_str(), steps, per_epoch, (long long)batch, (long long)kMinLength, (long long)kMaxLength);
   loupe::samples::LoopClock clock;
   Array loss;
   for (int i = 0; i < steps; ++i) {
     prof::StepScope step_scope(i);
-    const DeviceBatch& b = batches[size_t(i) % batches.size()];
+    const DeviceBatch& b = batches[size_t(i)];
     auto [next, l] = step(state, b.tokens, b.mask, b.labels, b.weights);  // MISTAKE: compiles for each new shape
     state = next;
     loss = l;
