@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -84,8 +85,16 @@ inline bool names_line(const std::string& value, const std::string& sample, int 
 }
 
 // Runs build/bin/<sample> --variant <variant> --size ci --out <trace> [extra].
+//
+// The samples' matrix products run on one BLAS thread (unless
+// LOUPE_CPU_BLAS_THREADS is set already): the tests reason about a device
+// whose work does not compete with the host's, as a GPU's does not. With
+// products on every core, a busy machine slows the CPU device's kernels
+// many times over (a BLAS thread waits for a sibling that lost its core),
+// until they hide the host work a sample is about.
 inline SampleRun run_sample(const TempDir& dir, const std::string& sample, const std::string& variant,
                             std::vector<std::string> extra = {}) {
+  ::setenv("LOUPE_CPU_BLAS_THREADS", "1", /*overwrite=*/0);
   static int runs = 0;
   std::string trace = dir.file(sample + "_" + variant + "_" + std::to_string(++runs) + ".db");
   std::vector<std::string> args{std::string(LOUPE_SAMPLES_BIN) + "/" + sample, "--variant", variant, "--size", "ci",
