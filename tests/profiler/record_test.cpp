@@ -298,6 +298,24 @@ TEST(Record, ARingCostsOnlyWhatItHolds) {
   EXPECT_EQ(load_trace(dir.file("t.db")).total_events(), uint64_t(kThreads) * 100);
 }
 
+// The drainer backs off while the rings fill slowly: each wake-up takes a
+// core from the program. Draining every 2 ms, 400 ms of idling would wake
+// it about 200 times; backing off to 16 ms, about 30.
+TEST(Record, AnIdleCaptureWakesRarely) {
+  loupe::test::TempDir dir;
+  CaptureStats stats;
+  {
+    Capture capture({.path = dir.file("t.db")});
+    instant("start");
+    std::this_thread::sleep_for(400ms);
+    capture.stop();
+    stats = capture.stats();
+  }
+  EXPECT_GT(stats.drains, 0u);
+  EXPECT_LT(stats.drains, 80u);
+  EXPECT_EQ(stats.recorded, 1u);
+}
+
 TEST(Record, EventsOfExitedThreadsAreKept) {
   loupe::test::TempDir dir;
   {

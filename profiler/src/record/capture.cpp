@@ -58,12 +58,18 @@ std::mutex g_capture_mu;
 bool g_capture_exists = false;
 
 // Two threads serve a capture. The drainer empties the threads' rings into
-// a pending buffer every 2 ms; it only copies, so it keeps draining while
-// the writer spends a commit inside SQLite. The writer converts pending
-// events to rows and commits them every flush interval, or sooner once
-// kCommitBatch events wait. At most kMaxPending events wait: past that the
-// drainer leaves events in the rings, which then drop and count them.
-constexpr auto kDrainInterval = std::chrono::milliseconds(2);
+// a pending buffer; it only copies, so it keeps draining while the writer
+// spends a commit inside SQLite. It drains every 2 ms while rings fill
+// fast, and backs off to every 16 ms while they fill slowly: each wake-up
+// takes a core from the program, and a program whose kernels run on every
+// core (the CPU device's matrix products) loses a share of its step to
+// each one. A producer whose ring is half full wakes it at once. The
+// writer converts pending events to rows and commits them every flush
+// interval, or sooner once kCommitBatch events wait. At most kMaxPending
+// events wait: past that the drainer leaves events in the rings, which
+// then drop and count them.
+constexpr auto kMinDrainInterval = std::chrono::milliseconds(2);
+constexpr auto kMaxDrainInterval = std::chrono::milliseconds(16);
 constexpr size_t kCommitBatch = size_t(1) << 18;
 constexpr size_t kMaxPending = size_t(1) << 20;
 
@@ -90,7 +96,7 @@ struct Capture::State {
 
   std::thread drainer_thread, writer_thread;
   std::mutex mu;  // guards everything down to `stopped`
-  std::condition_variable wake_drainer, wake_writer;
+  std::condition_variable wake_writer;
   bool stop_drainer = false, stop_writer = false;
   // Events drained and not yet written, with the thread of each run.
   std::vector<RawEvent> pending;
@@ -119,7 +125,7 @@ struct Capture::State {
 
   void run_drainer();
   void run_writer();
-  void drain();
+  double drain();
   void sync_registry();
   void convert(uint32_t thread, const RawEvent& ev);
   void commit();
@@ -241,7 +247,7 @@ void Capture::stop() {
     std::lock_guard lock(s.mu);
     s.stop_drainer = true;
   }
-  s.wake_drainer.notify_one();
+  detail::request_drain();
   s.drainer_thread.join();  // after its last drain
   {
     std::lock_guard lock(s.mu);
@@ -255,20 +261,44 @@ void Capture::stop() {
 }
 
 void Capture::State::run_drainer() {
-  std::unique_lock lock(mu);
+  Registry& reg = Registry::get();
+  std::chrono::microseconds interval = kMinDrainInterval;
   for (;;) {
-    wake_drainer.wait_for(lock, kDrainInterval, [&] { return stop_drainer; });
-    bool stopping = stop_drainer;
-    lock.unlock();
-    drain();
-    lock.lock();
-    if (pending.size() >= kCommitBatch) wake_writer.notify_one();
+    {
+      std::unique_lock wait(reg.drain_mu);
+      reg.drain_cv.wait_for(wait, interval,
+                            [&] { return reg.drain_requested.load(std::memory_order_acquire); });
+    }
+    bool stopping;
+    {
+      std::lock_guard lock(mu);
+      stopping = stop_drainer;
+    }
+    reg.drain_requested.store(false, std::memory_order_release);
+    // How full the fullest ring was: a quarter or more, and the next drain
+    // comes sooner; under a sixteenth, later.
+    double fill = drain();
+    {
+      std::lock_guard lock(stats_mu);
+      ++stats.drains;
+    }
+    if (fill >= 0.25) {
+      interval = kMinDrainInterval;
+    } else if (fill < 1.0 / 16) {
+      interval = std::min<std::chrono::microseconds>(interval * 2, kMaxDrainInterval);
+    }
+    {
+      std::lock_guard lock(mu);
+      if (pending.size() >= kCommitBatch) wake_writer.notify_one();
+    }
     if (stopping) return;
   }
 }
 
-// Copies every ring's new events into `pending`, up to kMaxPending.
-void Capture::State::drain() {
+// Copies every ring's new events into `pending`, up to kMaxPending; returns
+// the largest share of a ring's capacity that was waiting.
+double Capture::State::drain() {
+  double fill = 0;
   {
     Registry& reg = Registry::get();
     std::lock_guard lock(reg.mu);
@@ -282,12 +312,14 @@ void Capture::State::drain() {
     detail::Ring& r = e->ring;
     uint64_t tail = r.tail.load(std::memory_order_relaxed);
     uint64_t head = r.published.load(std::memory_order_acquire);
+    fill = std::max(fill, double(head - tail) / double(r.mask + 1));
     size_t n = std::min<size_t>(head - tail, kMaxPending - std::min(kMaxPending, pending.size()));
     if (n == 0) continue;
     for (uint64_t i = tail; i != tail + n; ++i) pending.push_back(r.slots[i & r.mask]);
     pending_runs.push_back({e->id, n});
     r.tail.store(tail + n, std::memory_order_release);
   }
+  return fill;
 }
 
 void Capture::State::run_writer() {

@@ -80,6 +80,18 @@ bool submit_external(ExternalEvents&& batch) {
   return true;
 }
 
+void request_drain() {
+  Registry& reg = Registry::get();
+  // One wake-up per request: the drainer clears the flag when it drains.
+  if (reg.drain_requested.load(std::memory_order_relaxed) ||
+      reg.drain_requested.exchange(true, std::memory_order_acq_rel))
+    return;
+  // Passing through the drainer's lock orders this request after its last
+  // look at the flag: it is either seen there or woken here.
+  { std::lock_guard lock(reg.drain_mu); }
+  reg.drain_cv.notify_one();
+}
+
 // Gives the calling thread its ring. The slots are allocated outside the
 // registry's lock: every thread's first event, the drainer, compiles and
 // call sites take that lock, and a thread that allocated under it would
@@ -103,6 +115,7 @@ Ring* create_ring() {
     e.storage = std::move(slots);
     e.ring.slots = e.storage.get();
     e.ring.mask = capacity - 1;
+    e.ring.half = capacity / 2;
     e.has_ring = true;
   }
   return &e.ring;
@@ -116,9 +129,13 @@ RawEvent* acquire_slow() {
     st.ring = r = create_ring();
     if (r == nullptr) return nullptr;
   }
-  if (r->head - r->cached_tail > r->mask) {
+  if (r->head - r->cached_tail >= r->half) {
     r->cached_tail = r->tail.load(std::memory_order_acquire);
-    if (r->head - r->cached_tail > r->mask) {
+    const uint64_t used = r->head - r->cached_tail;
+    // Half full: the drainer sleeps longer when rings fill slowly, so a
+    // burst wakes it before the ring overflows.
+    if (used >= r->half) request_drain();
+    if (used > r->mask) {
       r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return nullptr;
     }

@@ -3,6 +3,8 @@
 // events. Capture reads it; the record API's slow paths write it.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -51,6 +53,15 @@ class Registry {
  public:
   static Registry& get();
 
+  // A producer whose ring is half full asks the capture's drainer to run
+  // now (request_drain); the drainer waits on drain_cv between drains.
+  // drain_mu guards only the drainer's entry into its wait, so that a
+  // request is never missed; it is not mu, which a producer must never
+  // wait for.
+  std::atomic<bool> drain_requested{false};
+  std::mutex drain_mu;
+  std::condition_variable drain_cv;
+
   std::mutex mu;
   // Everything below is guarded by mu.
   std::vector<std::unique_ptr<ThreadEntry>> threads;
@@ -77,5 +88,8 @@ class Registry {
   // recorded through the ring (mu must be held).
   ThreadEntry& thread_by_os_tid_locked(int64_t os_tid);
 };
+
+// Wakes the capture's drainer (once until it has drained).
+void request_drain();
 
 }  // namespace loupe::prof::detail

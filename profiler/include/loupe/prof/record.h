@@ -151,6 +151,7 @@ static_assert(sizeof(RawEvent) == 64, "a ring slot is one cache line");
 struct Ring {
   RawEvent* slots = nullptr;
   uint64_t mask = 0;                        // capacity - 1 (a power of two)
+  uint64_t half = 0;                        // capacity / 2: wake the drainer
   uint64_t head = 0;                        // producer: next slot to write
   uint64_t cached_tail = 0;                 // producer: last tail it read
   alignas(64) std::atomic<uint64_t> published{0};  // producer -> consumer
@@ -186,13 +187,14 @@ extern thread_local ThreadState t_state;
 // Odd while a capture is active; incremented at every start and stop.
 extern std::atomic<uint32_t> g_generation;
 
-// Creates this thread's ring, or finds the full ring drained; nullptr when
-// the event must be dropped (it has then been counted).
+// Creates this thread's ring, or rereads its tail once it looks half full
+// (and wakes the drainer if it is); nullptr when the event must be dropped
+// (it has then been counted).
 RawEvent* acquire_slow();
 
 inline RawEvent* acquire() {
   Ring* r = t_state.ring;
-  if (r == nullptr || r->head - r->cached_tail > r->mask) [[unlikely]] return acquire_slow();
+  if (r == nullptr || r->head - r->cached_tail >= r->half) [[unlikely]] return acquire_slow();
   return &r->slots[r->head & r->mask];
 }
 inline void publish() {
