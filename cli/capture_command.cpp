@@ -3,7 +3,9 @@
 // (CUDA_INJECTION64_PATH), which records CUPTI's activity and the program's
 // NVTX ranges; loupe forwards the program's exit code and signals, then
 // shows what was recorded.
+#include <dlfcn.h>
 #include <fmt/format.h>
+#include <link.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -45,6 +48,25 @@ std::string self_dir() {
 }
 
 // The injection library sits in lib/ beside bin/ in a build or an install.
+// CUPTI's library, for NVTX_INJECTION64_PATH: the one this loupe was built
+// against if it is still there, else the one the dynamic loader finds (the
+// CUDA toolkit may sit elsewhere on the machine that runs the capture).
+// Empty when there is none: NVTX ranges are then not recorded.
+std::string find_cupti_library() {
+  std::error_code ec;
+  if (*LOUPE_CUPTI_LIBRARY && std::filesystem::exists(LOUPE_CUPTI_LIBRARY, ec)) return LOUPE_CUPTI_LIBRARY;
+  for (const char* name : {"libcupti.so.13", "libcupti.so"}) {
+    void* handle = ::dlopen(name, RTLD_LAZY | RTLD_LOCAL);
+    if (handle == nullptr) continue;
+    link_map* map = nullptr;
+    std::string path;
+    if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) path = map->l_name;
+    ::dlclose(handle);
+    if (!path.empty()) return path;
+  }
+  return "";
+}
+
 std::string find_injection_library() {
   for (const char* rel : {"/../lib/libloupe_inject.so", "/libloupe_inject.so"}) {
     std::string p = self_dir() + rel;
@@ -72,7 +94,11 @@ int run_capture(const CaptureArgs& args) {
   env.push_back("CUDA_INJECTION64_PATH=" + inject);
   // NVTX ranges (PyTorch's record_function, XLA's ranges) reach CUPTI
   // when NVTX is injected with CUPTI itself.
-  env.push_back(std::string("NVTX_INJECTION64_PATH=") + LOUPE_CUPTI_LIBRARY);
+  if (std::string cupti = find_cupti_library(); !cupti.empty()) {
+    env.push_back("NVTX_INJECTION64_PATH=" + cupti);
+  } else {
+    std::fprintf(stderr, "loupe: CUPTI's library was not found: NVTX ranges will not be recorded\n");
+  }
   env.push_back("LOUPE_TRACE=" + out);
   if (args.duration > 0) env.push_back(fmt::format("LOUPE_CAPTURE_DURATION={}", args.duration));
   std::vector<char*> envp, argv;

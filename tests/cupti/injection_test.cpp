@@ -1,12 +1,27 @@
 // The injection library loads and initialises on a machine without a GPU:
 // the program runs on, and a trace file is still written at exit.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "loupe/prof/trace_reader.h"
 #include "profiler/test_files.h"
 #include "run_command.h"
 
+// Whether the CUDA driver is installed and sees a device (asked through the
+// driver API, loaded at run time, as the test must run without one).
+bool gpu_present() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) return false;
+  using Init = int (*)(unsigned);
+  using Count = int (*)(int*);
+  auto init = reinterpret_cast<Init>(::dlsym(driver, "cuInit"));
+  auto count = reinterpret_cast<Count>(::dlsym(driver, "cuDeviceGetCount"));
+  int n = 0;
+  return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
+}
+
 TEST(Injection, LoadsAndExitsCleanlyWithoutAGpu) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: CaptureGpu.* records through the injection library there";
   loupe::test::TempDir dir;
   std::string trace = dir.file("t.db");
   ::setenv("LOUPE_TRACE", trace.c_str(), 1);
