@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -47,7 +47,6 @@ std::string self_dir() {
   return std::filesystem::path(buf).parent_path().string();
 }
 
-// The injection library sits in lib/ beside bin/ in a build or an install.
 // CUPTI's library, for NVTX_INJECTION64_PATH: the one this loupe was built
 // against if it is still there, else the one the dynamic loader finds (the
 // CUDA toolkit may sit elsewhere on the machine that runs the capture).
@@ -67,6 +66,7 @@ std::string find_cupti_library() {
   return "";
 }
 
+// The injection library sits in lib/ beside bin/ in a build or an install.
 std::string find_injection_library() {
   for (const char* rel : {"/../lib/libloupe_inject.so", "/libloupe_inject.so"}) {
     std::string p = self_dir() + rel;
