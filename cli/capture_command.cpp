@@ -6,22 +6,16 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <link.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 
+#include "child_process.h"
 #include "commands.h"
+#include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_query.h"
-
-extern char** environ;
 
 namespace loupe::cli {
 
@@ -32,12 +26,6 @@ struct CaptureArgs {
   double duration = 0;
   std::vector<std::string> program;
 };
-
-pid_t g_child = 0;
-
-void forward_signal(int sig) {
-  if (g_child > 0) ::kill(g_child, sig);
-}
 
 std::string self_dir() {
   char buf[PATH_MAX];
@@ -82,47 +70,27 @@ int run_capture(const CaptureArgs& args) {
         "libloupe_inject.so was not found next to loupe: this loupe was built without the CUDA toolkit");
   }
   std::string out = std::filesystem::absolute(args.out).string();
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string v = *e;
-    if (v.rfind("CUDA_INJECTION64_PATH=", 0) == 0 || v.rfind("LOUPE_TRACE=", 0) == 0 ||
-        v.rfind("LOUPE_CAPTURE_DURATION=", 0) == 0 || v.rfind("NVTX_INJECTION64_PATH=", 0) == 0) {
-      continue;
-    }
-    env.push_back(v);
-  }
-  env.push_back("CUDA_INJECTION64_PATH=" + inject);
+  prof::check_output_path(out);  // before the program starts
+  std::vector<std::string> add = {"CUDA_INJECTION64_PATH=" + inject, "LOUPE_TRACE=" + out};
   // NVTX ranges (PyTorch's record_function, XLA's ranges) reach CUPTI
   // when NVTX is injected with CUPTI itself.
   if (std::string cupti = find_cupti_library(); !cupti.empty()) {
-    env.push_back("NVTX_INJECTION64_PATH=" + cupti);
+    add.push_back("NVTX_INJECTION64_PATH=" + cupti);
   } else {
     std::fprintf(stderr, "loupe: CUPTI's library was not found: NVTX ranges will not be recorded\n");
   }
-  env.push_back("LOUPE_TRACE=" + out);
-  if (args.duration > 0) env.push_back(fmt::format("LOUPE_CAPTURE_DURATION={}", args.duration));
-  std::vector<char*> envp, argv;
-  for (auto& v : env) envp.push_back(v.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> program = args.program;
-  for (auto& a : program) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  if (args.duration > 0) add.push_back(fmt::format("LOUPE_CAPTURE_DURATION={}", args.duration));
+  std::vector<std::string> env = child_environment(
+      {"CUDA_INJECTION64_PATH=", "LOUPE_TRACE=", "LOUPE_CAPTURE_DURATION=", "NVTX_INJECTION64_PATH="}, add);
 
-  ::unlink(out.c_str());
-  struct sigaction sa{};
-  sa.sa_handler = forward_signal;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
-  int rc = posix_spawnp(&g_child, argv[0], nullptr, nullptr, argv.data(), envp.data());
-  if (rc != 0) throw std::runtime_error(fmt::format("cannot run '{}': {}", program[0], std::strerror(rc)));
-  int status = 0;
-  while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
-  }
-  g_child = 0;
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-
-  struct stat st{};
-  if (::stat(out.c_str(), &st) != 0) {
-    fmt::print(stderr, "loupe: '{}' never initialized CUDA: nothing was recorded (exit code {})\n", program[0], code);
+  // The previous trace stays until the program's capture replaces it.
+  std::optional<FileVersion> before = file_version(out);
+  int status = run_child(args.program, env);
+  int code = exit_code_of(status);
+  std::optional<FileVersion> after = file_version(out);
+  if (!after || after == before) {
+    fmt::print(stderr, "loupe: '{}' never initialized CUDA: nothing was recorded (exit code {})\n", args.program[0],
+               code);
   } else {
     std::fflush(stdout);
     try {
@@ -130,17 +98,12 @@ int run_capture(const CaptureArgs& args) {
       uint64_t total = 0;
       for (const auto& c : s.counts) total += c.rows;
       fmt::print(stderr, "loupe: recorded {} events of '{}' into {} (exit code {}); see `loupe info {}`\n", total,
-                 program[0], out, code, out);
+                 args.program[0], out, code, out);
     } catch (const std::exception& e) {
       fmt::print(stderr, "loupe: {}\n", e.what());
     }
   }
-  if (WIFSIGNALED(status)) {
-    // Die the way the program died, so that a shell sees the same thing.
-    ::signal(WTERMSIG(status), SIG_DFL);
-    ::kill(::getpid(), WTERMSIG(status));
-  }
-  return code;
+  return end_like(status, code);
 }
 
 }  // namespace

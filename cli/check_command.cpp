@@ -1,12 +1,14 @@
 // loupe check FILE --budget loupe.toml: exit 1 when a budget is exceeded.
 #include <fmt/format.h>
 
-#include <fstream>
+#include <memory>
 
 #include "commands.h"
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/budget.h"
+#include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_reader.h"
+#include "text_format.h"
 
 namespace loupe::cli {
 
@@ -17,6 +19,9 @@ struct CheckArgs {
 };
 
 int run_check(const CheckArgs& args) {
+  // The report is refused before any work if it could not be written.
+  std::unique_ptr<prof::OutputFile> junit;
+  if (!args.junit.empty()) junit = std::make_unique<prof::OutputFile>(args.junit, std::vector{args.path, args.budget});
   prof::Budget budget;
   try {
     budget = prof::read_budget_file(args.budget);
@@ -38,11 +43,11 @@ int run_check(const CheckArgs& args) {
       fmt::print("FAIL  {:<28} {} > {} ({})\n", r.key, r.actual_text, r.limit_text, by);
     }
   }
-  fmt::print("{}: {} of {} budgets exceeded\n", args.path, failed, results.size());
-  if (!args.junit.empty()) {
-    std::ofstream out(args.junit);
-    out << prof::budget_junit(results, args.path);
-    if (!out) throw std::runtime_error(fmt::format("cannot write JUnit report '{}'", args.junit));
+  fmt::print("{}: {} of {} budgets exceeded\n", shown(args.path), failed, results.size());
+  if (junit) {
+    std::string xml = prof::budget_junit(results, args.path);
+    std::fwrite(xml.data(), 1, xml.size(), junit->stream());
+    junit->commit();  // throws, naming the file, if any of it failed
   }
   return failed > 0 ? kExitFailed : kExitOk;
 }

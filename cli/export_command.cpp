@@ -1,12 +1,9 @@
 // loupe export FILE --chrome OUT.json: for Perfetto and chrome://tracing.
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "commands.h"
 #include "loupe/prof/chrome_export.h"
+#include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_reader.h"
 #include "text_format.h"
 
@@ -19,20 +16,25 @@ struct ExportArgs {
 };
 
 int run_export(const ExportArgs& args) {
+  prof::OutputFile out(args.chrome, {args.path});  // refused before any work
   prof::TraceModel model = prof::load_trace(args.path);
-  std::FILE* out = std::fopen(args.chrome.c_str(), "wb");
-  if (out == nullptr) throw std::runtime_error(fmt::format("cannot create '{}': {}", args.chrome, std::strerror(errno)));
   prof::ChromeExportStats stats;
   try {
-    stats = prof::export_chrome_trace(model, out);
-  } catch (const std::exception& e) {
-    std::fclose(out);
-    std::remove(args.chrome.c_str());
+    stats = prof::export_chrome_trace(model, out.stream());
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("{}: {}", args.chrome, e.what()));
   }
-  if (std::fclose(out) != 0) throw std::runtime_error(fmt::format("cannot write '{}'", args.chrome));
+  out.commit();
   fmt::print("wrote {}: {} events (open it in https://ui.perfetto.dev or chrome://tracing)\n", args.chrome,
              format_count(stats.events));
+  if (stats.names_cut > 0) {
+    fmt::print("cut {} name{} longer than {} to that length\n", format_count(stats.names_cut),
+               stats.names_cut == 1 ? "" : "s", format_bytes(int64_t(prof::kExportNameLimit)));
+  }
+  if (stats.invalid_utf8 > 0) {
+    fmt::print("replaced {} invalid UTF-8 sequence{} in names with U+FFFD\n", format_count(stats.invalid_utf8),
+               stats.invalid_utf8 == 1 ? "" : "s");
+  }
   return kExitOk;
 }
 

@@ -45,7 +45,7 @@ int run_import(const ImportArgs& args) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (args.quiet) return kExitOk;
   std::string what = r.format == prof::ImportFormat::nsys ? "SQLite" : "JSON";
-  fmt::print("imported {} ({}, {} of {}, {} events) in {:.2f} s ({:.0f} MB/s)\n", args.in,
+  fmt::print("imported {} ({}, {} of {}, {} events) in {:.2f} s ({:.0f} MB/s)\n", shown(args.in),
              prof::import_format_name(r.format), format_bytes(int64_t(r.input_bytes)), what,
              format_count(r.source_events), secs, double(r.input_bytes) / 1e6 / std::max(secs, 1e-9));
   std::string tables;
@@ -56,10 +56,10 @@ int run_import(const ImportArgs& args) {
     fmt::print("times      read {:.3f} s, map {:.3f} s, write {:.3f} s\n", r.read_seconds, r.map_seconds,
                r.write_seconds);
   }
-  fmt::print("wrote {}: {} rows{}\n", out, format_count(r.rows_written), tables.empty() ? "" : " (" + tables + ")");
+  fmt::print("wrote {}: {} rows{}\n", shown(out), format_count(r.rows_written), tables.empty() ? "" : " (" + tables + ")");
   if (r.skipped > 0) {
     fmt::print("skipped {} source events:\n", format_count(r.skipped));
-    for (const auto& [why, n] : r.skipped_by_kind) fmt::print("  {:>10}  {}\n", format_count(n), why);
+    for (const auto& [why, n] : r.skipped_by_kind) fmt::print("  {:>10}  {}\n", format_count(n), shown(why));
   }
   return kExitOk;
 }

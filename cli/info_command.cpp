@@ -13,10 +13,10 @@ int print_info(const std::string& path) {
   uint64_t total = 0;
   for (const auto& c : s.counts) total += c.rows;
   std::FILE* out = stdout;
-  fmt::print(out, "trace      {} ({})\n", path, format_bytes(int64_t(s.file_bytes)));
+  fmt::print(out, "trace      {} ({})\n", shown(path), format_bytes(int64_t(s.file_bytes)));
   fmt::print(out, "format     {}.{} (written by {})\n", s.info.format_major, s.info.format_minor,
-             s.info.producer.empty() ? "?" : s.info.producer);
-  fmt::print(out, "status     {}\n", s.info.status.empty() ? "?" : s.info.status);
+             s.info.producer.empty() ? "?" : shown(s.info.producer));
+  fmt::print(out, "status     {}\n", s.info.status.empty() ? "?" : shown(s.info.status));
   if (s.info.origin_wall_ns != 0) fmt::print(out, "started    {}\n", format_wall_time(s.info.origin_wall_ns));
   fmt::print(out, "duration   {} (events from {} to {})\n", format_duration(s.end_ns - s.start_ns),
              format_duration(s.start_ns), format_duration(s.end_ns));
@@ -24,10 +24,10 @@ int print_info(const std::string& path) {
   fmt::print(out, "dropped    {} (a ring full, or no memory for one, while recording)\n", format_count(s.info.dropped_events));
   if (s.info.lost_events > 0 || s.info.meta.count("write_error")) {
     fmt::print(out, "lost       {} (write error: {})\n", format_count(s.info.lost_events),
-               s.info.meta.count("write_error") ? s.info.meta.at("write_error") : "?");
+               s.info.meta.count("write_error") ? shown(s.info.meta.at("write_error")) : "?");
   }
   if (auto it = s.info.meta.find("skipped_events"); it != s.info.meta.end()) {
-    fmt::print(out, "skipped    {} (unknown kinds at import)\n", it->second);
+    fmt::print(out, "skipped    {} (unknown kinds at import)\n", shown(it->second));
   }
 
   fmt::print(out, "\n");

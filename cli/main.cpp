@@ -1,13 +1,13 @@
 // loupe: the command-line face of the profiler.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "commands.h"
-#include "loupe/prof/trace_reader.h"
-#include "loupe/prof/trace_writer.h"
+#include "loupe/prof/safe_text.h"
 
 int main(int argc, char** argv) {
   using namespace loupe::cli;
@@ -42,27 +42,19 @@ int main(int argc, char** argv) {
     for (const Command& command : commands) {
       if (command.app->parsed()) help = "loupe " + command.app->get_name() + " --help";
     }
-    std::fprintf(stderr, "loupe: %s (see '%s')\n", e.what(), help.c_str());
+    std::fprintf(stderr, "loupe: %s (see '%s')\n", loupe::prof::printable(e.what()).c_str(), help.c_str());
     return kExitBadInput;
   }
+  // A write past the file size limit then fails with EFBIG, which the
+  // command reports, instead of killing loupe half-way through a file.
+  std::signal(SIGXFSZ, SIG_IGN);
   for (const Command& command : commands) {
     if (!command.app->parsed()) continue;
     try {
       return command.run();
-    } catch (const loupe::prof::TraceError& e) {
-      std::fprintf(stderr, "loupe: %s\n", e.what());
-      return kExitBadInput;
-    } catch (const loupe::prof::StoreError& e) {
-      std::fprintf(stderr, "loupe: %s\n", e.what());
-      return kExitBadInput;
-    } catch (const CLI::Error& e) {
-      std::fprintf(stderr, "loupe: %s\n", e.what());
-      return kExitBadInput;
-    } catch (const std::invalid_argument& e) {
-      std::fprintf(stderr, "loupe: %s\n", e.what());
-      return kExitBadInput;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "loupe: %s\n", e.what());
+      // Messages quote file names and content from the trace: escaped.
+      std::fprintf(stderr, "loupe: %s\n", loupe::prof::printable(e.what()).c_str());
       return kExitBadInput;
     }
   }

@@ -12,6 +12,7 @@ namespace {
 struct SqlArgs {
   std::string path, sql;
   bool csv = false;
+  double timeout = prof::kDefaultQueryTimeoutSeconds;
 };
 
 // Column widths come from the first rows; later rows stream through so that
@@ -25,7 +26,7 @@ int run_sql(const SqlArgs& args) {
   uint64_t rows = 0;
   auto cells_of = [](const prof::QueryRow& row) {
     std::vector<std::string> cells;
-    for (const auto& v : row) cells.push_back(v ? *v : "NULL");
+    for (const auto& v : row) cells.push_back(v ? shown(*v) : "NULL");
     return cells;
   };
   auto flush_buffered = [&] {
@@ -35,12 +36,13 @@ int run_sql(const SqlArgs& args) {
     buffered.clear();
   };
   prof::query_trace(
-      args.path, args.sql, [&](const std::vector<std::string>& cols) {
-        header = cols;
+      args.path, args.sql,
+      [&](const std::vector<std::string>& cols) {
+        for (const std::string& c : cols) header.push_back(shown(c));
         if (args.csv) {
           std::string line;
           for (size_t i = 0; i < cols.size(); ++i) line += (i ? "," : "") + csv_escape(cols[i]);
-          std::puts(line.c_str());
+          fmt::print("{}\n", line);
         }
       },
       [&](const prof::QueryRow& row) {
@@ -48,7 +50,7 @@ int run_sql(const SqlArgs& args) {
         if (args.csv) {
           std::string line;
           for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + (row[i] ? csv_escape(*row[i]) : "");
-          std::puts(line.c_str());
+          fmt::print("{}\n", line);
           return;
         }
         if (widths.empty()) {
@@ -57,7 +59,8 @@ int run_sql(const SqlArgs& args) {
         } else {
           print_row(stdout, cells_of(row), widths);
         }
-      });
+      },
+      args.timeout);
   if (!args.csv) {
     if (widths.empty()) flush_buffered();
     std::fflush(stdout);
@@ -74,6 +77,10 @@ Command add_sql_command(CLI::App& app) {
   cmd->add_option("FILE", args->path, "trace file")->required();
   cmd->add_option("QUERY", args->sql, "one SQL statement, e.g. \"SELECT count(*) FROM device_ops\"")->required();
   cmd->add_flag("--csv", args->csv, "print CSV instead of an aligned table");
+  cmd->add_option("--timeout", args->timeout,
+                  fmt::format("stop a query that runs longer than this many seconds (default {:g}; 0: no limit)",
+                              prof::kDefaultQueryTimeoutSeconds))
+      ->check(CLI::NonNegativeNumber);
   return {cmd, [args] { return run_sql(*args); }};
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "loupe/prof/safe_text.h"
 #include "loupe/prof/statistics.h"
 #include "loupe/prof/trace_reader.h"
 #include "text_format.h"
@@ -30,6 +31,8 @@ int run_summary(const SummaryArgs& args) {
   prof::TraceModel model = prof::load_trace(args.path);
   std::vector<prof::StatTable> tables = prof::trace_statistics(model);
   if (args.json) {
+    // JSON must be valid UTF-8; names from the trace may not be.
+    uint64_t replaced = 0;
     nlohmann::json doc = nlohmann::json::object();
     for (const auto& t : tables) {
       nlohmann::json rows = nlohmann::json::array();
@@ -37,28 +40,32 @@ int run_summary(const SummaryArgs& args) {
         nlohmann::json row;
         for (size_t i = 0; i < r.size(); ++i) {
           if (r[i].numeric) row[t.columns[i]] = r[i].value;
-          else row[t.columns[i]] = r[i].text;
+          else row[t.columns[i]] = prof::valid_utf8(r[i].text, &replaced);
         }
         rows.push_back(row);
       }
       doc[t.name] = rows;
     }
-    std::puts(doc.dump(2).c_str());
+    fmt::print("{}\n", doc.dump(2));
+    if (replaced > 0) {
+      fmt::print(stderr, "loupe: replaced {} invalid UTF-8 sequence{} in names with U+FFFD\n", replaced,
+                 replaced == 1 ? "" : "s");
+    }
     return kExitOk;
   }
   bool first = true;
   for (const auto& t : tables) {
     if (args.csv) {
       // One CSV block per table, headed by the table's name.
-      if (!first) std::puts("");
-      std::puts(("# " + t.name).c_str());
+      if (!first) fmt::print("\n");
+      fmt::print("# {}\n", t.name);
       std::string line;
       for (size_t i = 0; i < t.columns.size(); ++i) line += (i ? "," : "") + csv_escape(t.columns[i]);
-      std::puts(line.c_str());
+      fmt::print("{}\n", line);
       for (const auto& r : t.rows) {
         line.clear();
         for (size_t i = 0; i < r.size(); ++i) line += (i ? "," : "") + csv_escape(raw(r[i]));
-        std::puts(line.c_str());
+        fmt::print("{}\n", line);
       }
     } else {
       fmt::print("{}{}\n", first ? "" : "\n", t.title);

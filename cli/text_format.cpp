@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <ctime>
 
+#include "loupe/prof/safe_text.h"
+
 namespace loupe::cli {
+
+std::string shown(std::string_view text) { return prof::printable(text, prof::kTextNameLimit); }
 
 std::string format_wall_time(int64_t unix_ns) {
   std::time_t secs = std::time_t(unix_ns / 1'000'000'000);
@@ -55,7 +59,16 @@ void print_row(std::FILE* out, const std::vector<std::string>& cells, const std:
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
   line += '\n';
-  std::fputs(line.c_str(), out);
+  std::fwrite(line.data(), 1, line.size(), out);
+}
+
+TextTable::TextTable(std::vector<std::string> header) {
+  for (const std::string& h : header) header_.push_back(shown(h));
+}
+
+void TextTable::add(std::vector<std::string> row) {
+  for (std::string& cell : row) cell = shown(cell);
+  rows_.push_back(std::move(row));
 }
 
 void TextTable::print(std::FILE* out, const std::string& indent) const {
@@ -64,8 +77,9 @@ void TextTable::print(std::FILE* out, const std::string& indent) const {
   for (const auto& r : rows_) print_row(out, r, widths, indent);
 }
 
-std::string csv_escape(const std::string& cell) {
-  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+std::string csv_escape(std::string_view text) {
+  std::string cell = prof::printable(text);
+  if (cell.find_first_of(",\"") == std::string::npos) return cell;
   std::string out = "\"";
   for (char c : cell) {
     if (c == '"') out += '"';

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headless.h"
+#include "loupe/prof/safe_text.h"
 #include "viewer.h"
 #include "window.h"
 
@@ -50,7 +51,7 @@ int run_bench_frames(const view::ViewOptions& o, std::chrono::steady_clock::time
   viewer.finish_loading();  // the analyses go on in the background, as when used
   ViewState& s = viewer.state();
   if (!s.errors[0].empty()) {
-    std::fprintf(stderr, "loupe-view: %s\n", s.errors[0].c_str());
+    std::fprintf(stderr, "loupe-view: %s\n", prof::printable(s.errors[0]).c_str());
     return 2;
   }
   int w = 0, h = 0;

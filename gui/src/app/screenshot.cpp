@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <stb/stb_image_write.h>
 
 #include <cstdio>
@@ -5,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "headless.h"
+#include "loupe/prof/output_file.h"
+#include "loupe/prof/safe_text.h"
 #include "timeline_view.h"
 #include "viewer.h"
 #include "window.h"
@@ -54,6 +57,19 @@ std::string layout_json(ViewState& s, const std::string& png, int width, int hei
   return doc.dump();
 }
 
+// The PNG goes through OutputFile like every file loupe writes: it never
+// replaces what is not a regular file, and a failed write leaves nothing.
+void write_png(const std::string& path, int w, int h, const std::vector<uint8_t>& pixels) {
+  prof::OutputFile out(path);
+  auto write = [](void* file, void* data, int size) {
+    std::fwrite(data, 1, size_t(size), static_cast<std::FILE*>(file));
+  };
+  if (!stbi_write_png_to_func(write, out.stream(), w, h, 4, pixels.data(), w * 4)) {
+    throw std::runtime_error(fmt::format("{}: cannot encode the PNG", path));
+  }
+  out.commit();
+}
+
 }  // namespace
 
 int run_screenshot(const view::ViewOptions& o) {
@@ -64,7 +80,7 @@ int run_screenshot(const view::ViewOptions& o) {
   ViewState& s = viewer.state();
   for (int i = 0; i < s.doc_count(); ++i) {
     if (!s.errors[size_t(i)].empty() && !std::getenv("LOUPE_VIEW_SHOW_ERRORS")) {
-      std::fprintf(stderr, "loupe-view: %s\n", s.errors[size_t(i)].c_str());
+      std::fprintf(stderr, "loupe-view: %s\n", prof::printable(s.errors[size_t(i)]).c_str());
       return 2;
     }
   }
@@ -106,8 +122,10 @@ int run_screenshot(const view::ViewOptions& o) {
     frame();
   }
   std::vector<uint8_t> pixels = window->read_pixels(&w, &h);
-  if (!stbi_write_png(o.screenshot.c_str(), w, h, 4, pixels.data(), w * 4)) {
-    std::fprintf(stderr, "loupe-view: cannot write %s\n", o.screenshot.c_str());
+  try {
+    write_png(o.screenshot, w, h, pixels);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "loupe-view: %s\n", prof::printable(e.what()).c_str());
     return 1;
   }
   std::printf("%s\n", layout_json(s, o.screenshot, w, h).c_str());

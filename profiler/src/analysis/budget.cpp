@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
 #include <toml++/toml.h>
 
+#include "loupe/prof/input_file.h"
 #include "loupe/prof/units.h"
 
 namespace loupe::prof {
@@ -128,12 +131,36 @@ Budget parse_budget(const std::string& text, const std::string& source) {
   return b;
 }
 
+// A budget file is a few lines of TOML; anything much larger is a mistake
+// (the wrong file), not worth reading into memory.
+constexpr size_t kMaxBudgetBytes = size_t(1) << 20;
+
 Budget read_budget_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw BudgetError(fmt::format("{}: cannot read the budget file", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_budget(ss.str(), path);
+  int fd = -1;
+  try {
+    fd = open_input_file(path);
+  } catch (const FileError& e) {
+    throw BudgetError(e.what());
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0 && text.size() + size_t(n) > kMaxBudgetBytes) {
+      ::close(fd);
+      throw BudgetError(fmt::format("{}: larger than {}, too large for a budget file", path,
+                                    format_bytes(int64_t(kMaxBudgetBytes))));
+    }
+    if (n > 0) {
+      text.append(buf, size_t(n));
+    } else if (n == 0 || errno != EINTR) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      if (err != 0) throw BudgetError(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
+      break;
+    }
+  }
+  return parse_budget(text, path);
 }
 
 std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisReport& report) {

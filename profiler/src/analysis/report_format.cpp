@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loupe/prof/safe_text.h"
 #include "loupe/prof/units.h"
 
 namespace loupe::prof {
@@ -19,6 +20,10 @@ const char* severity_color(Severity s) {
   return "";
 }
 
+// Findings quote names from the trace: in text for a person they are
+// escaped and cut (safe_text.h).
+std::string shown(const std::string& s) { return printable(s, kTextNameLimit); }
+
 std::string impact_text(const Finding& f) {
   if (f.impact_ns == 0) return "no time impact";
   return fmt::format("impact {} ({} of the active window)", format_duration(f.impact_ns), format_percent(f.impact_fraction));
@@ -30,17 +35,17 @@ std::string report_text(const AnalysisReport& r, bool color) {
   std::string out;
   const char* reset = color ? "\033[0m" : "";
   const char* dim = color ? "\033[2m" : "";
-  out += fmt::format("{}: {} finding{}, active window {}\n", r.path, r.findings.size(),
+  out += fmt::format("{}: {} finding{}, active window {}\n", shown(r.path), r.findings.size(),
                      r.findings.size() == 1 ? "" : "s", format_duration(r.window_end - r.window_start));
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1, name_of(f.severity),
-                       f.rule, reset, f.title);
+                       f.rule, reset, shown(f.title));
     out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
     size_t width = 0;
-    for (const auto& [k, v] : f.evidence) width = std::max(width, k.size());
-    for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", k, width, v);
-    out += fmt::format("    -> {}\n", f.suggestion);
+    for (const auto& [k, v] : f.evidence) width = std::max(width, shown(k).size());
+    for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", shown(k), width, shown(v));
+    out += fmt::format("    -> {}\n", shown(f.suggestion));
   }
   if (r.findings.empty()) out += "\nno findings\n";
   return out;
@@ -48,24 +53,27 @@ std::string report_text(const AnalysisReport& r, bool color) {
 
 std::string report_json(const AnalysisReport& r) {
   using nlohmann::json;
+  // JSON must be valid UTF-8; names from the trace may not be.
+  uint64_t replaced = 0;
+  auto utf8 = [&](const std::string& s) { return valid_utf8(s, &replaced); };
   json doc;
   doc["schema"] = kReportSchemaVersion;
-  doc["trace"] = r.path;
+  doc["trace"] = utf8(r.path);
   doc["window"] = {{"start_ns", r.window_start}, {"end_ns", r.window_end}};
   json findings = json::array();
   for (const Finding& f : r.findings) {
     json ev = json::array();
-    for (const auto& [k, v] : f.evidence) ev.push_back({{"name", k}, {"value", v}});
+    for (const auto& [k, v] : f.evidence) ev.push_back({{"name", utf8(k)}, {"value", utf8(v)}});
     json ranges = json::array();
     for (const TimeRange& t : f.ranges) ranges.push_back({{"start_ns", t.start}, {"end_ns", t.end}});
     findings.push_back({{"rule", f.rule},
                         {"severity", std::string(name_of(f.severity))},
-                        {"title", f.title},
+                        {"title", utf8(f.title)},
                         {"impact_ns", f.impact_ns},
                         {"impact_fraction", f.impact_fraction},
                         {"ranges", ranges},
                         {"evidence", ev},
-                        {"suggestion", f.suggestion},
+                        {"suggestion", utf8(f.suggestion)},
                         {"devices", f.devices},
                         {"threads", f.threads}});
   }
@@ -105,12 +113,13 @@ std::string report_json(const AnalysisReport& r) {
                     {"tiny_kernel_fraction", m.tiny_kernel_fraction},
                     {"kernels", m.kernels},
                     {"device_ops", m.device_ops}};
+  if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
   return doc.dump(2) + "\n";
 }
 
 std::string report_markdown(const AnalysisReport& r) {
-  auto cell = [](std::string s) {
-    std::string out;
+  auto cell = [](const std::string& text) {
+    std::string s = shown(text), out;
     for (char c : s) {
       if (c == '|') out += "\\|";
       else if (c == '\n') out += ' ';
@@ -119,7 +128,7 @@ std::string report_markdown(const AnalysisReport& r) {
     return out;
   };
   std::string out = fmt::format("### loupe: {} finding{} in `{}`\n\n", r.findings.size(),
-                                r.findings.size() == 1 ? "" : "s", r.path);
+                                r.findings.size() == 1 ? "" : "s", shown(r.path));
   if (r.findings.empty()) return out + "No findings.\n";
   out += "| # | severity | rule | finding | impact |\n|---|---|---|---|---|\n";
   for (size_t i = 0; i < r.findings.size(); ++i) {
@@ -132,7 +141,7 @@ std::string report_markdown(const AnalysisReport& r) {
     const Finding& f = r.findings[i];
     out += fmt::format("\n<details><summary>{}. {}</summary>\n\n", i + 1, cell(f.title));
     for (const auto& [k, v] : f.evidence) out += fmt::format("- **{}**: {}\n", cell(k), cell(v));
-    out += fmt::format("\n**Suggestion:** {}\n</details>\n", f.suggestion);
+    out += fmt::format("\n**Suggestion:** {}\n</details>\n", cell(f.suggestion));
   }
   return out;
 }

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "loupe/prof/safe_text.h"
 #include "loupe/prof/units.h"
 
 namespace loupe::prof {
@@ -198,7 +200,7 @@ void table_text(std::string& out, const std::vector<DiffRow>& rows, size_t limit
   size_t shown = 0;
   for (const DiffRow& r : rows) {
     if (shown++ == limit) break;
-    cells.push_back({r.name, value_text(r, r.base), value_text(r, r.head), value_text(r, r.delta, true), percent_text(r),
+    cells.push_back({printable(r.name, kTextNameLimit), value_text(r, r.base), value_text(r, r.head), value_text(r, r.delta, true), percent_text(r),
                      r.beyond_noise ? "*" : ""});
   }
   std::vector<size_t> w(6, 0);
@@ -223,7 +225,10 @@ void table_markdown(std::string& out, const std::vector<DiffRow>& rows, size_t l
   size_t shown = 0;
   for (const DiffRow& r : rows) {
     if (shown++ == limit) break;
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", r.name, value_text(r, r.base), value_text(r, r.head),
+    std::string name = printable(r.name, kTextNameLimit);
+    std::replace(name.begin(), name.end(), '`', '\'');
+    std::replace(name.begin(), name.end(), '|', '/');
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", name, value_text(r, r.base), value_text(r, r.head),
                        value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "**beyond noise**" : "");
   }
 }
@@ -233,7 +238,7 @@ void table_markdown(std::string& out, const std::vector<DiffRow>& rows, size_t l
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
   std::string out = fmt::format("loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
                                 "'*' marks changes beyond it\n",
-                                base, head, d.noise_fraction * 100);
+                                printable(base), printable(head), d.noise_fraction * 100);
   table_text(out, d.metrics, d.metrics.size(), "metrics");
   table_text(out, d.device_ops, limit, "device ops: time per step, largest changes first");
   table_text(out, d.host_spans, limit, "host spans: time per step, largest changes first");
@@ -242,7 +247,7 @@ std::string diff_text(const TraceDiff& d, const std::string& base, const std::st
 
 std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
   std::string out = fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
-                                base, head, d.noise_fraction * 100);
+                                printable(base), printable(head), d.noise_fraction * 100);
   table_markdown(out, d.metrics, d.metrics.size(), "Metrics");
   table_markdown(out, d.device_ops, limit, "Device ops (time per step)");
   table_markdown(out, d.host_spans, limit, "Host spans (time per step)");
@@ -251,18 +256,24 @@ std::string diff_markdown(const TraceDiff& d, const std::string& base, const std
 
 std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
   using nlohmann::json;
-  auto rows = [](const std::vector<DiffRow>& v) {
+  // JSON must be valid UTF-8; names from the traces may not be.
+  uint64_t replaced = 0;
+  auto rows = [&](const std::vector<DiffRow>& v) {
     json a = json::array();
     for (const DiffRow& r : v) {
-      a.push_back({{"name", r.name}, {"unit", r.unit}, {"base", r.base}, {"head", r.head}, {"delta", r.delta},
+      a.push_back({{"name", valid_utf8(r.name, &replaced)}, {"unit", r.unit}, {"base", r.base}, {"head", r.head}, {"delta", r.delta},
                    {"delta_fraction", r.delta_fraction}, {"beyond_noise", r.beyond_noise}});
     }
     return a;
   };
-  json doc = {{"schema", 1},          {"base", base},
-              {"head", head},         {"noise_fraction", d.noise_fraction},
-              {"metrics", rows(d.metrics)}, {"device_ops", rows(d.device_ops)},
+  json doc = {{"schema", 1},
+              {"base", valid_utf8(base, &replaced)},
+              {"head", valid_utf8(head, &replaced)},
+              {"noise_fraction", d.noise_fraction},
+              {"metrics", rows(d.metrics)},
+              {"device_ops", rows(d.device_ops)},
               {"host_spans", rows(d.host_spans)}};
+  if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
   return doc.dump(2) + "\n";
 }
 

@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "loupe/prof/safe_text.h"
 
 namespace loupe::prof {
 
@@ -32,7 +38,7 @@ class Writer {
   }
   void flush() {
     if (!buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size()) {
-      throw std::runtime_error("cannot write the export (disk full?)");
+      throw std::runtime_error(fmt::format("cannot write: {}", std::strerror(errno)));
     }
     buffer_.clear();
   }
@@ -45,8 +51,8 @@ class Writer {
   uint64_t count_ = 0;
 };
 
-// A JSON string literal.
-std::string quote(const std::string& s) {
+// A JSON string literal of text that is valid UTF-8.
+std::string quote(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
@@ -63,6 +69,28 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
+// Names from the trace as JSON strings: cut to kExportNameLimit, invalid
+// UTF-8 replaced, each distinct name prepared once.
+class Names {
+ public:
+  Names(const TraceModel& m, ChromeExportStats& stats) : m_(m), stats_(stats), quoted_(m.strings.size()) {}
+  const std::string& operator()(StringId id) {
+    if (id >= quoted_.size()) return empty_;
+    if (quoted_[id].empty()) quoted_[id] = (*this)(std::string_view(m_.str(id)));
+    return quoted_[id];
+  }
+  std::string operator()(std::string_view text) {
+    if (text.size() > kExportNameLimit) ++stats_.names_cut;
+    return quote(valid_utf8(cut_to(text, kExportNameLimit), &stats_.invalid_utf8));
+  }
+
+ private:
+  const TraceModel& m_;
+  ChromeExportStats& stats_;
+  std::vector<std::string> quoted_;  // by string id; empty until first used
+  std::string empty_ = "\"\"";
+};
+
 // Nanoseconds as microseconds with three decimals, exactly.
 std::string us(int64_t ns) {
   const char* sign = ns < 0 ? "-" : "";
@@ -73,8 +101,10 @@ std::string us(int64_t ns) {
 }  // namespace
 
 ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
+  ChromeExportStats stats;
+  Names names(m, stats);
   Writer w(out);
-  w.raw("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": " + quote(m.info.producer) +
+  w.raw("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": " + names(std::string_view(m.info.producer)) +
         ", \"exporter\": \"loupe export\"},\n\"traceEvents\": [");
   auto pid_of_thread = [&](uint32_t thread) -> int64_t {
     const Thread* t = m.thread(thread);
@@ -83,22 +113,22 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
   // Names of processes and threads.
   for (const Thread& t : m.threads) {
     w.event(fmt::format("\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}",
-                        pid_of_thread(t.id), t.id, quote(t.name)));
+                        pid_of_thread(t.id), t.id, names(std::string_view(t.name))));
   }
   for (const Device& d : m.devices) {
     w.event(fmt::format("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}",
-                        kDevicePidBase + d.id, quote(fmt::format("device {}: {}", d.id, d.name))));
+                        kDevicePidBase + d.id, names(fmt::format("device {}: {}", d.id, d.name))));
   }
   for (const Stream& s : m.streams) {
     w.event(fmt::format("\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}",
-                        kDevicePidBase + s.device, s.stream, quote(fmt::format("stream {}: {}", s.stream, s.name))));
+                        kDevicePidBase + s.device, s.stream, names(fmt::format("stream {}: {}", s.stream, s.name))));
   }
   // Host spans; complete events nest by time on their thread.
   for (const HostSpans& s : m.host_spans) {
     int64_t pid = pid_of_thread(s.thread);
     for (size_t i = 0; i < s.size(); ++i) {
       w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}",
-                          quote(m.str(s.name[i])), name_of(s.kind[i]), pid, s.thread, us(s.start[i]), us(s.dur[i])));
+                          names(s.name[i]), name_of(s.kind[i]), pid, s.thread, us(s.start[i]), us(s.dur[i])));
     }
   }
   // Launches, with a flow to their device op.
@@ -107,7 +137,7 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
     for (size_t i = 0; i < l.size(); ++i) {
       w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"launch\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                           "\"args\":{{\"correlation\":{}}}",
-                          quote(m.str(l.name[i])), pid, l.thread, us(l.start[i]), us(l.dur[i]), l.correlation[i]));
+                          names(l.name[i]), pid, l.thread, us(l.start[i]), us(l.dur[i]), l.correlation[i]));
       if (l.correlation[i] != 0) {
         w.event(fmt::format("\"ph\":\"s\",\"id\":{},\"name\":\"launch\",\"cat\":\"flow\",\"pid\":{},\"tid\":{},\"ts\":{}",
                             l.correlation[i], pid, l.thread, us(l.start[i])));
@@ -123,7 +153,7 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
       }
       w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                           "\"args\":{{{}}}",
-                          quote(m.str(o.name[i])), name_of(o.kind[i]), pid, o.stream, us(o.start[i]), us(o.dur[i]), args));
+                          names(o.name[i]), name_of(o.kind[i]), pid, o.stream, us(o.start[i]), us(o.dur[i]), args));
       if (o.correlation[i] != 0) {
         w.event(fmt::format("\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"name\":\"launch\",\"cat\":\"flow\",\"pid\":{},"
                             "\"tid\":{},\"ts\":{}",
@@ -139,9 +169,9 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
       std::string site = cs ? fmt::format("{}:{}", m.str(cs->file), cs->line) : "";
       w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"transfer\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                           "\"args\":{{\"bytes\":{},\"synchronous\":{},\"host_memory\":\"{}\",\"callsite\":{}}}",
-                          quote(fmt::format("transfer {}", name_of(t.direction[i]))), pid, t.thread, us(t.start[i]),
+                          names(fmt::format("transfer {}", name_of(t.direction[i]))), pid, t.thread, us(t.start[i]),
                           us(t.dur[i]), t.bytes[i], t.synchronous[i] ? "true" : "false", name_of(t.host_memory[i]),
-                          quote(site)));
+                          names(site)));
     }
   }
   // Memory as counters per device.
@@ -155,7 +185,7 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
   }
   for (const Counter& c : m.counters) {
     for (size_t i = 0; i < c.size(); ++i) {
-      w.event(fmt::format("\"ph\":\"C\",\"name\":{},\"pid\":1,\"ts\":{},\"args\":{{\"value\":{}}}", quote(m.str(c.name)),
+      w.event(fmt::format("\"ph\":\"C\",\"name\":{},\"pid\":1,\"ts\":{},\"args\":{{\"value\":{}}}", names(c.name),
                           us(c.time[i]), c.value[i]));
     }
   }
@@ -165,15 +195,15 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
     int64_t pid = pid_of_thread(c.thread);
     for (size_t i = 0; i < c.size(); ++i) {
       if (c.kind[i] == CompileKind::hit) continue;
-      std::string args = fmt::format("\"signature\":{},\"reason\":{}", quote(m.str(c.signature[i])), quote(c.reason[i]));
+      std::string args = fmt::format("\"signature\":{},\"reason\":{}", names(c.signature[i]), names(std::string_view(c.reason[i])));
       w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"compile\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                           "\"args\":{{{}}}",
-                          quote(fmt::format("compile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]),
+                          names(fmt::format("compile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]),
                           us(c.dur[i]), args));
       if (c.kind[i] == CompileKind::miss && c.reason[i] != "first compile") {
         w.event(fmt::format("\"ph\":\"i\",\"s\":\"g\",\"name\":{},\"cat\":\"recompile\",\"pid\":{},\"tid\":{},\"ts\":{},"
                             "\"args\":{{{}}}",
-                            quote(fmt::format("recompile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]),
+                            names(fmt::format("recompile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]),
                             args));
       }
     }
@@ -181,7 +211,7 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
   for (const Instants& in : m.instants) {
     int64_t pid = pid_of_thread(in.thread);
     for (size_t i = 0; i < in.size(); ++i) {
-      w.event(fmt::format("\"ph\":\"i\",\"s\":\"t\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{}", quote(m.str(in.name[i])),
+      w.event(fmt::format("\"ph\":\"i\",\"s\":\"t\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{}", names(in.name[i]),
                           pid, in.thread, us(in.time[i])));
     }
   }
@@ -193,8 +223,9 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
     }
   }
   w.raw("\n]}\n");
-  if (std::fflush(out) != 0) throw std::runtime_error("cannot write the export (disk full?)");
-  return {w.count()};
+  if (std::fflush(out) != 0) throw std::runtime_error(fmt::format("cannot write: {}", std::strerror(errno)));
+  stats.events = w.count();
+  return stats;
 }
 
 }  // namespace loupe::prof

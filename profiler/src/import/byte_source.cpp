@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loupe/prof/import.h"
+#include "loupe/prof/input_file.h"
 
 namespace loupe::prof::import {
 
@@ -25,14 +26,13 @@ namespace {
 class Fd {
  public:
   explicit Fd(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw ImportError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    struct stat st{};
-    if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
-      ::close(fd_);
-      throw ImportError(fmt::format("{}: is a directory, not a trace file", path));
+    try {
+      fd_ = open_input_file(path);
+    } catch (const FileError& e) {
+      throw ImportError(e.what());
     }
-    size_ = uint64_t(st.st_size);
+    struct stat st{};
+    if (::fstat(fd_, &st) == 0) size_ = uint64_t(st.st_size);
   }
   ~Fd() { ::close(fd_); }
   Fd(const Fd&) = delete;

@@ -2,11 +2,9 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
-#include <memory>
 
 #include "import/byte_source.h"
 #include "import/chrome_events.h"
@@ -20,10 +18,6 @@ namespace loupe::prof {
 namespace {
 
 bool is_sqlite(const std::string& head) { return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0; }
-
-void remove_file_set(const std::string& path) {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
-}
 
 bool is_json_format(ImportFormat f) {
   return f == ImportFormat::kineto || f == ImportFormat::chrome || f == ImportFormat::jax;
@@ -61,7 +55,7 @@ ImportFormat detect_import_format(const std::string& path) {
   }
   // JSON: the dialect shows in the content, so the document is read, its
   // strings interned in a scratch trace in memory.
-  TraceWriter strings(":memory:", {.producer = "loupe import", .overwrite = false});
+  TraceWriter strings(":memory:", {.producer = "loupe import"});
   import::ChromeTrace raw;
   auto source = import::open_byte_source(path);
   import::read_chrome_json(*source, path, strings, raw);
@@ -86,70 +80,56 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
         "{}: a SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)",
         in));
   }
-  struct stat in_st{}, out_st{};
-  if (::stat(in.c_str(), &in_st) == 0 && ::stat(out.c_str(), &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
-      in_st.st_ino == out_st.st_ino) {
-    throw ImportError(fmt::format("{}: the output would overwrite the input", out));
-  }
+  struct stat in_st{};
+  ::stat(in.c_str(), &in_st);
 
-  // Written beside the output and renamed into place: a failed import
-  // leaves no file behind, and never a half-written one under `out`.
-  std::string tmp = fmt::format("{}.importing-{}", out, ::getpid());
+  // Written beside the output and moved into place by close(): a failed
+  // import leaves the output as it was, and never a half-written file.
   ImportResult result;
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto t0 = Clock::now();
-  auto writer = std::make_unique<TraceWriter>(tmp, WriterOptions{.producer = "loupe import", .durable = false});
-  try {
-    import::ImportedTrace trace;
-    if (sqlite) {
-      import::read_nsys(in, *writer, trace);
-      result.read_seconds = seconds_since(t0);
-      result.format = ImportFormat::nsys;
-      result.input_bytes = uint64_t(in_st.st_size);
+  TraceWriter writer(out, {.producer = "loupe import", .live = false, .inputs = {in}});
+  import::ImportedTrace trace;
+  if (sqlite) {
+    import::read_nsys(in, writer, trace);
+    result.read_seconds = seconds_since(t0);
+    result.format = ImportFormat::nsys;
+    result.input_bytes = uint64_t(in_st.st_size);
+  } else {
+    import::ChromeTrace raw;
+    {
+      auto source = import::open_byte_source(in, options.threads != 1);
+      import::read_chrome_json(*source, in, writer, raw, options.threads);
+    }
+    result.read_seconds = seconds_since(t0);
+    auto t1 = Clock::now();
+    result.input_bytes = raw.bytes;
+    ImportFormat format = options.format == ImportFormat::auto_detect
+                              ? import::detect_json_dialect(raw, writer)
+                              : options.format;
+    result.format = format;
+    if (format == ImportFormat::kineto) {
+      import::map_kineto(raw, writer, trace);
+    } else if (format == ImportFormat::jax) {
+      import::map_jax(raw, writer, trace);
     } else {
-      import::ChromeTrace raw;
-      {
-        auto source = import::open_byte_source(in, options.threads != 1);
-        import::read_chrome_json(*source, in, *writer, raw, options.threads);
-      }
-      result.read_seconds = seconds_since(t0);
-      auto t1 = Clock::now();
-      result.input_bytes = raw.bytes;
-      ImportFormat format = options.format == ImportFormat::auto_detect
-                                ? import::detect_json_dialect(raw, *writer)
-                                : options.format;
-      result.format = format;
-      if (format == ImportFormat::kineto) {
-        import::map_kineto(raw, *writer, trace);
-      } else if (format == ImportFormat::jax) {
-        import::map_jax(raw, *writer, trace);
-      } else {
-        import::map_chrome(raw, *writer, trace);
-      }
-      result.map_seconds = seconds_since(t1);
+      import::map_chrome(raw, writer, trace);
     }
-    trace.meta["source_file"] = in;
-    trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
-    result.source_events = trace.source_events;
-    result.skipped_by_kind = trace.skipped;
-    auto t2 = Clock::now();
-    import::WriteSummary s = import::write_imported(trace, *writer);
-    writer.reset();
-    result.write_seconds = seconds_since(t2);
-    result.rows_written = s.rows;
-    result.skipped = s.skipped;
-    result.rows_by_table = s.rows_by_table;
-    for (auto it = result.skipped_by_kind.begin(); it != result.skipped_by_kind.end();) {
-      it = it->second == 0 ? result.skipped_by_kind.erase(it) : std::next(it);
-    }
-    if (::rename(tmp.c_str(), out.c_str()) != 0) {
-      throw StoreError(fmt::format("cannot write trace '{}': {}", out, std::strerror(errno)));
-    }
-  } catch (...) {
-    writer.reset();
-    remove_file_set(tmp);
-    throw;
+    result.map_seconds = seconds_since(t1);
+  }
+  trace.meta["source_file"] = in;
+  trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
+  result.source_events = trace.source_events;
+  auto t2 = Clock::now();
+  import::WriteSummary s = import::write_imported(trace, writer);
+  result.skipped_by_kind = trace.skipped;  // with what writing left out
+  result.write_seconds = seconds_since(t2);
+  result.rows_written = s.rows;
+  result.skipped = s.skipped;
+  result.rows_by_table = s.rows_by_table;
+  for (auto it = result.skipped_by_kind.begin(); it != result.skipped_by_kind.end();) {
+    it = it->second == 0 ? result.skipped_by_kind.erase(it) : std::next(it);
   }
   return result;
 }

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <vector>
+
+#include "loupe/prof/trace_format.h"
 
 namespace loupe::prof::import {
 
@@ -49,6 +52,26 @@ uint64_t add_all(TraceWriter& w, std::vector<Row>& rows, Shift shift) {
   return n;
 }
 
+// The last time of a row: its end, or its instant.
+template <typename Row>
+bool ends_within(const Row& r, int64_t origin) {
+  int64_t end = 0;
+  if constexpr (requires { r.dur; }) {
+    if (__builtin_add_overflow(r.start, r.dur, &end)) return false;
+  } else {
+    end = r.time;
+  }
+  // Source times lie within +-2^62 ns, so this difference cannot overflow.
+  return is_trace_time(end) && end - origin < kMaxTraceTimeNs;
+}
+
+// Leaves out the rows that would end 2^62 ns or more after the origin
+// (only a damaged source has such a spread); returns how many.
+template <typename Row>
+uint64_t drop_beyond(std::vector<Row>& rows, int64_t origin) {
+  return uint64_t(std::erase_if(rows, [&](const Row& r) { return !ends_within(r, origin); }));
+}
+
 }  // namespace
 
 WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
@@ -65,6 +88,11 @@ WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
   for (const auto& r : t.compiles) at(r.start);
   for (const auto& r : t.steps) at(r.start);
   if (origin == std::numeric_limits<int64_t>::max()) origin = 0;
+  uint64_t beyond = 0;
+  auto drop = [&](auto& rows) { beyond += drop_beyond(rows, origin); };
+  drop(t.host_spans), drop(t.instants), drop(t.counters), drop(t.device_ops), drop(t.launches);
+  drop(t.transfers), drop(t.memory), drop(t.compiles), drop(t.steps);
+  if (beyond > 0) t.skipped[kTimeOutOfRange] += beyond;
 
   for (const DeviceRow& d : t.devices) w.put(d);
   for (const StreamRow& s : t.streams) w.put(s);

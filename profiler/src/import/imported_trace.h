@@ -14,6 +14,11 @@
 
 namespace loupe::prof::import {
 
+// Why an event was left out: a time that a trace cannot hold (outside
+// +-2^62 ns, trace_format.h), in the source or after the shift to the
+// trace's origin.
+inline constexpr const char* kTimeOutOfRange = "events with times outside +-2^62 ns (146 years)";
+
 struct ImportedTrace {
   std::vector<DeviceRow> devices;
   std::vector<StreamRow> streams;

@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -24,7 +25,9 @@
 #include <vector>
 
 #include "import/decimal.h"
+#include "import/imported_trace.h"
 #include "loupe/prof/import.h"
+#include "loupe/prof/trace_format.h"
 
 namespace loupe::prof::import {
 
@@ -464,6 +467,10 @@ class EventParser {
     std::optional<int64_t> t = micros_to_nanos(ts);
     if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", ts)};
     e.ts = *t;
+    if (!is_trace_time(e.ts)) {
+      ++batch_->skipped[kTimeOutOfRange];
+      return;
+    }
     e.lane = lane(pid, tid);
     if (kind == 'C') {
       StringId base = intern(name);
@@ -472,6 +479,10 @@ class EventParser {
         double value = milli ? double(*milli) / 1000.0 : 0.0;
         if (!milli) {
           value = std::strtod(std::string(text).c_str(), nullptr);  // huge or tiny: a double is all it is
+        }
+        if (!std::isfinite(value)) {
+          ++batch_->skipped["counter values that are not finite"];
+          continue;
         }
         StringId series =
             numeric_args_.size() == 1 ? base : intern(batch_->owned.emplace_back(fmt::format("{}.{}", name, key)));
@@ -484,6 +495,11 @@ class EventParser {
       std::optional<int64_t> d = micros_to_nanos(dur);
       if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
       e.dur = *d;
+      int64_t end = 0;
+      if (__builtin_add_overflow(e.ts, e.dur, &end) || !is_trace_time(end)) {
+        ++batch_->skipped[kTimeOutOfRange];
+        return;
+      }
     }
     if (kind == 's' || kind == 't' || kind == 'f') {
       if (!id.empty()) {

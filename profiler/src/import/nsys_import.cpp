@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,7 +26,9 @@
 #include <vector>
 
 #include "import/chrome_common.h"
+#include "import/imported_trace.h"
 #include "import/mappings.h"
+#include "loupe/prof/trace_format.h"
 #include "loupe/prof/trace_reader.h"
 #include "store/open_trace.h"
 #include "store/sqlite.h"
@@ -159,10 +162,20 @@ class NsysReader {
     return it->second;
   }
 
-  // Source times: the span, or nothing (counted) when end precedes start.
+  // Source times: the span, or nothing (counted) when end precedes start
+  // or a time lies where a trace cannot hold it.
   bool span(int64_t start, int64_t end) {
+    if (!is_trace_time(start) || !is_trace_time(end)) {
+      ++out_.skipped[kTimeOutOfRange];
+      return false;
+    }
     if (end >= start) return true;
     ++out_.skipped[fmt::format("{} rows that end before they start", current_table_)];
+    return false;
+  }
+  bool instant(int64_t time) {
+    if (is_trace_time(time)) return true;
+    ++out_.skipped[kTimeOutOfRange];
     return false;
   }
 
@@ -479,7 +492,7 @@ class NsysReader {
       StringId name = text_id >= 0 ? string_id(text_id, row, "textId") : strings_.intern(s.text(4));
       uint32_t th = thread(integer(s, 3, "globalTid", row, 0));
       if (type == kNvtxMark) {
-        out_.instants.push_back({.thread = th, .time = start, .name = name, .kind = SpanKind::user});
+        if (instant(start)) out_.instants.push_back({.thread = th, .time = start, .name = name, .kind = SpanKind::user});
         continue;
       }
       int64_t end = integer(s, 1, "end", row, -1);
@@ -516,7 +529,7 @@ class NsysReader {
       MemoryEventRow m{.device = device_id(integer(s, 1, "deviceId", row), row), .time = integer(s, 0, "start", row),
                        .kind = k, .bytes = std::max<int64_t>(0, integer(s, 3, "bytes", row)),
                        .address = uint64_t(integer(s, 2, "address", row, 0))};
-      events.push_back(m);
+      if (instant(m.time)) events.push_back(m);
     }
     std::stable_sort(events.begin(), events.end(),
                      [](const MemoryEventRow& a, const MemoryEventRow& b) { return a.time < b.time; });
@@ -524,7 +537,9 @@ class NsysReader {
     std::map<std::pair<uint32_t, uint64_t>, int64_t> live;  // (device, address) -> bytes
     for (MemoryEventRow& m : events) {
       if (m.kind == MemoryEventKind::alloc) {
-        total[m.device] += m.bytes;
+        // Saturating: byte counts in a damaged file can be anything.
+        int64_t& t = total[m.device];
+        t = m.bytes > std::numeric_limits<int64_t>::max() - t ? std::numeric_limits<int64_t>::max() : t + m.bytes;
         if (m.address) live[{m.device, m.address}] = m.bytes;
       } else {
         if (m.bytes == 0 && m.address) {  // a free that does not say its size

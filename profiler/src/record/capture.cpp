@@ -180,17 +180,18 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
   wo.producer = s.options.producer;
   wo.origin_monotonic_ns = s.origin_ns;
   wo.origin_wall_ns = wall_ns();
+  // In the file from its first appearance, so that a reader never finds
+  // a trace without its status.
+  wo.meta = {{"hostname", host_name()},
+             {"pid", std::to_string(::getpid())},
+             {"command_line", s.options.command_line},
+             {"flush_interval_ms", std::to_string(s.options.flush_interval.count())},
+             {"status", "recording"},
+             {"capture_start_ns", "0"},
+             {"dropped_events", "0"},
+             {"lost_events", "0"}};
   try {
     s.writer = std::make_unique<TraceWriter>(s.options.path, wo);
-    s.writer->set_meta("hostname", host_name());
-    s.writer->set_meta("pid", std::to_string(::getpid()));
-    s.writer->set_meta("command_line", s.options.command_line);
-    s.writer->set_meta("flush_interval_ms", std::to_string(s.options.flush_interval.count()));
-    s.writer->set_meta("status", "recording");
-    s.writer->set_meta("capture_start_ns", "0");
-    s.writer->set_meta("dropped_events", "0");
-    s.writer->set_meta("lost_events", "0");
-    s.writer->commit();
   } catch (const StoreError& e) {
     std::fprintf(stderr, "loupe: %s; the program runs on without recording\n", e.what());
     s.stats.error = e.what();

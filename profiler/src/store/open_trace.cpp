@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <map>
 #include <string_view>
 
+#include "loupe/prof/input_file.h"
 #include "loupe/prof/trace_format.h"
 #include "loupe/prof/trace_reader.h"
 #include "store/schema.h"
@@ -21,19 +23,29 @@ namespace {
   throw TraceError(fmt::format("{}: {}", path, what));
 }
 
-// The 16-byte header every SQLite database file starts with. Checked before
-// SQLite sees the file so that a random or empty file gets a plain answer.
+// The 100-byte header every SQLite database file starts with. Checked
+// before SQLite sees the file, so that a random or empty file gets a plain
+// answer; the file is opened through the input gate, so that a FIFO or a
+// device is refused instead of blocking or read forever.
 void check_header(const std::string& path) {
+  int fd = -1;
+  try {
+    fd = open_input_file(path);
+  } catch (const FileError& e) {
+    throw TraceError(e.what());
+  }
   struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a trace file");
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) fail(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  ::fstat(fd, &st);
   char header[100] = {};
-  size_t n = std::fread(header, 1, sizeof header, f);
-  std::fclose(f);
+  ssize_t n = 0;
+  do {
+    n = ::pread(fd, header, sizeof header, 0);
+  } while (n < 0 && errno == EINTR);
+  int read_error = n < 0 ? errno : 0;
+  ::close(fd);
+  if (n < 0) fail(path, fmt::format("cannot read: {}", std::strerror(read_error)));
   if (n == 0) fail(path, "the file is empty, not a trace");
-  if (n < sizeof header || std::memcmp(header, "SQLite format 3", 16) != 0) {
+  if (size_t(n) < sizeof header || std::memcmp(header, "SQLite format 3", 16) != 0) {
     fail(path, "not a loupe trace (not a SQLite database)");
   }
   // Page size (bytes 16-17, big-endian; 1 means 65536) and the page count
@@ -52,6 +64,30 @@ void check_header(const std::string& path) {
     fail(path, fmt::format("truncated: the header describes {} bytes, the file has {}", uint64_t(pages) * page_size,
                            uint64_t(st.st_size)));
   }
+}
+
+// A rollback journal beside the file, left by a writer that stopped in the
+// middle of a transaction ("hot"): SQLite must play it back before the
+// file can be read, which a read-only connection cannot do.
+bool has_hot_journal(const std::string& path) {
+  struct stat st{};
+  return ::stat((path + "-journal").c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+// Reads the schema once, so that a file SQLite cannot read fails here with
+// a message that says why.
+void check_readable(sqlite3* db, const std::string& path) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, "PRAGMA schema_version", nullptr, nullptr, &err) == SQLITE_OK) return;
+  std::string message = err ? err : sqlite3_errmsg(db);
+  sqlite3_free(err);
+  if (has_hot_journal(path)) {
+    fail(path, fmt::format("a program stopped in the middle of a write to it and left {0}-journal to undo that "
+                           "write; loupe opens traces read-only and cannot: run `sqlite3 {0} 'PRAGMA quick_check'` "
+                           "once (it rolls the write back), then try again",
+                           path));
+  }
+  fail(path, fmt::format("cannot read: {}", message));
 }
 
 void harden(sqlite3* db) {
@@ -98,6 +134,7 @@ Db open_sqlite_read_only(const std::string& path) {
   Db db(raw);
   if (rc != SQLITE_OK) fail(path, fmt::format("cannot open: {}", db.error()));
   harden(db.get());
+  check_readable(db.get(), path);
   return db;
 }
 

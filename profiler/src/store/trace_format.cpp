@@ -35,4 +35,12 @@ template <> std::string_view name_of(MemoryEventKind v) { return lookup(kMemoryE
 template <> std::string_view name_of(CompileKind v) { return lookup(kCompileKinds, unsigned(v)); }
 template <> std::string_view name_of(DeviceKind v) { return lookup(kDeviceKinds, unsigned(v)); }
 
+template <> size_t enumerator_count<SpanKind>() { return kSpanKinds.size(); }
+template <> size_t enumerator_count<DeviceOpKind>() { return kDeviceOpKinds.size(); }
+template <> size_t enumerator_count<CopyKind>() { return kCopyKinds.size(); }
+template <> size_t enumerator_count<HostMemory>() { return kHostMemory.size(); }
+template <> size_t enumerator_count<MemoryEventKind>() { return kMemoryEventKinds.size(); }
+template <> size_t enumerator_count<CompileKind>() { return kCompileKinds.size(); }
+template <> size_t enumerator_count<DeviceKind>() { return kDeviceKinds.size(); }
+
 }  // namespace loupe::prof

@@ -3,20 +3,44 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include <array>
+#include <map>
+#include <chrono>
 
 #include "loupe/prof/trace_reader.h"
 #include "store/open_trace.h"
+#include "store/small_tables.h"
 #include "store/sqlite.h"
 
 namespace loupe::prof {
 
 using store::Stmt;
 
+namespace {
+
+// The time a statement has spent inside sqlite3_step(), checked by SQLite's
+// progress handler every few thousand virtual machine instructions.
+struct QueryClock {
+  using Clock = std::chrono::steady_clock;
+  Clock::duration limit{}, spent{};
+  Clock::time_point step_started;
+  bool limited = false;
+
+  bool over() const { return limited && spent + (Clock::now() - step_started) > limit; }
+  static int check(void* self) { return static_cast<QueryClock*>(self)->over() ? 1 : 0; }
+};
+
+}  // namespace
+
 void query_trace(const std::string& path, const std::string& sql,
                  const std::function<void(const std::vector<std::string>&)>& on_columns,
-                 const std::function<void(const QueryRow&)>& on_row) {
-  store::Db db = store::open_sqlite_read_only(path);
+                 const std::function<void(const QueryRow&)>& on_row, double timeout_seconds) {
+  // The same gate as load_trace: a table replaced by a view (which could
+  // recurse forever) or of the wrong shape is refused before any query.
+  store::Db db = store::open_trace(path);
+  QueryClock clock;
+  clock.limited = timeout_seconds > 0;
+  clock.limit = std::chrono::duration_cast<QueryClock::Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  sqlite3_progress_handler(db.get(), 10000, &QueryClock::check, &clock);
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
   if (sqlite3_prepare_v2(db.get(), sql.c_str(), int(sql.size()), &raw, &tail) != SQLITE_OK) {
@@ -36,8 +60,13 @@ void query_trace(const std::string& path, const std::string& sql,
   on_columns(columns);
   QueryRow row(static_cast<size_t>(ncols));
   for (;;) {
+    clock.step_started = QueryClock::Clock::now();
     int rc = sqlite3_step(raw);
+    clock.spent += QueryClock::Clock::now() - clock.step_started;
     if (rc == SQLITE_DONE) break;
+    if (rc == SQLITE_INTERRUPT && clock.limited) {
+      throw TraceError(fmt::format("{}: the query stopped after {:g} s (--timeout)", path, timeout_seconds));
+    }
     if (rc != SQLITE_ROW) throw TraceError(fmt::format("{}: query failed: {}", path, db.error()));
     for (int i = 0; i < ncols; ++i) {
       if (sqlite3_column_type(raw, i) == SQLITE_NULL) {
@@ -58,53 +87,30 @@ TraceSummary summarize_trace(const std::string& path) {
   if (::stat(path.c_str(), &st) == 0) s.file_bytes = uint64_t(st.st_size);
   try {
     store::exec(db.get(), "BEGIN");
-    {
-      Stmt q(db.get(), "SELECT key, value FROM meta");
-      while (q.step()) s.info.meta.emplace(std::string(q.text(0)), std::string(q.text(1)));
-    }
-    auto meta = [&](const char* key) {
-      auto it = s.info.meta.find(key);
-      return it == s.info.meta.end() ? std::string() : it->second;
-    };
-    std::sscanf(meta("format_version").c_str(), "%d.%d", &s.info.format_major, &s.info.format_minor);
-    s.info.producer = meta("producer");
-    s.info.status = meta("status");
-    s.info.origin_wall_ns = std::strtoll(meta("origin_wall_ns").c_str(), nullptr, 10);
-    s.info.capture_end_ns = std::strtoll(meta("capture_end_ns").c_str(), nullptr, 10);
-    s.info.dropped_events = std::strtoull(meta("dropped_events").c_str(), nullptr, 10);
-    s.info.lost_events = std::strtoull(meta("lost_events").c_str(), nullptr, 10);
-    {
-      Stmt q(db.get(), "SELECT id, name, kind, memory_capacity, copy_bandwidth FROM devices ORDER BY id");
-      while (q.step()) {
-        s.devices.push_back({uint32_t(q.int64(0)), std::string(q.text(1)), DeviceKind(q.int64(2)), q.int64(3),
-                             q.int64(4)});
-      }
-    }
-    {
-      Stmt q(db.get(), "SELECT device, stream, name FROM streams ORDER BY device, stream");
-      while (q.step()) s.streams.push_back({uint32_t(q.int64(0)), uint32_t(q.int64(1)), std::string(q.text(2))});
-    }
-    {
-      Stmt q(db.get(), "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id");
-      while (q.step()) {
-        s.threads.push_back({uint32_t(q.int64(0)), q.int64(1), q.int64(2), std::string(q.text(3)),
-                             uint64_t(q.int64(4))});
-      }
-    }
-    static constexpr std::array<const char*, 9> kEventTables = {
-        "host_spans", "instants", "counters", "device_ops", "launches",
-        "transfers",  "memory_events", "compiles", "steps"};
-    for (const char* table : kEventTables) {
+    s.info = store::read_meta(db.get());
+    s.devices = store::read_devices(db.get());
+    s.streams = store::read_streams(db.get());
+    s.threads = store::read_threads(db.get());
+    // The extent comes from the tracks table, which is checked against
+    // each table's real row count (load_trace checks it row by row).
+    std::map<std::string, std::vector<store::TrackClaim>> claims = store::read_tracks(db.get());
+    bool any = false;
+    for (std::string_view table : store::event_tables()) {
       Stmt q(db.get(), fmt::format("SELECT count(*) FROM {}", table));
       q.step();
-      s.counts.push_back({table, uint64_t(q.int64(0))});
-    }
-    {
-      Stmt q(db.get(), "SELECT min(first_start), max(last_end) FROM tracks");
-      if (q.step()) {
-        s.start_ns = q.int64(0);
-        s.end_ns = q.int64(1);
+      uint64_t rows = uint64_t(q.int64(0)), claimed = 0;
+      for (const store::TrackClaim& t : claims[std::string(table)]) {
+        claimed += uint64_t(t.rows);
+        s.start_ns = any ? std::min(s.start_ns, t.first) : t.first;
+        s.end_ns = any ? std::max(s.end_ns, t.last) : t.last;
+        any = true;
       }
+      if (claimed != rows) {
+        throw StoreError(fmt::format("the tracks table says {} holds {} rows, the table has {}; the file was damaged "
+                                     "or edited",
+                                     table, claimed, rows));
+      }
+      s.counts.push_back({std::string(table), rows});
     }
     store::exec(db.get(), "COMMIT");
   } catch (const StoreError& e) {

@@ -1,6 +1,7 @@
 #include "loupe/prof/trace_reader.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,19 +16,25 @@
 #include <thread>
 #include <utility>
 
+#include "store/checked_row.h"
 #include "store/open_trace.h"
+#include "store/small_tables.h"
 #include "store/sqlite.h"
 
 namespace loupe::prof {
 
+using store::CheckedRow;
 using store::Stmt;
+using store::TrackClaim;
 
 namespace {
 
 constexpr int64_t kMinKey = std::numeric_limits<int64_t>::min();
 
-// How one event table is read into its track type. `cols` lists the track
-// columns first, then the time column, then the rest in append() order.
+// How one event table is read into its track type. `columns` lists the
+// track columns first, then the time column, then the rest in append()
+// order, and last the row id (named in messages about a bad row). Every
+// value is read through CheckedRow: its type and range are checked.
 template <typename Track>
 struct TableDef;
 
@@ -36,16 +43,17 @@ struct TableDef<HostSpans> {
   static constexpr const char* table = "host_spans";
   static constexpr const char* track_cols = "thread";
   static constexpr const char* time_col = "start";
-  static constexpr const char* cols = "thread, start, dur, name, kind, depth, callsite";
+  static constexpr std::array<std::string_view, 8> columns = {"thread", "start",  "dur",      "name",
+                                                              "kind",   "depth", "callsite", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(HostSpans& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
-  static void append(HostSpans& t, const Stmt& s) {
-    t.start.push_back(s.int64(1));
-    t.dur.push_back(s.int64(2));
-    t.name.push_back(StringId(s.int64(3)));
-    t.kind.push_back(SpanKind(s.int64(4)));
-    t.depth.push_back(uint32_t(s.int64(5)));
-    t.callsite.push_back(uint32_t(s.int64(6)));
+  static void set_key(HostSpans& t, const CheckedRow& r) { t.thread = r.u32(0); }
+  static void append(HostSpans& t, const CheckedRow& r) {
+    t.start.push_back(r.integer(1));
+    t.dur.push_back(r.integer(2));
+    t.name.push_back(r.u32(3));
+    t.kind.push_back(r.enumerator<SpanKind>(4));
+    t.depth.push_back(r.u32(5));
+    t.callsite.push_back(r.u32(6));
   }
 };
 
@@ -54,13 +62,13 @@ struct TableDef<Instants> {
   static constexpr const char* table = "instants";
   static constexpr const char* track_cols = "thread";
   static constexpr const char* time_col = "time";
-  static constexpr const char* cols = "thread, time, name, kind";
+  static constexpr std::array<std::string_view, 5> columns = {"thread", "time", "name", "kind", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(Instants& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
-  static void append(Instants& t, const Stmt& s) {
-    t.time.push_back(s.int64(1));
-    t.name.push_back(StringId(s.int64(2)));
-    t.kind.push_back(SpanKind(s.int64(3)));
+  static void set_key(Instants& t, const CheckedRow& r) { t.thread = r.u32(0); }
+  static void append(Instants& t, const CheckedRow& r) {
+    t.time.push_back(r.integer(1));
+    t.name.push_back(r.u32(2));
+    t.kind.push_back(r.enumerator<SpanKind>(3));
   }
 };
 
@@ -69,12 +77,12 @@ struct TableDef<Counter> {
   static constexpr const char* table = "counters";
   static constexpr const char* track_cols = "name";
   static constexpr const char* time_col = "time";
-  static constexpr const char* cols = "name, time, value";
+  static constexpr std::array<std::string_view, 4> columns = {"name", "time", "value", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(Counter& t, int64_t a, int64_t) { t.name = StringId(a); }
-  static void append(Counter& t, const Stmt& s) {
-    t.time.push_back(s.int64(1));
-    t.value.push_back(s.real(2));
+  static void set_key(Counter& t, const CheckedRow& r) { t.name = r.u32(0); }
+  static void append(Counter& t, const CheckedRow& r) {
+    t.time.push_back(r.integer(1));
+    t.value.push_back(r.real(2));
   }
 };
 
@@ -83,20 +91,21 @@ struct TableDef<DeviceOps> {
   static constexpr const char* table = "device_ops";
   static constexpr const char* track_cols = "device, stream";
   static constexpr const char* time_col = "start";
-  static constexpr const char* cols = "device, stream, start, dur, kind, name, bytes, copy_kind, correlation";
+  static constexpr std::array<std::string_view, 10> columns = {
+      "device", "stream", "start", "dur", "kind", "name", "bytes", "copy_kind", "correlation", "id"};
   static constexpr int ntrack = 2;
-  static void set_key(DeviceOps& t, int64_t a, int64_t b) {
-    t.device = uint32_t(a);
-    t.stream = uint32_t(b);
+  static void set_key(DeviceOps& t, const CheckedRow& r) {
+    t.device = r.u32(0);
+    t.stream = r.u32(1);
   }
-  static void append(DeviceOps& t, const Stmt& s) {
-    t.start.push_back(s.int64(2));
-    t.dur.push_back(s.int64(3));
-    t.kind.push_back(DeviceOpKind(s.int64(4)));
-    t.name.push_back(StringId(s.int64(5)));
-    t.bytes.push_back(s.int64(6));
-    t.copy_kind.push_back(CopyKind(s.int64(7)));
-    t.correlation.push_back(uint64_t(s.int64(8)));
+  static void append(DeviceOps& t, const CheckedRow& r) {
+    t.start.push_back(r.integer(2));
+    t.dur.push_back(r.integer(3));
+    t.kind.push_back(r.enumerator<DeviceOpKind>(4));
+    t.name.push_back(r.u32(5));
+    t.bytes.push_back(r.non_negative(6));
+    t.copy_kind.push_back(r.enumerator<CopyKind>(7));
+    t.correlation.push_back(uint64_t(r.integer(8)));
   }
 };
 
@@ -105,16 +114,17 @@ struct TableDef<Launches> {
   static constexpr const char* table = "launches";
   static constexpr const char* track_cols = "thread";
   static constexpr const char* time_col = "start";
-  static constexpr const char* cols = "thread, start, dur, name, device, stream, correlation";
+  static constexpr std::array<std::string_view, 8> columns = {"thread", "start",  "dur",         "name",
+                                                              "device", "stream", "correlation", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(Launches& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
-  static void append(Launches& t, const Stmt& s) {
-    t.start.push_back(s.int64(1));
-    t.dur.push_back(s.int64(2));
-    t.name.push_back(StringId(s.int64(3)));
-    t.device.push_back(uint32_t(s.int64(4)));
-    t.stream.push_back(uint32_t(s.int64(5)));
-    t.correlation.push_back(uint64_t(s.int64(6)));
+  static void set_key(Launches& t, const CheckedRow& r) { t.thread = r.u32(0); }
+  static void append(Launches& t, const CheckedRow& r) {
+    t.start.push_back(r.integer(1));
+    t.dur.push_back(r.integer(2));
+    t.name.push_back(r.u32(3));
+    t.device.push_back(r.u32(4));
+    t.stream.push_back(r.u32(5));
+    t.correlation.push_back(uint64_t(r.integer(6)));
   }
 };
 
@@ -123,21 +133,22 @@ struct TableDef<Transfers> {
   static constexpr const char* table = "transfers";
   static constexpr const char* track_cols = "thread";
   static constexpr const char* time_col = "start";
-  static constexpr const char* cols =
-      "thread, start, dur, device, direction, bytes, synchronous, implicit, host_memory, callsite, correlation";
+  static constexpr std::array<std::string_view, 12> columns = {
+      "thread",   "start",       "dur",      "device",      "direction", "bytes",
+      "synchronous", "implicit", "host_memory", "callsite", "correlation", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(Transfers& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
-  static void append(Transfers& t, const Stmt& s) {
-    t.start.push_back(s.int64(1));
-    t.dur.push_back(s.int64(2));
-    t.device.push_back(uint32_t(s.int64(3)));
-    t.direction.push_back(CopyKind(s.int64(4)));
-    t.bytes.push_back(s.int64(5));
-    t.synchronous.push_back(s.int64(6) != 0);
-    t.implicit.push_back(s.int64(7) != 0);
-    t.host_memory.push_back(HostMemory(s.int64(8)));
-    t.callsite.push_back(uint32_t(s.int64(9)));
-    t.correlation.push_back(uint64_t(s.int64(10)));
+  static void set_key(Transfers& t, const CheckedRow& r) { t.thread = r.u32(0); }
+  static void append(Transfers& t, const CheckedRow& r) {
+    t.start.push_back(r.integer(1));
+    t.dur.push_back(r.integer(2));
+    t.device.push_back(r.u32(3));
+    t.direction.push_back(r.enumerator<CopyKind>(4));
+    t.bytes.push_back(r.non_negative(5));
+    t.synchronous.push_back(r.flag(6));
+    t.implicit.push_back(r.flag(7));
+    t.host_memory.push_back(r.enumerator<HostMemory>(8));
+    t.callsite.push_back(r.u32(9));
+    t.correlation.push_back(uint64_t(r.integer(10)));
   }
 };
 
@@ -146,17 +157,18 @@ struct TableDef<MemoryEvents> {
   static constexpr const char* table = "memory_events";
   static constexpr const char* track_cols = "device";
   static constexpr const char* time_col = "time";
-  static constexpr const char* cols = "device, time, kind, bytes, address, allocated, reserved, callsite";
+  static constexpr std::array<std::string_view, 9> columns = {
+      "device", "time", "kind", "bytes", "address", "allocated", "reserved", "callsite", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(MemoryEvents& t, int64_t a, int64_t) { t.device = uint32_t(a); }
-  static void append(MemoryEvents& t, const Stmt& s) {
-    t.time.push_back(s.int64(1));
-    t.kind.push_back(MemoryEventKind(s.int64(2)));
-    t.bytes.push_back(s.int64(3));
-    t.address.push_back(uint64_t(s.int64(4)));
-    t.allocated.push_back(s.int64(5));
-    t.reserved.push_back(s.int64(6));
-    t.callsite.push_back(uint32_t(s.int64(7)));
+  static void set_key(MemoryEvents& t, const CheckedRow& r) { t.device = r.u32(0); }
+  static void append(MemoryEvents& t, const CheckedRow& r) {
+    t.time.push_back(r.integer(1));
+    t.kind.push_back(r.enumerator<MemoryEventKind>(2));
+    t.bytes.push_back(r.non_negative(3));
+    t.address.push_back(uint64_t(r.integer(4)));
+    t.allocated.push_back(r.non_negative(5));
+    t.reserved.push_back(r.non_negative(6));
+    t.callsite.push_back(r.u32(7));
   }
 };
 
@@ -165,26 +177,26 @@ struct TableDef<Compiles> {
   static constexpr const char* table = "compiles";
   static constexpr const char* track_cols = "thread";
   static constexpr const char* time_col = "start";
-  static constexpr const char* cols =
-      "thread, start, dur, function, signature, kind, reason, trace_ns, optimize_ns, codegen_ns, nodes, kernels, ir, "
-      "callsite, function_object";
+  static constexpr std::array<std::string_view, 16> columns = {
+      "thread",     "start",  "dur",     "function", "signature", "kind",     "reason",          "trace_ns",
+      "optimize_ns", "codegen_ns", "nodes", "kernels", "ir",       "callsite", "function_object", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(Compiles& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
-  static void append(Compiles& t, const Stmt& s) {
-    t.start.push_back(s.int64(1));
-    t.dur.push_back(s.int64(2));
-    t.function.push_back(StringId(s.int64(3)));
-    t.signature.push_back(StringId(s.int64(4)));
-    t.kind.push_back(CompileKind(s.int64(5)));
-    t.reason.emplace_back(s.text(6));
-    t.trace_ns.push_back(s.int64(7));
-    t.optimize_ns.push_back(s.int64(8));
-    t.codegen_ns.push_back(s.int64(9));
-    t.nodes.push_back(uint32_t(s.int64(10)));
-    t.kernels.push_back(uint32_t(s.int64(11)));
-    t.ir.emplace_back(s.text(12));
-    t.callsite.push_back(uint32_t(s.int64(13)));
-    t.function_object.push_back(uint64_t(s.int64(14)));
+  static void set_key(Compiles& t, const CheckedRow& r) { t.thread = r.u32(0); }
+  static void append(Compiles& t, const CheckedRow& r) {
+    t.start.push_back(r.integer(1));
+    t.dur.push_back(r.integer(2));
+    t.function.push_back(r.u32(3));
+    t.signature.push_back(r.u32(4));
+    t.kind.push_back(r.enumerator<CompileKind>(5));
+    t.reason.emplace_back(r.text(6));
+    t.trace_ns.push_back(r.non_negative(7));
+    t.optimize_ns.push_back(r.non_negative(8));
+    t.codegen_ns.push_back(r.non_negative(9));
+    t.nodes.push_back(r.u32(10));
+    t.kernels.push_back(r.u32(11));
+    t.ir.emplace_back(r.text(12));
+    t.callsite.push_back(r.u32(13));
+    t.function_object.push_back(uint64_t(r.integer(14)));
   }
 };
 
@@ -193,13 +205,13 @@ struct TableDef<Steps> {
   static constexpr const char* table = "steps";
   static constexpr const char* track_cols = "thread";
   static constexpr const char* time_col = "start";
-  static constexpr const char* cols = "thread, start, dur, number";
+  static constexpr std::array<std::string_view, 5> columns = {"thread", "start", "dur", "number", "id"};
   static constexpr int ntrack = 1;
-  static void set_key(Steps& t, int64_t a, int64_t) { t.thread = uint32_t(a); }
-  static void append(Steps& t, const Stmt& s) {
-    t.start.push_back(s.int64(1));
-    t.dur.push_back(s.int64(2));
-    t.number.push_back(s.int64(3));
+  static void set_key(Steps& t, const CheckedRow& r) { t.thread = r.u32(0); }
+  static void append(Steps& t, const CheckedRow& r) {
+    t.start.push_back(r.integer(1));
+    t.dur.push_back(r.integer(2));
+    t.number.push_back(r.integer(3));
   }
 };
 
@@ -216,18 +228,21 @@ struct Unit {
   int64_t rows_hint;
 };
 
-struct TrackInfo {
-  int64_t a, b, rows, first, last;
-};
+// At most this many units per table, whatever the tracks table claims: a
+// file listing a million tracks must not make a million queries.
+constexpr size_t kMaxUnitsPerTable = 256;
 
 // Reads every track of one table, split into units for parallel reading.
 class TableLoaderBase {
  public:
   virtual ~TableLoaderBase() = default;
   virtual const char* name() const = 0;
-  virtual void plan(std::vector<Unit>& units, int index, const std::vector<TrackInfo>& tracks, int64_t target) = 0;
+  virtual void plan(std::vector<Unit>& units, int index, const std::vector<TrackClaim>& tracks, int64_t target,
+                    int64_t max_rows) = 0;
   virtual void read(sqlite3* db, size_t unit_slot, const Unit& unit) = 0;
   virtual void finish() = 0;
+  // Throws StoreError unless the loaded tracks are exactly those claimed.
+  virtual void verify(const std::vector<TrackClaim>& claims) const = 0;
 };
 
 template <typename Track>
@@ -238,17 +253,23 @@ class TableLoader : public TableLoaderBase {
 
   const char* name() const override { return D::table; }
 
-  void plan(std::vector<Unit>& units, int index, const std::vector<TrackInfo>& tracks, int64_t target) override {
+  // The claims of the tracks table only shape the work (where units are
+  // cut, how much to reserve): any plan reads every row, and `max_rows`
+  // (what the file's size allows) bounds what a claim can make us reserve.
+  void plan(std::vector<Unit>& units, int index, const std::vector<TrackClaim>& tracks, int64_t target,
+            int64_t max_rows) override {
     // Boundaries between units: track starts, and time splits in long tracks.
     std::vector<std::pair<Key, int64_t>> cuts;  // (boundary key, rows before next cut)
-    for (const TrackInfo& t : tracks) {
-      int64_t pieces = std::clamp<int64_t>(t.rows / std::max<int64_t>(target, 1), 1, 64);
+    for (const TrackClaim& t : tracks) {
+      int64_t rows = std::min(t.rows, max_rows);
+      int64_t pieces = std::clamp<int64_t>(rows / std::max<int64_t>(target, 1), 1, 64);
       int64_t span = std::max<int64_t>(t.last - t.first, 0);
       for (int64_t p = 0; p < pieces; ++p) {
         Key k{t.a, D::ntrack == 2 ? t.b : kMinKey, p == 0 ? kMinKey : t.first + span / pieces * p};
-        cuts.push_back({k, t.rows / pieces});
+        cuts.push_back({k, rows / pieces});
       }
     }
+    cuts = thin_out(std::move(cuts), max_rows);
     first_unit_ = units.size();
     if (cuts.empty()) {
       units.push_back({index, false, false, {}, {}, 0});
@@ -270,7 +291,7 @@ class TableLoader : public TableLoaderBase {
     };
     if (u.has_lo) where += fmt::format(" WHERE {} >= {}", key_expr(), key_params(1));
     if (u.has_hi) where += fmt::format("{} {} < {}", u.has_lo ? " AND" : " WHERE", key_expr(), key_params(4));
-    Stmt s(db, fmt::format("SELECT {} FROM {}{} ORDER BY {}, {}, id", D::cols, D::table, where, D::track_cols,
+    Stmt s(db, fmt::format("SELECT {} FROM {}{} ORDER BY {}, {}, id", column_list(), D::table, where, D::track_cols,
                            D::time_col));
     auto bind_key = [&](int first, const Key& k) {
       s.bind(first, k.a);
@@ -287,17 +308,22 @@ class TableLoader : public TableLoaderBase {
     std::vector<Track>& pieces = pieces_[unit_slot - first_unit_];
     Track* cur = nullptr;
     int64_t cur_a = 0, cur_b = 0;
+    CheckedRow row(s, D::columns);
     while (s.step()) {
-      int64_t a = s.int64(0), b = D::ntrack == 2 ? s.int64(1) : 0;
-      if (cur == nullptr || a != cur_a || b != cur_b) {
-        pieces.emplace_back();
-        cur = &pieces.back();
-        D::set_key(*cur, a, b);
-        cur_a = a;
-        cur_b = b;
-        reserve(*cur, u.rows_hint);
+      try {
+        int64_t a = s.int64(0), b = D::ntrack == 2 ? s.int64(1) : 0;
+        if (cur == nullptr || a != cur_a || b != cur_b) {
+          pieces.emplace_back();
+          cur = &pieces.back();
+          D::set_key(*cur, row);
+          cur_a = a;
+          cur_b = b;
+          reserve(*cur, u.rows_hint);
+        }
+        D::append(*cur, row);
+      } catch (const StoreError& e) {
+        throw StoreError(fmt::format("row id {}: {}", s.int64(int(D::columns.size()) - 1), e.what()));
       }
-      D::append(*cur, s);
     }
   }
 
@@ -321,13 +347,68 @@ class TableLoader : public TableLoaderBase {
     }
   }
 
- private:
-  static bool same_track(const Track& x, const Track& y) {
-    if constexpr (requires { x.stream; }) return x.device == y.device && x.stream == y.stream;
-    else if constexpr (requires { x.thread; }) return x.thread == y.thread;
-    else if constexpr (requires { x.device; }) return x.device == y.device;
-    else return x.name == y.name;
+  void verify(const std::vector<TrackClaim>& claims) const override {
+    auto key_text = [](int64_t a, int64_t b) {
+      return D::ntrack == 2 ? fmt::format("({}, {})", a, b) : fmt::format("{}", a);
+    };
+    if (claims.size() != out_.size()) {
+      throw StoreError(fmt::format("the tracks table lists {} tracks of {}, the table has {}; the file was damaged "
+                                   "or edited",
+                                   claims.size(), D::table, out_.size()));
+    }
+    for (size_t i = 0; i < out_.size(); ++i) {
+      const Track& t = out_[i];
+      auto [a, b] = key_of(t);
+      TrackClaim have{a, b, int64_t(t.size()), first_time(t), last_time(t)};
+      const TrackClaim& c = claims[i];
+      if (c.a != have.a || c.b != have.b || c.rows != have.rows || c.first != have.first || c.last != have.last) {
+        throw StoreError(fmt::format("the tracks table says track {} of {} holds {} rows from {} to {} ns; its rows "
+                                     "say track {}, {} rows from {} to {} ns; the file was damaged or edited",
+                                     key_text(c.a, c.b), D::table, c.rows, c.first, c.last, key_text(a, b),
+                                     have.rows, have.first, have.last));
+      }
+    }
   }
+
+ private:
+  static std::string column_list() {
+    std::string list;
+    for (std::string_view c : D::columns) list += fmt::format("{}{}", list.empty() ? "" : ", ", c);
+    return list;
+  }
+  // The track's key columns, as D::track_cols names them.
+  static std::pair<int64_t, int64_t> key_of(const Track& t) {
+    if constexpr (std::is_same_v<Track, DeviceOps>) return {t.device, t.stream};
+    else if constexpr (std::is_same_v<Track, MemoryEvents>) return {t.device, 0};
+    else if constexpr (std::is_same_v<Track, Counter>) return {t.name, 0};
+    else return {t.thread, 0};
+  }
+  // The extent as the writer records it: first start, last end.
+  static int64_t first_time(const Track& t) {
+    if constexpr (requires { t.start; }) return t.start.front();
+    else return t.time.front();
+  }
+  static int64_t last_time(const Track& t) {
+    if constexpr (requires { t.start; }) {
+      int64_t last = t.end(0);
+      for (size_t i = 1; i < t.size(); ++i) last = std::max(last, t.end(i));
+      return last;
+    } else {
+      return t.time.back();
+    }
+  }
+  // Merges neighbouring cuts until at most kMaxUnitsPerTable remain.
+  static std::vector<std::pair<Key, int64_t>> thin_out(std::vector<std::pair<Key, int64_t>> cuts, int64_t max_rows) {
+    if (cuts.size() <= kMaxUnitsPerTable) return cuts;
+    size_t every = (cuts.size() + kMaxUnitsPerTable - 1) / kMaxUnitsPerTable;
+    std::vector<std::pair<Key, int64_t>> kept;
+    for (size_t i = 0; i < cuts.size(); ++i) {
+      if (i % every == 0) kept.push_back({cuts[i].first, 0});
+      kept.back().second = std::min(kept.back().second + cuts[i].second, max_rows);
+    }
+    return kept;
+  }
+  static bool same_track(const Track& x, const Track& y) { return key_of(x) == key_of(y); }
   static void reserve(Track& t, int64_t hint) {
     size_t n = size_t(std::clamp<int64_t>(hint, 0, int64_t(1) << 26));
     std::apply([n](auto&... col) { (col.reserve(n), ...); }, t.columns());
@@ -358,6 +439,11 @@ class TableLoader : public TableLoaderBase {
   std::vector<std::vector<Track>> pieces_;  // per unit, in key order
 };
 
+int64_t file_bytes(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
+}
+
 std::string file_error(const std::string& path, const std::string& what) {
   return fmt::format("{}: {}", path, what);
 }
@@ -376,9 +462,19 @@ void validate_track(const std::string& path, const char* table, const TraceModel
       if (id != 0 && m.callsite(id) == nullptr) bad(fmt::format("callsite {} is not in the callsites table", id));
     }
   };
+  // Times within +-2^62 ns (trace_format.h), so that analyses can take
+  // any difference of two times without overflow.
   if constexpr (requires { t.dur; }) {
-    for (int64_t d : t.dur) {
-      if (d < 0) bad(fmt::format("negative duration {} ns", d));
+    for (size_t i = 0; i < t.size(); ++i) {
+      int64_t start = t.start[i], dur = t.dur[i];
+      if (dur < 0) bad(fmt::format("negative duration {} ns", dur));
+      if (!is_trace_time(start) || dur >= kMaxTraceTimeNs - start) {
+        bad(fmt::format("start + dur ({} + {} ns) lies outside the +-2^62 ns a trace can hold", start, dur));
+      }
+    }
+  } else {
+    for (int64_t time : t.time) {
+      if (!is_trace_time(time)) bad(fmt::format("time {} ns lies outside the +-2^62 ns a trace can hold", time));
     }
   }
   if constexpr (requires { t.name; }) {
@@ -400,76 +496,18 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
   store::Db db = store::open_trace(path);  // throws TraceError
   TraceModel m;
   m.path = path;
+  std::map<std::string, std::vector<TrackClaim>> claims;
   try {
     // One read transaction: one snapshot of the file, even while a capture
     // is still writing it.
     store::exec(db.get(), "BEGIN");
-    {
-      Stmt s(db.get(), "SELECT key, value FROM meta");
-      while (s.step()) m.info.meta.emplace(std::string(s.text(0)), std::string(s.text(1)));
-    }
-    auto meta_int = [&](const char* key) -> int64_t {
-      auto it = m.info.meta.find(key);
-      if (it == m.info.meta.end()) return 0;
-      return std::strtoll(it->second.c_str(), nullptr, 10);
-    };
-    {
-      auto it = m.info.meta.find("format_version");
-      if (it != m.info.meta.end()) std::sscanf(it->second.c_str(), "%d.%d", &m.info.format_major, &m.info.format_minor);
-      m.info.producer = m.info.meta["producer"];
-      m.info.status = m.info.meta["status"];
-      m.info.origin_wall_ns = meta_int("origin_wall_ns");
-      m.info.capture_end_ns = meta_int("capture_end_ns");
-      m.info.dropped_events = uint64_t(meta_int("dropped_events"));
-      m.info.lost_events = uint64_t(meta_int("lost_events"));
-    }
-    {
-      Stmt s(db.get(), "SELECT id, text FROM strings ORDER BY id");
-      while (s.step()) {
-        int64_t id = s.int64(0);
-        if (id != int64_t(m.strings.size())) {
-          throw TraceError(file_error(path, fmt::format("strings: ids are not dense (found {} where {} was expected)",
-                                                        id, m.strings.size())));
-        }
-        m.strings.emplace_back(s.text(1));
-      }
-      if (m.strings.empty()) m.strings.emplace_back();
-    }
-    {
-      Stmt s(db.get(), "SELECT id, name, kind, memory_capacity, copy_bandwidth FROM devices ORDER BY id");
-      while (s.step()) {
-        m.devices.push_back({uint32_t(s.int64(0)), std::string(s.text(1)), DeviceKind(s.int64(2)), s.int64(3),
-                             s.int64(4)});
-      }
-    }
-    {
-      Stmt s(db.get(), "SELECT device, stream, name FROM streams ORDER BY device, stream");
-      while (s.step()) m.streams.push_back({uint32_t(s.int64(0)), uint32_t(s.int64(1)), std::string(s.text(2))});
-    }
-    {
-      Stmt s(db.get(), "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id");
-      while (s.step()) {
-        m.threads.push_back(
-            {uint32_t(s.int64(0)), s.int64(1), s.int64(2), std::string(s.text(3)), uint64_t(s.int64(4))});
-      }
-    }
-    {
-      Stmt s(db.get(), "SELECT id, file, line, function FROM callsites ORDER BY id");
-      while (s.step()) {
-        CallSite c{uint32_t(s.int64(0)), StringId(s.int64(1)), uint32_t(s.int64(2)), StringId(s.int64(3))};
-        if (c.file >= m.strings.size() || c.function >= m.strings.size()) {
-          throw TraceError(file_error(path, fmt::format("callsites: call site {} refers to a missing string", c.id)));
-        }
-        m.callsites.push_back(c);
-      }
-    }
-    std::map<std::string, std::vector<TrackInfo>> tracks;
-    {
-      Stmt s(db.get(), "SELECT tbl, a, b, rows, first_start, last_end FROM tracks ORDER BY tbl, a, b");
-      while (s.step()) {
-        tracks[std::string(s.text(0))].push_back({s.int64(1), s.int64(2), s.int64(3), s.int64(4), s.int64(5)});
-      }
-    }
+    m.info = store::read_meta(db.get());
+    m.strings = store::read_strings(db.get());
+    m.devices = store::read_devices(db.get());
+    m.streams = store::read_streams(db.get());
+    m.threads = store::read_threads(db.get());
+    m.callsites = store::read_callsites(db.get(), m.strings.size());
+    claims = store::read_tracks(db.get());
 
     std::vector<std::unique_ptr<TableLoaderBase>> loaders;
     loaders.push_back(std::make_unique<TableLoader<HostSpans>>(m.host_spans));
@@ -482,9 +520,12 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     loaders.push_back(std::make_unique<TableLoader<Compiles>>(m.compiles));
     loaders.push_back(std::make_unique<TableLoader<Steps>>(m.steps));
 
+    // No claim can make us expect more rows than the file has room for
+    // (a row takes at least 4 bytes on disk).
+    const int64_t max_rows = std::max<int64_t>(file_bytes(path) / 4, 1);
     int64_t total_rows = 0;
-    for (auto& [tbl, list] : tracks) {
-      for (const TrackInfo& t : list) total_rows += t.rows;
+    for (auto& [tbl, list] : claims) {
+      for (const TrackClaim& t : list) total_rows = std::min(total_rows + std::min(t.rows, max_rows), max_rows);
     }
     unsigned nthreads = options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
     // A file still being written is read on one connection, in the one
@@ -495,7 +536,9 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     int64_t target = std::max<int64_t>(total_rows / (int64_t(nthreads) * 4), 1 << 18);
 
     std::vector<Unit> units;
-    for (size_t i = 0; i < loaders.size(); ++i) loaders[i]->plan(units, int(i), tracks[loaders[i]->name()], target);
+    for (size_t i = 0; i < loaders.size(); ++i) {
+      loaders[i]->plan(units, int(i), claims[loaders[i]->name()], target, max_rows);
+    }
     // Largest first, so that the last unit to finish is a small one.
     std::vector<size_t> order(units.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -529,21 +572,23 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     if (!first_error.empty()) throw TraceError(file_error(path, first_error));
     for (auto& l : loaders) l->finish();
     store::exec(db.get(), "COMMIT");
+
+    for (auto& t : m.host_spans) validate_track(path, "host_spans", m, t);
+    for (auto& t : m.instants) validate_track(path, "instants", m, t);
+    for (auto& t : m.counters) validate_track(path, "counters", m, t);
+    for (auto& t : m.device_ops) validate_track(path, "device_ops", m, t);
+    for (auto& t : m.launches) validate_track(path, "launches", m, t);
+    for (auto& t : m.transfers) validate_track(path, "transfers", m, t);
+    for (auto& t : m.memory) validate_track(path, "memory_events", m, t);
+    for (auto& t : m.compiles) validate_track(path, "compiles", m, t);
+    for (auto& t : m.steps) validate_track(path, "steps", m, t);
+    // The rows are valid; the tracks table must describe exactly them.
+    for (auto& l : loaders) l->verify(claims[l->name()]);
   } catch (const StoreError& e) {
     throw TraceError(file_error(path, e.what()));
   } catch (const std::bad_alloc&) {
     throw TraceError(file_error(path, "out of memory while loading the trace"));
   }
-
-  for (auto& t : m.host_spans) validate_track(path, "host_spans", m, t);
-  for (auto& t : m.instants) validate_track(path, "instants", m, t);
-  for (auto& t : m.counters) validate_track(path, "counters", m, t);
-  for (auto& t : m.device_ops) validate_track(path, "device_ops", m, t);
-  for (auto& t : m.launches) validate_track(path, "launches", m, t);
-  for (auto& t : m.transfers) validate_track(path, "transfers", m, t);
-  for (auto& t : m.memory) validate_track(path, "memory_events", m, t);
-  for (auto& t : m.compiles) validate_track(path, "compiles", m, t);
-  for (auto& t : m.steps) validate_track(path, "steps", m, t);
 
   // The extent of the trace.
   bool any = false;

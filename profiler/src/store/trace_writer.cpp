@@ -1,7 +1,6 @@
 #include "loupe/prof/trace_writer.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -12,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_format.h"
 #include "store/schema.h"
 #include "store/sqlite.h"
@@ -311,6 +311,11 @@ class EventTable {
     }
   }
 
+  void finalize() {
+    insert_many_ = Stmt();
+    insert_one_ = Stmt();
+  }
+
   void clear_after_commit() {
     staged_.clear();
     sorted_.clear();
@@ -327,10 +332,6 @@ class EventTable {
   Stmt insert_many_, insert_one_;
 };
 
-void remove_file_set(const std::string& path) {
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) ::unlink((path + suffix).c_str());
-}
-
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -340,6 +341,8 @@ struct StringHash {
 
 struct TraceWriter::Impl {
   std::string path;
+  bool live = true;
+  std::unique_ptr<OutputFile> output;  // null for a trace in memory
   store::Db db;
 
   std::unordered_map<std::string, StringId, StringHash, std::equal_to<>> string_ids;
@@ -381,58 +384,105 @@ struct TraceWriter::Impl {
     return n;
   }
   void write_all();
+  void prepare_statements();
+  void finalize_statements();
+  void publish();
 };
+
+namespace {
+
+store::Db open_database(const std::string& file) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  store::Db db(raw);
+  if (rc != SQLITE_OK) throw StoreError(db.error());
+  return db;
+}
+
+// The schema and the enumeration tables, written without a journal: the
+// file is new and not at its path yet, so a failure only discards it.
+void create_schema(sqlite3* db, int page_size) {
+  // Larger pages hold more rows per B-tree page: fewer pages to balance
+  // and less per-page overhead on disk (see bench/writer_bench.cpp).
+  store::exec(db, fmt::format("PRAGMA page_size={}", page_size).c_str());
+  store::exec(db, "PRAGMA journal_mode=OFF");
+  store::exec(db, "PRAGMA synchronous=OFF");
+  store::exec(db, "PRAGMA cache_size=-32768");
+  store::exec(db, fmt::format("PRAGMA application_id={}", kApplicationId).c_str());
+  store::exec(db, fmt::format("PRAGMA user_version={}", pack_user_version(kFormatMajor, kFormatMinor)).c_str());
+  store::exec(db, "BEGIN");
+  store::exec(db, store::schema_sql(), "cannot create schema");
+  for (const store::EnumTable& e : store::enum_tables()) {
+    Stmt ins(db, fmt::format("INSERT INTO {}(id, name) VALUES (?, ?)", e.table));
+    for (size_t i = 0; i < e.names.size(); ++i) {
+      ins.bind(1, int64_t(i));
+      ins.bind_static(2, e.names[i]);
+      ins.step();
+      ins.reset();
+    }
+  }
+  store::exec(db, "COMMIT");
+}
+
+}  // namespace
+
+void TraceWriter::Impl::prepare_statements() {
+  sqlite3* d = db.get();
+  insert_string = Stmt(d, "INSERT INTO strings(id, text) VALUES (?, ?)");
+  put_device = Stmt(d, "INSERT OR REPLACE INTO devices VALUES (?, ?, ?, ?, ?)");
+  put_stream = Stmt(d, "INSERT OR REPLACE INTO streams VALUES (?, ?, ?)");
+  put_thread = Stmt(d, "INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?, ?)");
+  put_callsite = Stmt(d, "INSERT OR REPLACE INTO callsites VALUES (?, ?, ?, ?)");
+  put_meta = Stmt(d, "INSERT OR REPLACE INTO meta VALUES (?, ?)");
+  put_track = Stmt(d, "INSERT OR REPLACE INTO tracks VALUES (?, ?, ?, ?, ?, ?)");
+  begin = Stmt(d, "BEGIN");
+  commit_tx = Stmt(d, "COMMIT");
+  rollback = Stmt(d, "ROLLBACK");
+  for_each_table([&](auto& t) { t.prepare(d); });
+}
+
+void TraceWriter::Impl::finalize_statements() {
+  for (Stmt* s : {&insert_string, &put_device, &put_stream, &put_thread, &put_callsite, &put_meta, &put_track,
+                  &begin, &commit_tx, &rollback}) {
+    *s = Stmt();
+  }
+  for_each_table([](auto& t) { t.finalize(); });
+}
+
+// A live trace takes its path once it holds its schema and first meta:
+// from then on it is written in place, in WAL mode, where a reader (and a
+// crash) finds it. The connection is reopened at the path, because SQLite
+// names the WAL file after the path it opened.
+void TraceWriter::Impl::publish() {
+  finalize_statements();
+  db = store::Db();
+  output->commit();
+  db = open_database(output->target());
+  sqlite3* d = db.get();
+  store::exec(d, "PRAGMA journal_mode=WAL");
+  // NORMAL in WAL mode: a commit survives the process being killed; only
+  // a power loss can lose the last commits.
+  store::exec(d, "PRAGMA synchronous=NORMAL");
+  store::exec(d, "PRAGMA cache_size=-32768");
+  prepare_statements();
+}
 
 TraceWriter::TraceWriter(const std::string& path, const WriterOptions& options) : impl_(new Impl) {
   Impl& w = *impl_;
   w.path = path;
-  if (options.overwrite) remove_file_set(path);
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
-  w.db = store::Db(raw);
-  if (rc != SQLITE_OK) throw StoreError(fmt::format("cannot create trace '{}': {}", path, w.db.error()));
-  sqlite3* db = w.db.get();
+  w.live = options.live;
   try {
-    // Larger pages hold more rows per B-tree page: fewer pages to balance
-    // and less per-page overhead on disk (see bench/writer_bench.cpp).
-    store::exec(db, fmt::format("PRAGMA page_size={}", options.page_size).c_str());
-    if (options.durable) {
-      store::exec(db, "PRAGMA journal_mode=WAL");
-      // NORMAL in WAL mode: a commit survives the process being killed; only
-      // a power loss can lose the last commits.
-      store::exec(db, "PRAGMA synchronous=NORMAL");
-    } else {
-      // Each page is written once, straight to the file.
-      store::exec(db, "PRAGMA journal_mode=OFF");
-      store::exec(db, "PRAGMA synchronous=OFF");
+    std::string file = path;
+    if (path != ":memory:") {
+      w.output = std::make_unique<OutputFile>(path, options.inputs);
+      file = w.output->temp_path();
     }
-    store::exec(db, "PRAGMA cache_size=-32768");
-    store::exec(db, fmt::format("PRAGMA application_id={}", kApplicationId).c_str());
-    store::exec(db, fmt::format("PRAGMA user_version={}", pack_user_version(kFormatMajor, kFormatMinor)).c_str());
-    store::exec(db, "BEGIN");
-    store::exec(db, store::schema_sql(), "cannot create schema");
-    for (const store::EnumTable& e : store::enum_tables()) {
-      Stmt ins(db, fmt::format("INSERT INTO {}(id, name) VALUES (?, ?)", e.table));
-      for (size_t i = 0; i < e.names.size(); ++i) {
-        ins.bind(1, int64_t(i));
-        ins.bind_static(2, e.names[i]);
-        ins.step();
-        ins.reset();
-      }
-    }
-    store::exec(db, "COMMIT");
-    w.insert_string = Stmt(db, "INSERT INTO strings(id, text) VALUES (?, ?)");
-    w.put_device = Stmt(db, "INSERT OR REPLACE INTO devices VALUES (?, ?, ?, ?, ?)");
-    w.put_stream = Stmt(db, "INSERT OR REPLACE INTO streams VALUES (?, ?, ?)");
-    w.put_thread = Stmt(db, "INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?, ?)");
-    w.put_callsite = Stmt(db, "INSERT OR REPLACE INTO callsites VALUES (?, ?, ?, ?)");
-    w.put_meta = Stmt(db, "INSERT OR REPLACE INTO meta VALUES (?, ?)");
-    w.put_track = Stmt(db, "INSERT OR REPLACE INTO tracks VALUES (?, ?, ?, ?, ?, ?)");
-    w.begin = Stmt(db, "BEGIN");
-    w.commit_tx = Stmt(db, "COMMIT");
-    w.rollback = Stmt(db, "ROLLBACK");
-    w.for_each_table([&](auto& t) { t.prepare(db); });
+    w.db = open_database(file);
+    create_schema(w.db.get(), options.page_size);
+    w.prepare_statements();
+  } catch (const FileError& e) {
+    throw StoreError(fmt::format("cannot create trace {}", e.what()));
   } catch (const StoreError& e) {
     throw StoreError(fmt::format("cannot create trace '{}': {}", path, e.what()));
   }
@@ -442,6 +492,17 @@ TraceWriter::TraceWriter(const std::string& path, const WriterOptions& options) 
   set_meta("clock", "CLOCK_MONOTONIC");
   set_meta("origin_wall_ns", std::to_string(options.origin_wall_ns));
   set_meta("origin_monotonic_ns", std::to_string(options.origin_monotonic_ns));
+  for (const auto& [key, value] : options.meta) set_meta(key, value);
+  if (w.live && w.output) {
+    commit();
+    try {
+      w.publish();
+    } catch (const FileError& e) {
+      throw StoreError(fmt::format("cannot create trace {}", e.what()));
+    } catch (const StoreError& e) {
+      throw StoreError(fmt::format("cannot create trace '{}': {}", path, e.what()));
+    }
+  }
 }
 
 TraceWriter::~TraceWriter() = default;
@@ -631,22 +692,24 @@ void TraceWriter::close() {
   Impl& w = *impl_;
   if (!w.db.get()) return;
   commit();
-  // Back to a rollback journal: the finished trace is one self-contained
-  // file that can be mailed and opened read-only anywhere. Fails harmlessly
-  // (the file stays in WAL mode) if a reader has it open.
-  try {
-    store::exec(w.db.get(), "PRAGMA journal_mode=DELETE");
-  } catch (const StoreError&) {
+  if (w.live) {
+    // Back to a rollback journal: the finished trace is one self-contained
+    // file that can be mailed and opened read-only anywhere. Fails
+    // harmlessly (the file stays in WAL mode) if a reader has it open.
+    try {
+      store::exec(w.db.get(), "PRAGMA journal_mode=DELETE");
+    } catch (const StoreError&) {
+    }
   }
-  w.begin = Stmt();
-  w.commit_tx = Stmt();
-  w.rollback = Stmt();
-  for (Stmt* s : {&w.insert_string, &w.put_device, &w.put_stream, &w.put_thread, &w.put_callsite, &w.put_meta,
-                  &w.put_track}) {
-    *s = Stmt();
-  }
-  w.for_each_table([](auto& t) { t = {}; });
+  w.finalize_statements();
   w.db = store::Db();
+  if (!w.live && w.output) {
+    try {
+      w.output->commit();
+    } catch (const FileError& e) {
+      throw StoreError(fmt::format("cannot write trace {}", e.what()));
+    }
+  }
 }
 
 }  // namespace loupe::prof

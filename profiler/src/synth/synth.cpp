@@ -75,6 +75,7 @@ SynthResult write_synthetic_trace(const std::string& path, const SynthOptions& o
   WriterOptions wo;
   wo.producer = "loupe synth";
   wo.origin_wall_ns = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z: fixed, so files are reproducible
+  wo.live = false;  // written in one go: the path gets the trace when it is complete
   TraceWriter w(path, wo);
   Rng rng(options.seed);
   Emitter out(w, options.events);

@@ -13,12 +13,21 @@
 
 namespace loupe::prof {
 
+// Names longer than this are cut (with "... (N bytes cut)"), so that the
+// export of any trace stays within a bound of its event count: a trace
+// with one 100 MB name used by a thousand kernels would otherwise export
+// as 100 GB of JSON.
+inline constexpr size_t kExportNameLimit = 4096;
+
 struct ChromeExportStats {
-  uint64_t events = 0;  // JSON events written
+  uint64_t events = 0;        // JSON events written
+  uint64_t names_cut = 0;     // distinct names longer than kExportNameLimit
+  uint64_t invalid_utf8 = 0;  // invalid UTF-8 sequences replaced by U+FFFD
 };
 
-// Writes to `out` as it goes (constant memory); throws std::runtime_error
-// if the stream cannot be written.
+// Writes to `out` as it goes (constant memory), as valid UTF-8 JSON;
+// throws std::runtime_error naming the cause if the stream cannot be
+// written.
 ChromeExportStats export_chrome_trace(const TraceModel& model, std::FILE* out);
 
 }  // namespace loupe::prof

@@ -4,6 +4,7 @@
 // file as (id, name) tables so that SQL queries can join on readable names.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -16,6 +17,12 @@ inline constexpr int kFormatMajor = 1;
 inline constexpr int kFormatMinor = 0;
 // PRAGMA application_id of every loupe trace: "LUPE".
 inline constexpr int32_t kApplicationId = 0x4C555045;
+
+// Every time in a trace (a start, an end, an instant) lies strictly
+// within +-2^62 ns (146 years) of the trace's origin, so that the
+// difference of any two times, and any duration, fits in an int64.
+inline constexpr int64_t kMaxTraceTimeNs = int64_t(1) << 62;
+constexpr bool is_trace_time(int64_t t) { return t > -kMaxTraceTimeNs && t < kMaxTraceTimeNs; }
 
 // PRAGMA user_version packs the format version as major * 65536 + minor.
 constexpr int32_t pack_user_version(int major, int minor) { return major * 65536 + minor; }
@@ -86,5 +93,9 @@ std::span<const std::string_view> device_kind_names();
 // The name of one enumerator ("?" when out of range, as in untrusted files).
 template <typename Enum>
 std::string_view name_of(Enum value);
+
+// How many enumerators an enumeration has: its ids are 0 to count - 1.
+template <typename Enum>
+size_t enumerator_count();
 
 }  // namespace loupe::prof

@@ -14,12 +14,21 @@ namespace loupe::prof {
 
 using QueryRow = std::vector<std::optional<std::string>>;  // nullopt is NULL
 
-// Runs one read-only statement; `on_columns` is called once with the column
-// names, then `on_row` for each row. A statement that would modify the file
-// or is not valid SQL raises TraceError with SQLite's message.
+// How long a query may run inside SQLite by default (time spent handing
+// rows to the caller, such as a terminal that is slow to take them, does
+// not count): a bound for a query that would never end (an infinite
+// recursive view), long enough for any real one on a large trace.
+inline constexpr double kDefaultQueryTimeoutSeconds = 300;
+
+// Runs one read-only statement on a file that passes the same checks as
+// load_trace(); `on_columns` is called once with the column names, then
+// `on_row` for each row. A statement that would modify the file, is not
+// valid SQL, or runs longer than `timeout_seconds` (0: no limit) raises
+// TraceError with the reason.
 void query_trace(const std::string& path, const std::string& sql,
                  const std::function<void(const std::vector<std::string>&)>& on_columns,
-                 const std::function<void(const QueryRow&)>& on_row);
+                 const std::function<void(const QueryRow&)>& on_row,
+                 double timeout_seconds = kDefaultQueryTimeoutSeconds);
 
 struct TableCount {
   std::string table;

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "loupe/prof/trace_rows.h"
 
@@ -30,10 +32,19 @@ struct WriterOptions {
   // the trace's origin: row times are nanoseconds after it.
   int64_t origin_wall_ns = 0;
   int64_t origin_monotonic_ns = 0;
-  bool overwrite = true;  // replace an existing file at the path
-  // false: no journal and no syncs, for a file written in one go and only
-  // then moved into place (an import); a crash leaves a file to discard.
-  bool durable = true;
+  // How the file reaches its path (both through OutputFile: the previous
+  // file there is replaced only by a complete, valid trace).
+  // true (a capture): the file takes the path as soon as its schema and
+  // meta are written, and every commit is durable in it (WAL), so it can
+  // be read while it grows and after the process dies.
+  // false (an import, `loupe synth`): written beside the path with no
+  // journal or syncs, and moved into place by close(); a failure before
+  // then leaves the path as it was.
+  bool live = true;
+  // Files this trace is made from; the path must not be one of them.
+  std::vector<std::string> inputs;
+  // Meta rows the file holds from its first appearance on.
+  std::vector<std::pair<std::string, std::string>> meta;
   // SQLite page size in bytes (a power of two, 512 to 65536). Large pages
   // suit large traces; small ones make small files (test and fuzz seeds).
   int page_size = 16384;
@@ -41,7 +52,8 @@ struct WriterOptions {
 
 class TraceWriter {
  public:
-  // Creates the file with the full schema; throws StoreError.
+  // Creates the file with the full schema (":memory:" for a trace only in
+  // memory); throws StoreError naming the path.
   TraceWriter(const std::string& path, const WriterOptions& options);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
@@ -81,7 +93,10 @@ class TraceWriter {
   // log holds and commits only the meta rows, so that the file can still
   // say what was lost. Throws StoreError if even that fails.
   void commit_meta_only();
-  // Commits, then leaves the file self-contained (no -wal file beside it).
+  // Commits, then leaves the file self-contained (no -wal file beside it)
+  // and, unless live, moves it into place. Throws StoreError; a writer
+  // destroyed without close() leaves a live file as last committed and
+  // removes any other.
   void close();
 
  private:

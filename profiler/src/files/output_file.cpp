@@ -1,0 +1,160 @@
+#include "loupe/prof/output_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+namespace loupe::prof {
+
+namespace {
+
+// SQLite's files beside a database, which belong to the content they sit
+// beside: a stale -wal or hot -journal would be applied to a new file of
+// the same name and corrupt it.
+constexpr const char* kSidecars[] = {"-wal", "-shm", "-journal"};
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw FileError(fmt::format("{}: {}", path, what));
+}
+
+std::string what_it_is(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (a pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+// The file an output path names, symbolic links resolved, and whether it
+// exists; throws FileError if it exists and is not a regular file.
+struct Target {
+  std::string path;
+  bool exists = false;
+  struct stat st{};
+};
+
+Target resolve(const std::string& path) {
+  Target t{path};
+  struct stat link_st{};
+  if (::lstat(path.c_str(), &link_st) != 0) {
+    if (errno != ENOENT) fail(path, fmt::format("cannot write: {}", std::strerror(errno)));
+    return t;  // a new file
+  }
+  t.st = link_st;
+  if (S_ISLNK(link_st.st_mode)) {
+    if (::stat(path.c_str(), &t.st) != 0) fail(path, "is a symbolic link to a file that does not exist");
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) == nullptr) fail(path, fmt::format("cannot write: {}", std::strerror(errno)));
+    t.path = resolved;
+  }
+  if (!S_ISREG(t.st.st_mode)) {
+    fail(path, fmt::format("is {}, not a regular file; loupe writes only regular files", what_it_is(t.st.st_mode)));
+  }
+  t.exists = true;
+  return t;
+}
+
+void check_not_an_input(const std::string& path, const Target& t, const std::vector<std::string>& inputs) {
+  if (!t.exists) return;
+  for (const std::string& input : inputs) {
+    struct stat in{};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == t.st.st_dev && in.st_ino == t.st.st_ino) {
+      fail(path, fmt::format("is the same file as the input {}; write the output elsewhere", input));
+    }
+  }
+}
+
+std::string folder_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void remove_with_sidecars(const std::string& path) {
+  ::unlink(path.c_str());
+  for (const char* s : kSidecars) ::unlink((path + s).c_str());
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path, const std::vector<std::string>& inputs) {
+  check_not_an_input(path, resolve(path), inputs);
+}
+
+OutputFile::OutputFile(const std::string& path, const std::vector<std::string>& inputs)
+    : path_(path), inputs_(inputs) {
+  Target t = resolve(path);
+  check_not_an_input(path, t, inputs);
+  target_ = t.path;
+  // A name of our own beside the target: same folder, so the final rename
+  // is atomic; O_EXCL, so nothing that exists is ever opened.
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0;; ++attempt) {
+    temp_ = fmt::format("{}.loupe-tmp-{}-{}", target_, ::getpid(), counter.fetch_add(1));
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ >= 0) break;
+    if (errno != EEXIST || attempt > 100) fail(path, fmt::format("cannot create a file beside it: {}", std::strerror(errno)));
+  }
+  // A replaced file keeps its permissions.
+  if (t.exists) ::fchmod(fd_, t.st.st_mode & 07777);
+}
+
+OutputFile::~OutputFile() {
+  if (stream_ != nullptr) {
+    std::fclose(stream_);
+  } else if (fd_ >= 0) {
+    ::close(fd_);
+  }
+  if (!committed_) remove_with_sidecars(temp_);
+}
+
+std::FILE* OutputFile::stream() {
+  if (stream_ == nullptr) {
+    stream_ = ::fdopen(fd_, "wb");
+    if (stream_ == nullptr) fail(path_, fmt::format("cannot write: {}", std::strerror(errno)));
+  }
+  return stream_;
+}
+
+void OutputFile::commit() {
+  auto write_error = [&](int err) { fail(path_, fmt::format("cannot write: {}", std::strerror(err))); };
+  if (stream_ != nullptr && (std::fflush(stream_) != 0 || std::ferror(stream_))) write_error(errno ? errno : EIO);
+  if (::fsync(fd_) != 0) write_error(errno);
+  int closed = stream_ != nullptr ? std::fclose(stream_) : ::close(fd_);
+  stream_ = nullptr;
+  fd_ = -1;
+  if (closed != 0) write_error(errno);
+
+  // The target may have changed since the constructor looked at it.
+  Target t = resolve(path_);
+  check_not_an_input(path_, t, inputs_);
+  // The old content's SQLite files are moved aside first (a reader never
+  // sees the new file with them), and removed once the new file is in.
+  std::vector<std::pair<std::string, std::string>> moved;  // (where it was, where it is)
+  for (const char* s : kSidecars) {
+    std::string old = target_ + s, aside = temp_ + "-old" + s;
+    if (::rename(old.c_str(), aside.c_str()) == 0) moved.push_back({old, aside});
+  }
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+    int err = errno;
+    for (const auto& [old, aside] : moved) ::rename(aside.c_str(), old.c_str());
+    write_error(err);
+  }
+  committed_ = true;
+  for (const auto& [old, aside] : moved) ::unlink(aside.c_str());
+  int dir = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);  // the rename itself survives a power loss
+    ::close(dir);
+  }
+}
+
+}  // namespace loupe::prof

@@ -1,0 +1,136 @@
+#include "store/small_tables.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+
+#include "store/checked_row.h"
+
+namespace loupe::prof::store {
+
+namespace {
+
+constexpr std::array<std::string_view, 9> kEventTables = {
+    "host_spans", "instants", "counters", "device_ops", "launches", "transfers", "memory_events", "compiles", "steps"};
+
+// Runs `sql` and hands each row, checked, to `read`; an error names the
+// table and the row.
+template <typename F>
+void for_each_row(sqlite3* db, std::string_view table, const std::string& sql,
+                  std::initializer_list<std::string_view> columns, F&& read) {
+  std::vector<std::string_view> names(columns);
+  Stmt s(db, sql);
+  int64_t row = 0;
+  try {
+    while (s.step()) {
+      read(CheckedRow(s, names));
+      ++row;
+    }
+  } catch (const StoreError& e) {
+    throw StoreError(fmt::format("{}: row {}: {}", table, row + 1, e.what()));
+  }
+}
+
+int64_t meta_int(const std::map<std::string, std::string>& meta, const char* key) {
+  auto it = meta.find(key);
+  return it == meta.end() ? 0 : std::strtoll(it->second.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+std::span<const std::string_view> event_tables() { return kEventTables; }
+
+TraceInfo read_meta(sqlite3* db) {
+  TraceInfo info;
+  for_each_row(db, "meta", "SELECT key, value FROM meta", {"key", "value"}, [&](const CheckedRow& r) {
+    info.meta.emplace(std::string(r.text(0)), std::string(r.text(1)));
+  });
+  auto text = [&](const char* key) {
+    auto it = info.meta.find(key);
+    return it == info.meta.end() ? std::string() : it->second;
+  };
+  std::sscanf(text("format_version").c_str(), "%d.%d", &info.format_major, &info.format_minor);
+  info.producer = text("producer");
+  info.status = text("status");
+  info.origin_wall_ns = meta_int(info.meta, "origin_wall_ns");
+  info.capture_end_ns = meta_int(info.meta, "capture_end_ns");
+  info.dropped_events = uint64_t(std::max<int64_t>(meta_int(info.meta, "dropped_events"), 0));
+  info.lost_events = uint64_t(std::max<int64_t>(meta_int(info.meta, "lost_events"), 0));
+  return info;
+}
+
+std::vector<std::string> read_strings(sqlite3* db) {
+  std::vector<std::string> strings;
+  for_each_row(db, "strings", "SELECT id, text FROM strings ORDER BY id", {"id", "text"}, [&](const CheckedRow& r) {
+    int64_t id = r.integer(0);
+    if (id != int64_t(strings.size())) {
+      throw StoreError(fmt::format("ids are not dense (found {} where {} was expected)", id, strings.size()));
+    }
+    strings.emplace_back(r.text(1));
+  });
+  if (strings.empty()) strings.emplace_back();
+  return strings;
+}
+
+std::vector<Device> read_devices(sqlite3* db) {
+  std::vector<Device> devices;
+  for_each_row(db, "devices", "SELECT id, name, kind, memory_capacity, copy_bandwidth FROM devices ORDER BY id",
+               {"id", "name", "kind", "memory_capacity", "copy_bandwidth"}, [&](const CheckedRow& r) {
+                 devices.push_back({r.u32(0), std::string(r.text(1)), r.enumerator<DeviceKind>(2), r.non_negative(3),
+                                    r.non_negative(4)});
+               });
+  return devices;
+}
+
+std::vector<Stream> read_streams(sqlite3* db) {
+  std::vector<Stream> streams;
+  for_each_row(db, "streams", "SELECT device, stream, name FROM streams ORDER BY device, stream",
+               {"device", "stream", "name"},
+               [&](const CheckedRow& r) { streams.push_back({r.u32(0), r.u32(1), std::string(r.text(2))}); });
+  return streams;
+}
+
+std::vector<Thread> read_threads(sqlite3* db) {
+  std::vector<Thread> threads;
+  for_each_row(db, "threads", "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id",
+               {"id", "process", "os_tid", "name", "dropped_events"}, [&](const CheckedRow& r) {
+                 threads.push_back({r.u32(0), r.integer(1), r.integer(2), std::string(r.text(3)),
+                                    uint64_t(r.non_negative(4))});
+               });
+  return threads;
+}
+
+std::vector<CallSite> read_callsites(sqlite3* db, size_t strings) {
+  std::vector<CallSite> callsites;
+  for_each_row(db, "callsites", "SELECT id, file, line, function FROM callsites ORDER BY id",
+               {"id", "file", "line", "function"}, [&](const CheckedRow& r) {
+                 CallSite c{r.u32(0), r.u32(1), r.u32(2), r.u32(3)};
+                 if (c.file >= strings || c.function >= strings) {
+                   throw StoreError(fmt::format("call site {} refers to a missing string", c.id));
+                 }
+                 callsites.push_back(c);
+               });
+  return callsites;
+}
+
+std::map<std::string, std::vector<TrackClaim>> read_tracks(sqlite3* db) {
+  std::map<std::string, std::vector<TrackClaim>> tracks;
+  for_each_row(db, "tracks", "SELECT tbl, a, b, rows, first_start, last_end FROM tracks ORDER BY tbl, a, b",
+               {"tbl", "a", "b", "rows", "first_start", "last_end"}, [&](const CheckedRow& r) {
+                 std::string_view table = r.text(0);
+                 if (std::find(kEventTables.begin(), kEventTables.end(), table) == kEventTables.end()) {
+                   throw StoreError(fmt::format("names '{}', which is not an event table", table));
+                 }
+                 TrackClaim t{r.integer(1), r.integer(2), r.in_range(3, 1, std::numeric_limits<int64_t>::max()),
+                              r.in_range(4, -kMaxTraceTimeNs + 1, kMaxTraceTimeNs - 1),
+                              r.in_range(5, -kMaxTraceTimeNs + 1, kMaxTraceTimeNs - 1)};
+                 if (t.last < t.first) throw StoreError("last_end is before first_start");
+                 tracks[std::string(table)].push_back(t);
+               });
+  return tracks;
+}
+
+}  // namespace loupe::prof::store

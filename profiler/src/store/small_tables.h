@@ -1,0 +1,38 @@
+// The small tables of a trace (meta, strings, devices, streams, threads,
+// call sites, tracks), read and checked in one place for every reader:
+// load_trace(), summarize_trace() and the importers' tests read them the
+// same way. Each throws StoreError naming the table and the bad value.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/trace_model.h"
+#include "store/sqlite.h"
+
+namespace loupe::prof::store {
+
+TraceInfo read_meta(sqlite3* db);
+std::vector<std::string> read_strings(sqlite3* db);  // dense ids from 0
+std::vector<Device> read_devices(sqlite3* db);
+std::vector<Stream> read_streams(sqlite3* db);
+std::vector<Thread> read_threads(sqlite3* db);
+// Call sites whose strings are in `strings`.
+std::vector<CallSite> read_callsites(sqlite3* db, size_t strings);
+
+// What the tracks table claims about one track of an event table. The
+// table is an index the writer keeps so that readers can plan their work;
+// it is trusted only after it is checked against the events themselves.
+struct TrackClaim {
+  int64_t a = 0, b = 0;  // the track's key: (thread), (device, stream), ...
+  int64_t rows = 0, first = 0, last = 0;
+};
+// Claims by event table name; a claim for a table that is not an event
+// table, or that is not a track a writer could have written, is refused.
+std::map<std::string, std::vector<TrackClaim>> read_tracks(sqlite3* db);
+
+// The names of the event tables, in schema order.
+std::span<const std::string_view> event_tables();
+
+}  // namespace loupe::prof::store
