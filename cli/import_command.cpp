@@ -56,7 +56,8 @@ int run_import(const ImportArgs& args) {
     fmt::print("times      read {:.3f} s, map {:.3f} s, write {:.3f} s\n", r.read_seconds, r.map_seconds,
                r.write_seconds);
   }
-  fmt::print("wrote {}: {} rows{}\n", shown(out), format_count(r.rows_written), tables.empty() ? "" : " (" + tables + ")");
+  fmt::print("wrote {}: {} rows{}\n", shown(out), format_count(r.rows_written),
+             tables.empty() ? "" : " (" + tables + ")");
   if (r.skipped > 0) {
     fmt::print("skipped {} source events:\n", format_count(r.skipped));
     for (const auto& [why, n] : r.skipped_by_kind) fmt::print("  {:>10}  {}\n", format_count(n), shown(why));

@@ -228,6 +228,36 @@ TEST(StoreRoundTrip, ParallelAndSerialLoadsAgreeOnLargeTracks) {
   EXPECT_EQ(serial.device_ops[1].size(), uint64_t((kOps + 2) / 3));  // i % 3 == 0 -> stream 1
 }
 
+// A launch track read in several pieces is joined into one track per
+// thread. (Launches carry per-row device and stream columns, which the
+// joining once took for the track's key: one thread's launches came back
+// as two tracks.)
+TEST(StoreRoundTrip, ALargeLaunchTrackReadInPiecesIsOneTrack) {
+  loupe::test::TempDir dir;
+  std::string path = dir.file("launches.db");
+  const int kLaunches = 600'000;  // more than two of the loader's pieces
+  {
+    TraceWriter w(path, {});
+    StringId name = w.intern("cudaLaunchKernel");
+    for (int i = 0; i < kLaunches; ++i) {
+      // Streams differ between the pieces: the first launches go to stream 1.
+      w.add(LaunchRow{3, int64_t(i) * 10, 4, name, uint32_t(i % 2), uint32_t(i < 100 ? 1 : 0), uint64_t(i + 1)});
+    }
+    w.set_meta("status", "complete");
+    w.close();
+  }
+  for (unsigned threads : {1u, 4u}) {
+    TraceModel m = load_trace(path, {.threads = threads});
+    ASSERT_EQ(m.launches.size(), 1u) << threads << " threads";
+    EXPECT_EQ(m.launches[0].thread, 3u);
+    ASSERT_EQ(m.launches[0].size(), size_t(kLaunches));
+    EXPECT_TRUE(std::is_sorted(m.launches[0].start.begin(), m.launches[0].start.end()));
+    EXPECT_EQ(m.launches[0].stream[12], 1u);
+    EXPECT_EQ(m.launches[0].stream[kLaunches - 1], 0u);
+    EXPECT_EQ(m.launches[0].correlation.back(), uint64_t(kLaunches));
+  }
+}
+
 TEST(StoreRoundTrip, BytesPerEventStayCompact) {
   // The clustered layout keeps a realistic event row small on disk.
   loupe::test::TempDir dir;

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+
+#include "loupe/prof/output_file.h"
 
 namespace loupe::view {
 
@@ -40,16 +43,16 @@ bool save_recent_files(const std::string& path, const std::vector<std::string>& 
   if (path.empty()) return false;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  // Write beside and rename, so a crash never leaves half a list.
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return false;
-    for (const std::string& s : list) f << s << '\n';
-    if (!f.flush()) return false;
+  // Through OutputFile like every file loupe writes: a crash never leaves
+  // half a list, and a failure leaves the old one.
+  try {
+    prof::OutputFile out(path);
+    for (const std::string& s : list) std::fprintf(out.stream(), "%s\n", s.c_str());
+    out.commit();
+    return true;
+  } catch (const prof::FileError&) {
+    return false;
   }
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
 }
 
 }  // namespace loupe::view

@@ -195,7 +195,8 @@ ChromeExportStats export_chrome_trace(const TraceModel& m, std::FILE* out) {
     int64_t pid = pid_of_thread(c.thread);
     for (size_t i = 0; i < c.size(); ++i) {
       if (c.kind[i] == CompileKind::hit) continue;
-      std::string args = fmt::format("\"signature\":{},\"reason\":{}", names(c.signature[i]), names(std::string_view(c.reason[i])));
+      std::string args = fmt::format("\"signature\":{},\"reason\":{}", names(c.signature[i]),
+                                     names(std::string_view(c.reason[i])));
       w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"compile\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                           "\"args\":{{{}}}",
                           names(fmt::format("compile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]),

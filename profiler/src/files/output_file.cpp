@@ -33,6 +33,12 @@ std::string what_it_is(mode_t mode) {
   return "a special file";
 }
 
+std::string folder_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 // The file an output path names, symbolic links resolved, and whether it
 // exists; throws FileError if it exists and is not a regular file.
 struct Target {
@@ -46,6 +52,11 @@ Target resolve(const std::string& path) {
   struct stat link_st{};
   if (::lstat(path.c_str(), &link_st) != 0) {
     if (errno != ENOENT) fail(path, fmt::format("cannot write: {}", std::strerror(errno)));
+    struct stat folder{};
+    std::string dir = folder_of(path);
+    if (::stat(dir.c_str(), &folder) != 0 || !S_ISDIR(folder.st_mode)) {
+      fail(path, fmt::format("the folder {} does not exist", dir));
+    }
     return t;  // a new file
   }
   t.st = link_st;
@@ -70,12 +81,6 @@ void check_not_an_input(const std::string& path, const Target& t, const std::vec
       fail(path, fmt::format("is the same file as the input {}; write the output elsewhere", input));
     }
   }
-}
-
-std::string folder_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 void remove_with_sidecars(const std::string& path) {
