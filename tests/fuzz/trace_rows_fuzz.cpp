@@ -6,7 +6,11 @@
 // the result, loupe either refuses the file with TraceError or reads it,
 // and then every rule, the statistics, the reports and the export run.
 //
-// The input is a list of edits of 16 bytes each:
+// The input is one byte of options, then a list of edits of 16 bytes each.
+// Option bit 0: rebuild the tracks index from the edited rows afterwards,
+// as an editor covering their tracks would, so that the edited values get
+// past the index's check and reach the rules.
+// An edit:
 //   byte 0      table (modulo the number of tables)
 //   byte 1      column (modulo the table's columns)
 //   byte 2      what to do: set a value, delete the row, copy the row
@@ -136,6 +140,28 @@ void apply_edit(sqlite3* db, const Table& t, const uint8_t* e) {
   sqlite3_finalize(s);
 }
 
+// The tracks index as the writer would have kept it for these rows.
+void rebuild_tracks(sqlite3* db) {
+  exec(db,
+       "DELETE FROM tracks;"
+       "INSERT INTO tracks SELECT 'host_spans', thread, 0, count(*), min(start), max(start + dur) FROM host_spans "
+       "GROUP BY thread;"
+       "INSERT INTO tracks SELECT 'instants', thread, 0, count(*), min(time), max(time) FROM instants GROUP BY thread;"
+       "INSERT INTO tracks SELECT 'counters', name, 0, count(*), min(time), max(time) FROM counters GROUP BY name;"
+       "INSERT INTO tracks SELECT 'device_ops', device, stream, count(*), min(start), max(start + dur) FROM device_ops "
+       "GROUP BY device, stream;"
+       "INSERT INTO tracks SELECT 'launches', thread, 0, count(*), min(start), max(start + dur) FROM launches "
+       "GROUP BY thread;"
+       "INSERT INTO tracks SELECT 'transfers', thread, 0, count(*), min(start), max(start + dur) FROM transfers "
+       "GROUP BY thread;"
+       "INSERT INTO tracks SELECT 'memory_events', device, 0, count(*), min(time), max(time) FROM memory_events "
+       "GROUP BY device;"
+       "INSERT INTO tracks SELECT 'compiles', thread, 0, count(*), min(start), max(start + dur) FROM compiles "
+       "GROUP BY thread;"
+       "INSERT INTO tracks SELECT 'steps', thread, 0, count(*), min(start), max(start + dur) FROM steps "
+       "GROUP BY thread;");
+}
+
 // Everything that reads a model, on the model.
 void use(const loupe::prof::TraceModel& m) {
   loupe::prof::AnalysisReport report = loupe::prof::analyze(m);
@@ -159,9 +185,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sqlite3_open(path.c_str(), &db);
   sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 0, nullptr);
   exec(db, "BEGIN");
-  for (size_t at = 0; at + 16 <= size && at < 16 * 64; at += 16) {
+  uint8_t options = size > 0 ? data[0] : 0;
+  for (size_t at = 1; at + 16 <= size && at < 1 + 16 * 64; at += 16) {
     apply_edit(db, s.tables[data[at] % s.tables.size()], data + at);
   }
+  if (options & 1) rebuild_tracks(db);
   exec(db, "COMMIT");
   sqlite3_close(db);
   try {

@@ -74,6 +74,26 @@ TEST_F(HostileTrace, ImportedTimesNearTheEndsOfInt64DoNotWrap) {
   EXPECT_EQ(doc["host_spans"][0]["total"], 5000);
 }
 
+// Durations each within range can still add up past int64: the rules and
+// statistics total them (found by the trace_rows fuzz target's first run
+// under UBSan: signed overflow in statistics.cpp and tiny_kernels.cpp).
+TEST_F(HostileTrace, DurationsThatAddUpPastTheLargestTotalAreRefused) {
+  tamper(trace, "UPDATE device_ops SET dur = 4611686018427387903 - start - 10 WHERE kind = 0;"
+                "UPDATE tracks SET last_end = (SELECT max(start + dur) FROM device_ops d "
+                "WHERE d.device = tracks.a AND d.stream = tracks.b) WHERE tbl = 'device_ops';");
+  for (const char* command : {"summary", "analyze"}) {
+    expect_refused({command, trace}, {trace, "device_ops", "'dur' add up to 2^60 or more"});
+  }
+  // An import of such events fails instead of writing a trace loupe refuses.
+  std::string json = dir.file("long.json");
+  write_file(json, R"({"traceEvents": [
+    {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 2305843009213693},
+    {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 0, "dur": 2305843009213693}
+  ]})");
+  expect_refused({"import", json, "-o", dir.file("long.db")}, {json, "add up to 2^60 or more"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("long.db")));
+}
+
 // Defect 10: NULLs and text in integer columns were read as 0.
 TEST_F(HostileTrace, NullInAnIntegerColumnIsRefused) {
   tamper(trace, "UPDATE sqlite_schema SET sql = replace(sql, 'NOT NULL', '') WHERE name = 'device_ops';");

@@ -88,7 +88,7 @@ StatTable transfer_table(const TraceModel& m) {
     double bw = a.ns > 0 ? double(a.bytes) / (double(a.ns) * 1e-9) : 0;
     t.rows.push_back({text(std::string(name_of(key.first))), text(key.second), count(a.n), bytes(a.bytes),
                       duration(a.ns), count(a.sync), count(a.pageable),
-                      {format_bytes(int64_t(bw)) + "/s", bw, true}});
+                      {format_byte_rate(bw), bw, true}});
   }
   sort_rows(t, 3);
   return t;

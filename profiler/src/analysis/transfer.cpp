@@ -130,9 +130,9 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
       std::string vs;
       for (uint32_t dev : devices) {
         const Device* d = m.device(dev);
-        if (d && d->copy_bandwidth > 0) vs = fmt::format(" of {}/s nominal", format_bytes(d->copy_bandwidth));
+        if (d && d->copy_bandwidth > 0) vs = fmt::format(" of {} nominal", format_byte_rate(double(d->copy_bandwidth)));
       }
-      f.evidence.push_back({"achieved bandwidth", fmt::format("{}/s{} ({})", format_bytes(int64_t(achieved)), vs,
+      f.evidence.push_back({"achieved bandwidth", fmt::format("{}{} ({})", format_byte_rate(achieved), vs,
                                                               g.copy_ns > 0 ? "device copy time" : "host call time")});
     }
     // The viewer highlights the largest few.

@@ -15,14 +15,22 @@ std::string format_duration(int64_t ns) {
   return fmt::format("{:.3f} s", v / 1e9);
 }
 
-std::string format_bytes(int64_t bytes) {
-  double v = double(bytes);
+namespace {
+std::string scaled_bytes(double v) {
   double a = std::fabs(v);
-  if (a < 1024) return fmt::format("{} B", bytes);
+  if (a < 1024) return fmt::format("{:.0f} B", v);
   if (a < 1024.0 * 1024) return fmt::format("{:.1f} KiB", v / 1024);
   if (a < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", v / (1024.0 * 1024));
   return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
 }
+}  // namespace
+
+std::string format_bytes(int64_t bytes) {
+  if (bytes > -1024 && bytes < 1024) return fmt::format("{} B", bytes);
+  return scaled_bytes(double(bytes));
+}
+
+std::string format_byte_rate(double bytes_per_second) { return scaled_bytes(bytes_per_second) + "/s"; }
 
 std::string format_count(uint64_t n) {
   std::string digits = std::to_string(n), out;

@@ -8,20 +8,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "files/file_kind.h"
+
 namespace loupe::prof {
 
 namespace {
 
-// What a file that is not a regular file is, for the message.
 std::string not_regular(mode_t mode) {
-  if (S_ISDIR(mode)) return "is a directory, not a regular file";
-  if (S_ISFIFO(mode)) {
-    return "is a FIFO (a pipe), not a regular file; loupe reads a file it can seek in: save it to a file first";
-  }
-  if (S_ISCHR(mode)) return "is a character device, not a regular file";
-  if (S_ISBLK(mode)) return "is a block device, not a regular file";
-  if (S_ISSOCK(mode)) return "is a socket, not a regular file";
-  return "is not a regular file";
+  std::string what = fmt::format("is {}, not a regular file", files::file_kind(mode));
+  // A pipe is what `<(zcat trace.json.gz)` gives: say what to do instead.
+  if (S_ISFIFO(mode)) what += "; loupe reads a file it can seek in: save it to a file first";
+  return what;
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "files/file_kind.h"
+
 namespace loupe::prof {
 
 namespace {
@@ -22,15 +24,6 @@ constexpr const char* kSidecars[] = {"-wal", "-shm", "-journal"};
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw FileError(fmt::format("{}: {}", path, what));
-}
-
-std::string what_it_is(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (a pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a special file";
 }
 
 std::string folder_of(const std::string& path) {
@@ -67,7 +60,7 @@ Target resolve(const std::string& path) {
     t.path = resolved;
   }
   if (!S_ISREG(t.st.st_mode)) {
-    fail(path, fmt::format("is {}, not a regular file; loupe writes only regular files", what_it_is(t.st.st_mode)));
+    fail(path, fmt::format("is {}, not a regular file; loupe writes only regular files", files::file_kind(t.st.st_mode)));
   }
   t.exists = true;
   return t;

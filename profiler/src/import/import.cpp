@@ -122,7 +122,12 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
   result.source_events = trace.source_events;
   auto t2 = Clock::now();
-  import::WriteSummary s = import::write_imported(trace, writer);
+  import::WriteSummary s;
+  try {
+    s = import::write_imported(trace, writer);
+  } catch (const ImportError& e) {
+    throw ImportError(fmt::format("{}: {}", in, e.what()));
+  }
   result.skipped_by_kind = trace.skipped;  // with what writing left out
   result.write_seconds = seconds_since(t2);
   result.rows_written = s.rows;

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
 
+#include "loupe/prof/import.h"
 #include "loupe/prof/trace_format.h"
 
 namespace loupe::prof::import {
@@ -72,6 +74,57 @@ uint64_t drop_beyond(std::vector<Row>& rows, int64_t origin) {
   return uint64_t(std::erase_if(rows, [&](const Row& r) { return !ends_within(r, origin); }));
 }
 
+// Why the reader would refuse a row (docs/trace-format.md, "What a reader
+// checks"), or nullptr: such rows are left out and counted, so that loupe
+// never writes a trace it refuses to read.
+template <typename Row>
+const char* unreadable(const Row& r) {
+  if constexpr (requires { r.dur; }) {
+    if (r.dur < 0) return "events with a negative duration";
+  }
+  if constexpr (requires { r.bytes; }) {
+    if (r.bytes < 0) return "events with a negative byte count";
+  }
+  if constexpr (requires { r.allocated; }) {
+    if (r.allocated < 0 || r.allocated >= kMaxTableTotal || r.reserved < 0 || r.reserved >= kMaxTableTotal) {
+      return "memory events with totals outside 0 to 2^60 bytes";
+    }
+  }
+  if constexpr (requires { r.value; }) {
+    if (!std::isfinite(r.value)) return "counter values that are not finite";
+  }
+  if constexpr (requires { r.trace_ns; }) {
+    if (r.trace_ns < 0 || r.optimize_ns < 0 || r.codegen_ns < 0) return "compiles with a negative phase time";
+  }
+  return nullptr;
+}
+
+template <typename Row>
+void drop_unreadable(std::vector<Row>& rows, std::map<std::string, uint64_t>& skipped) {
+  std::erase_if(rows, [&](const Row& r) {
+    const char* why = unreadable(r);
+    if (why != nullptr) ++skipped[why];
+    return why != nullptr;
+  });
+}
+
+// A table whose durations or byte counts add up to 2^60 or more is not a
+// real trace (trace_format.h): the import fails rather than write it.
+template <typename Row>
+void check_totals(const char* table, const std::vector<Row>& rows) {
+  int64_t dur = 0, bytes = 0;
+  for (const Row& r : rows) {
+    bool ok = true;
+    if constexpr (requires { r.dur; }) ok &= add_to_table_total(dur, r.dur);
+    if constexpr (requires { r.bytes; }) ok &= add_to_table_total(bytes, r.bytes);
+    if (!ok) {
+      throw ImportError(fmt::format("the {} of the source add up to 2^60 or more (36 years, or an exbibyte): "
+                                    "not a real trace",
+                                    table));
+    }
+  }
+}
+
 }  // namespace
 
 WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
@@ -93,6 +146,12 @@ WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
   drop(t.host_spans), drop(t.instants), drop(t.counters), drop(t.device_ops), drop(t.launches);
   drop(t.transfers), drop(t.memory), drop(t.compiles), drop(t.steps);
   if (beyond > 0) t.skipped[kTimeOutOfRange] += beyond;
+  auto drop_bad = [&](auto& rows) { drop_unreadable(rows, t.skipped); };
+  drop_bad(t.host_spans), drop_bad(t.instants), drop_bad(t.counters), drop_bad(t.device_ops);
+  drop_bad(t.launches), drop_bad(t.transfers), drop_bad(t.memory), drop_bad(t.compiles), drop_bad(t.steps);
+  check_totals("host spans", t.host_spans), check_totals("device operations", t.device_ops);
+  check_totals("launches", t.launches), check_totals("transfers", t.transfers);
+  check_totals("memory events", t.memory), check_totals("compiles", t.compiles), check_totals("steps", t.steps);
 
   for (const DeviceRow& d : t.devices) w.put(d);
   for (const StreamRow& s : t.streams) w.put(s);

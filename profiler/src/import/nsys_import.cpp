@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -537,9 +536,10 @@ class NsysReader {
     std::map<std::pair<uint32_t, uint64_t>, int64_t> live;  // (device, address) -> bytes
     for (MemoryEventRow& m : events) {
       if (m.kind == MemoryEventKind::alloc) {
-        // Saturating: byte counts in a damaged file can be anything.
+        // Saturating: byte counts in a damaged file can be anything (a
+        // total past 2^60 bytes is then left out as unreadable).
         int64_t& t = total[m.device];
-        t = m.bytes > std::numeric_limits<int64_t>::max() - t ? std::numeric_limits<int64_t>::max() : t + m.bytes;
+        t = m.bytes > kMaxTableTotal - t ? kMaxTableTotal : t + m.bytes;
         if (m.address) live[{m.device, m.address}] = m.bytes;
       } else {
         if (m.bytes == 0 && m.address) {  // a free that does not say its size

@@ -166,8 +166,9 @@ struct TableDef<MemoryEvents> {
     t.kind.push_back(r.enumerator<MemoryEventKind>(2));
     t.bytes.push_back(r.non_negative(3));
     t.address.push_back(uint64_t(r.integer(4)));
-    t.allocated.push_back(r.non_negative(5));
-    t.reserved.push_back(r.non_negative(6));
+    // Levels, not summed, but compared and added across devices.
+    t.allocated.push_back(r.in_range(5, 0, kMaxTableTotal - 1));
+    t.reserved.push_back(r.in_range(6, 0, kMaxTableTotal - 1));
     t.callsite.push_back(r.u32(7));
   }
 };
@@ -490,6 +491,40 @@ void validate_track(const std::string& path, const char* table, const TraceModel
   }
 }
 
+// The sums of a table's durations, byte counts and phase times stay under
+// kMaxTableTotal (trace_format.h), so that analyses can total them.
+template <typename Track>
+void check_totals(const std::string& path, const char* table, const std::vector<Track>& tracks) {
+  auto total_of = [&](const char* column, auto column_of) {
+    int64_t total = 0;
+    for (const Track& t : tracks) {
+      for (int64_t v : column_of(t)) {
+        if (!add_to_table_total(total, v)) {
+          throw TraceError(file_error(path, fmt::format("{}: the values of '{}' add up to 2^60 or more (36 years "
+                                                        "of nanoseconds, an exbibyte); the file was damaged or edited",
+                                                        table, column)));
+        }
+      }
+    }
+  };
+  using Column = const std::vector<int64_t>&;
+  if constexpr (requires(const Track& t) { t.dur; }) total_of("dur", [](const Track& t) -> Column { return t.dur; });
+  if constexpr (requires(const Track& t) { t.bytes; }) {
+    total_of("bytes", [](const Track& t) -> Column { return t.bytes; });
+  }
+  if constexpr (std::is_same_v<Track, Compiles>) {
+    total_of("trace_ns", [](const Track& t) -> Column { return t.trace_ns; });
+    total_of("optimize_ns", [](const Track& t) -> Column { return t.optimize_ns; });
+    total_of("codegen_ns", [](const Track& t) -> Column { return t.codegen_ns; });
+  }
+}
+
+template <typename Track>
+void validate_table(const std::string& path, const char* table, const TraceModel& m, std::vector<Track>& tracks) {
+  for (Track& t : tracks) validate_track(path, table, m, t);
+  check_totals(path, table, tracks);
+}
+
 }  // namespace
 
 TraceModel load_trace(const std::string& path, const ReadOptions& options) {
@@ -573,15 +608,15 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     for (auto& l : loaders) l->finish();
     store::exec(db.get(), "COMMIT");
 
-    for (auto& t : m.host_spans) validate_track(path, "host_spans", m, t);
-    for (auto& t : m.instants) validate_track(path, "instants", m, t);
-    for (auto& t : m.counters) validate_track(path, "counters", m, t);
-    for (auto& t : m.device_ops) validate_track(path, "device_ops", m, t);
-    for (auto& t : m.launches) validate_track(path, "launches", m, t);
-    for (auto& t : m.transfers) validate_track(path, "transfers", m, t);
-    for (auto& t : m.memory) validate_track(path, "memory_events", m, t);
-    for (auto& t : m.compiles) validate_track(path, "compiles", m, t);
-    for (auto& t : m.steps) validate_track(path, "steps", m, t);
+    validate_table(path, "host_spans", m, m.host_spans);
+    validate_table(path, "instants", m, m.instants);
+    validate_table(path, "counters", m, m.counters);
+    validate_table(path, "device_ops", m, m.device_ops);
+    validate_table(path, "launches", m, m.launches);
+    validate_table(path, "transfers", m, m.transfers);
+    validate_table(path, "memory_events", m, m.memory);
+    validate_table(path, "compiles", m, m.compiles);
+    validate_table(path, "steps", m, m.steps);
     // The rows are valid; the tracks table must describe exactly them.
     for (auto& l : loaders) l->verify(claims[l->name()]);
   } catch (const StoreError& e) {

@@ -24,6 +24,20 @@ inline constexpr int32_t kApplicationId = 0x4C555045;
 inline constexpr int64_t kMaxTraceTimeNs = int64_t(1) << 62;
 constexpr bool is_trace_time(int64_t t) { return t > -kMaxTraceTimeNs && t < kMaxTraceTimeNs; }
 
+// The durations of one table add up to less than 2^60 ns (36 years), and
+// so do its byte counts (in bytes) and each of its other summed columns:
+// any total an analysis takes, of one table or of a few together, fits in
+// an int64. No real trace comes near (a billion one-second events add up
+// to 2^59.8 ns); only a damaged or forged file does.
+inline constexpr int64_t kMaxTableTotal = int64_t(1) << 60;
+// Adds `value` (>= 0) to `total`; false, leaving `total` as it was, when
+// the sum would reach kMaxTableTotal.
+constexpr bool add_to_table_total(int64_t& total, int64_t value) {
+  if (value < 0 || value >= kMaxTableTotal - total) return false;
+  total += value;
+  return true;
+}
+
 // PRAGMA user_version packs the format version as major * 65536 + minor.
 constexpr int32_t pack_user_version(int major, int minor) { return major * 65536 + minor; }
 
