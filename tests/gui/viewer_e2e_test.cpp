@@ -74,7 +74,11 @@ class ViewerScreenshot : public ::testing::Test {
 
   // Runs loupe-view under Xvfb; the layout line it prints is parsed into `layout`.
   test::CommandResult view(std::vector<std::string> args, nlohmann::json* layout = nullptr) {
-    std::vector<std::string> cmd = {xvfb_, "-a", "-s", "-screen 0 1600x1200x24", LOUPE_VIEW_BIN};
+    // loupe-view's own exit status, said on stderr by a shell around it:
+    // xvfb-run replaces it with 5 when it fails to remove its temporary
+    // folder afterwards (seen once under a loaded CI run).
+    std::vector<std::string> cmd = {xvfb_, "-a", "-s", "-screen 0 1600x1200x24", "/bin/sh", "-c",
+                                    "\"$@\"; echo \"loupe-view exit $?\" >&2", "sh", LOUPE_VIEW_BIN};
 #if defined(__SANITIZE_ADDRESS__)
     // Mesa's GL and DRI libraries leak, and GLFW unloads them at exit, so
     // LeakSanitizer reports those blocks from an unknown module, which no
@@ -85,6 +89,11 @@ class ViewerScreenshot : public ::testing::Test {
 #endif
     cmd.insert(cmd.end(), args.begin(), args.end());
     test::CommandResult r = test::run_command(cmd, dir_.path().string());
+    size_t at = r.err.rfind("loupe-view exit ");
+    if (at != std::string::npos) {
+      r.exit_code = std::atoi(r.err.c_str() + at + 16);
+      r.err.erase(at);
+    }
     if (layout && r.exit_code == 0) *layout = nlohmann::json::parse(r.out, nullptr, false);
     return r;
   }
