@@ -34,7 +34,7 @@ int run_analyze(const AnalyzeArgs& args) {
 
 Command add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("analyze", "Find what made a run slow: recompiles, transfers, idle gaps, memory, "
-                                            "tiny kernels, async timing, steps (docs/analyses.md)");
+                                            "tiny kernels, async timing, steps, communication (docs/analyses.md)");
   auto args = std::make_shared<AnalyzeArgs>();
   cmd->add_option("FILE", args->path, "trace file")->required();
   cmd->add_option("--format", args->format, "text, json or markdown")

@@ -536,6 +536,49 @@ TEST_F(Rules, StepStatistics) {
   EXPECT_EQ(f[0]->impact_ns, 30);                // the 40 ns step, over the median
 }
 
+// ---- communication -------------------------------------------------------------
+
+// Compute on stream 0 at [0, 100) and [200, 300); an all-reduce on stream 1
+// at [50, 250) and a broadcast at [400, 450). By hand: collective time 250,
+// of which [50, 100) and [200, 250) overlap compute (100), exposed
+// [100, 200) and [400, 450) = 150.
+TEST_F(Rules, ExposedCommunicationIsCollectiveTimeNoComputeOverlaps) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 0, DeviceOpKind::kernel, "gemm");
+  t.op(0, 0, 200, 100, 0, DeviceOpKind::kernel, "gemm");
+  t.op(0, 1, 50, 200, 0, DeviceOpKind::kernel, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)");
+  t.op(0, 1, 400, 50, 0, DeviceOpKind::kernel, "ncclDevKernel_Broadcast_RING_LL(ncclDevComm*, unsigned long, ncclWork*)");
+  t.step(0, 1, 0, 300);
+  t.step(0, 2, 300, 200);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "communication");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 150);
+  EXPECT_EQ(evidence(*f[0], "collective time"), "250 ns");
+  EXPECT_EQ(evidence(*f[0], "overlapped by compute"), "100 ns");
+  // Step 1 exposes [100, 200), step 2 [400, 450): median of 100 and 50.
+  EXPECT_EQ(evidence(*f[0], "exposed per step"), "median 75 ns over 2 steps (from 50 ns to 100 ns)");
+  EXPECT_EQ(f[0]->severity, Severity::warning);  // 150 of a 450 ns window
+  // Steps split device time four ways that add up to each step: compute,
+  // communication alone, copies alone, idle.
+  const StepStats::Step& s1 = r.steps.steps[0];
+  EXPECT_EQ(s1.compute_ns, 200);
+  EXPECT_EQ(s1.communication_ns, 100);
+  EXPECT_EQ(s1.idle_ns, 0);
+  const StepStats::Step& s2 = r.steps.steps[1];
+  EXPECT_EQ(s2.communication_ns, 50);
+  EXPECT_EQ(s2.idle_ns, 150);
+}
+
+TEST_F(Rules, NoCollectivesNoCommunicationFinding) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 0, DeviceOpKind::kernel, "nccl_like_but_not_a_collective");
+  t.op(0, 1, 0, 100, 0, DeviceOpKind::memcpy, "Memcpy HtoD");
+  EXPECT_TRUE(by_rule(analyze(t.load()), "communication").empty());
+}
+
 TEST_F(Rules, NoAcceleratorOnlyForCpuDevices) {
   {
     auto t = trace();

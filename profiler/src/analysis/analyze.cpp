@@ -34,7 +34,7 @@ struct RuleEntry {
 constexpr RuleEntry kRules[] = {
     {"recompile", rule_recompile},       {"transfer", rule_transfer},         {"idle-gap", rule_idle_gap},
     {"memory", rule_memory},             {"tiny-kernels", rule_tiny_kernels}, {"async-timing", rule_async_timing},
-    {"no-accelerator", rule_no_accelerator}, {"steps", rule_steps},
+    {"no-accelerator", rule_no_accelerator}, {"steps", rule_steps},     {"communication", rule_communication},
 };
 
 // A threshold by name: how to read and write it. Durations are ns and
@@ -80,6 +80,7 @@ const std::vector<Parameter>& parameters() {
       param("async_lag_ratio", "async-timing: device work after the range ends, as a share of the range", &AnalysisOptions::async_min_lag_ratio),
       param("memory_high", "memory: share of capacity above which memory is under pressure", &AnalysisOptions::memory_high_fraction),
       param("step_spread", "steps: p90 over median step time that makes a warning", &AnalysisOptions::step_spread_warning),
+      param("communication_warning", "communication: exposed collective time, as a share of the window, that makes a warning", &AnalysisOptions::communication_warning_fraction),
   };
   return table;
 }

@@ -25,6 +25,12 @@ int64_t step_number_of(std::string_view name, int64_t fallback) {
 
 }  // namespace
 
+bool is_collective_kernel(std::string_view name) {
+  // ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_Generic (NCCL
+  // 2.19 on), and RCCL's kernels, which keep these names.
+  return name.starts_with("ncclKernel") || name.starts_with("ncclDevKernel") || name.starts_with("rcclKernel");
+}
+
 void CorrelationIndex::build(std::vector<std::pair<uint64_t, EventRef>> entries) {
   uint64_t max_id = 0;
   for (const auto& e : entries) max_id = std::max(max_id, e.first);
@@ -54,24 +60,33 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
   // sum. A stream waiting on an event (a sync op) is not busy: the device
   // does no work for it.
   std::map<uint32_t, DeviceActivity> by_device;
+  // Whether each string names a collective, decided once per name.
+  std::vector<int8_t> collective(m.strings.size(), -1);
+  auto is_collective = [&](StringId name) {
+    if (collective[name] < 0) collective[name] = is_collective_kernel(m.str(name)) ? 1 : 0;
+    return collective[name] == 1;
+  };
   for (const DeviceOps& s : m.device_ops) {
-    std::vector<Interval> all, kern, copy;
+    std::vector<Interval> all, compute, comm, copy;
     all.reserve(s.size());
     for (size_t i = 0; i < s.size(); ++i) {
       if (s.kind[i] == DeviceOpKind::sync) continue;
       Interval iv{s.start[i], s.end(i)};
       all.push_back(iv);
-      (s.kind[i] == DeviceOpKind::kernel ? kern : copy).push_back(iv);
+      if (s.kind[i] != DeviceOpKind::kernel) copy.push_back(iv);
+      else (is_collective(s.name[i]) ? comm : compute).push_back(iv);
     }
     if (all.empty()) continue;
     DeviceActivity& d = by_device[s.device];
     d.device = s.device;
     d.streams.push_back(&s);
     d.busy = IntervalSet::unite(d.busy, IntervalSet::from_sorted(all));
-    d.kernels = IntervalSet::unite(d.kernels, IntervalSet::from_sorted(kern));
+    d.compute = IntervalSet::unite(d.compute, IntervalSet::from_sorted(compute));
+    d.collectives = IntervalSet::unite(d.collectives, IntervalSet::from_sorted(comm));
     d.copies = IntervalSet::unite(d.copies, IntervalSet::from_sorted(copy));
   }
   for (auto& [id, d] : by_device) {
+    d.kernels = IntervalSet::unite(d.compute, d.collectives);
     d.window_start = d.busy.intervals().front().start;
     d.window_end = d.busy.intervals().back().end;
     devices.push_back(std::move(d));

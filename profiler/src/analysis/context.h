@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/intervals.h"
@@ -13,12 +14,18 @@
 
 namespace loupe::prof::analysis {
 
+// A collective communication kernel (NCCL's, or RCCL's, which keeps
+// NCCL's names): communication, not compute, whatever stream it runs on.
+bool is_collective_kernel(std::string_view name);
+
 struct DeviceActivity {
   uint32_t device = 0;
   std::vector<const DeviceOps*> streams;
-  IntervalSet busy;     // all operations
-  IntervalSet kernels;  // kernels only
-  IntervalSet copies;   // memcpy and memset
+  IntervalSet busy;         // all operations
+  IntervalSet kernels;      // kernels only
+  IntervalSet compute;      // kernels that are not collectives
+  IntervalSet collectives;  // collective kernels
+  IntervalSet copies;       // memcpy and memset
   int64_t window_start = 0, window_end = 0;
 };
 

@@ -31,6 +31,23 @@ IntervalSet IntervalSet::unite(const IntervalSet& a, const IntervalSet& b) {
   return from_sorted(merged);
 }
 
+IntervalSet IntervalSet::subtract(const IntervalSet& a, const IntervalSet& b) {
+  IntervalSet out;
+  size_t j = 0;
+  for (Interval part : a.parts_) {
+    // Parts of b that end before this part starts cannot cut it or any
+    // later part of a (both are sorted and disjoint).
+    while (j < b.parts_.size() && b.parts_[j].end <= part.start) ++j;
+    for (size_t k = j; k < b.parts_.size() && b.parts_[k].start < part.end; ++k) {
+      if (b.parts_[k].start > part.start) out.parts_.push_back({part.start, b.parts_[k].start});
+      part.start = std::max(part.start, b.parts_[k].end);
+    }
+    if (part.start < part.end) out.parts_.push_back(part);
+  }
+  out.finish();
+  return out;
+}
+
 void IntervalSet::finish() {
   prefix_.resize(parts_.size());
   int64_t total = 0;

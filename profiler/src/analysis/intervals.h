@@ -21,6 +21,8 @@ class IntervalSet {
   static IntervalSet from_sorted(const std::vector<Interval>& sorted);
   // The union of two sets: linear.
   static IntervalSet unite(const IntervalSet& a, const IntervalSet& b);
+  // What of `a` lies outside `b`: linear.
+  static IntervalSet subtract(const IntervalSet& a, const IntervalSet& b);
 
   const std::vector<Interval>& intervals() const { return parts_; }
   bool empty() const { return parts_.empty(); }

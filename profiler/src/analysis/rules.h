@@ -22,6 +22,7 @@ void rule_tiny_kernels(const Context& ctx, const AnalysisReport& report, std::ve
 void rule_async_timing(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_no_accelerator(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_communication(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 
 uint64_t recompiles_after_warmup(const Context& ctx);
 double tiny_kernel_fraction(const Context& ctx);

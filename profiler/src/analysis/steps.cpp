@@ -46,9 +46,10 @@ void measure_steps(const Context& ctx, AnalysisReport& report) {
     step.start = s.start;
     step.dur = s.end - s.start;
     if (const DeviceActivity* d = step_device(ctx, s)) {
-      int64_t busy = d->busy.covered(s.start, s.end);
-      step.compute_ns = d->kernels.covered(s.start, s.end);
-      step.transfer_ns = busy - step.compute_ns;  // copies while no kernel ran
+      int64_t busy = d->busy.covered(s.start, s.end), kernels = d->kernels.covered(s.start, s.end);
+      step.compute_ns = d->compute.covered(s.start, s.end);
+      step.communication_ns = kernels - step.compute_ns;  // collectives while no compute ran
+      step.transfer_ns = busy - kernels;                  // copies while no kernel ran
       step.idle_ns = step.dur - busy;
     }
     step.compile_ns = ctx.compile_all.covered(s.start, s.end);
@@ -69,11 +70,12 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   const StepStats& st = report.steps;
   if (st.count == 0) return;
   const double outlier = ctx.options.step_spread_warning;
-  int64_t dur = 0, compute = 0, transfer = 0, idle = 0, compile = 0, slow = 0;
+  int64_t dur = 0, compute = 0, communication = 0, transfer = 0, idle = 0, compile = 0, slow = 0;
   uint64_t outliers = 0;
   for (const StepStats::Step& s : st.steps) {
     dur += s.dur;
     compute += s.compute_ns;
+    communication += s.communication_ns;
     transfer += s.transfer_ns;
     idle += s.idle_ns;
     compile += s.compile_ns;
@@ -104,6 +106,7 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   auto share = [&](int64_t x) { return fmt::format("{} ({})", format_duration(x), format_percent(double(x) / double(std::max<int64_t>(dur, 1)))); };
   f.evidence.push_back({"median absolute deviation", format_duration(st.mad_ns)});
   f.evidence.push_back({"device computing", share(compute)});
+  if (communication > 0) f.evidence.push_back({"device communicating only", share(communication)});
   f.evidence.push_back({"device copying only", share(transfer)});
   f.evidence.push_back({"device idle", share(idle)});
   f.evidence.push_back({"host compiling", share(compile)});

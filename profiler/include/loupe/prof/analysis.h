@@ -63,10 +63,12 @@ struct DeviceIdle {
 struct StepStats {
   uint64_t count = 0;
   int64_t median_ns = 0, p10_ns = 0, p90_ns = 0, mad_ns = 0;  // of step durations
-  // Per step, in order: duration and its split (device time, ns).
+  // Per step, in order: duration and its split of device time (ns):
+  // computing (a kernel other than a collective ran), communicating only (a
+  // collective and no compute), copying only, idle; and host compile time.
   struct Step {
     int64_t number = 0, start = 0, dur = 0;
-    int64_t compute_ns = 0, transfer_ns = 0, idle_ns = 0, compile_ns = 0;
+    int64_t compute_ns = 0, communication_ns = 0, transfer_ns = 0, idle_ns = 0, compile_ns = 0;
   };
   std::vector<Step> steps;
 };
@@ -102,6 +104,7 @@ struct AnalysisOptions {
   double async_min_lag_ratio = 0.5;     // async-timing
   double memory_high_fraction = 0.9;    // memory
   double step_spread_warning = 1.5;     // steps: p90 / median
+  double communication_warning_fraction = 0.10;  // communication: exposed share of the window
 };
 
 // Every threshold above by name, for `--set name=value` and budget files.
