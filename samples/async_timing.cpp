@@ -32,13 +32,14 @@ using rt::Array;
 
 namespace {
 
-// A stopwatch as benchmark loops write them. It also marks the interval it
-// measures as a range in the trace, with the line that started it, so loupe
-// can compare what it timed with what the device did.
+// A stopwatch as benchmark loops write them. It also declares the interval
+// it measures as a timing in the trace (a range of kind `timing`, with the
+// line that started it), so loupe can compare what it timed with what the
+// device did.
 class Stopwatch {
  public:
   explicit Stopwatch(std::vector<double>& laps, std::source_location where = std::source_location::current())
-      : laps_(laps), range_("timed step", prof::SpanKind::user, prof::callsite(where)) {}
+      : laps_(laps), range_("timed step", prof::SpanKind::timing, prof::callsite(where)) {}
   ~Stopwatch() { laps_.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start_).count()); }
 
  private:

@@ -476,7 +476,7 @@ TEST_F(Rules, TimingDispatchOnly) {
   t.device(0);
   for (int i = 0; i < 5; ++i) {
     int64_t base = i * 1'000'000;
-    t.span(0, base, 100'000, "timed step", SpanKind::user, 0, 0);
+    t.span(0, base, 100'000, "timed step", SpanKind::timing, 1, 0);
     t.launch(0, base + 10'000, 10'000, uint64_t(i + 1));
     // The kernel ends at base + 400 us: 300 us after the range.
     t.op(0, 0, base + 50'000, 350'000, uint64_t(i + 1));
@@ -493,7 +493,21 @@ TEST_F(Rules, TimingThatWaitsIsFine) {
   t.device(0);
   for (int i = 0; i < 5; ++i) {
     int64_t base = i * 1'000'000;
-    t.span(0, base, 450'000, "timed step", SpanKind::user, 0, 0);  // blocks until the kernel ends
+    t.span(0, base, 450'000, "timed step", SpanKind::timing, 0, 0);  // blocks until the kernel ends
+    t.launch(0, base + 10'000, 10'000, uint64_t(i + 1));
+    t.op(0, 0, base + 50'000, 350'000, uint64_t(i + 1));
+  }
+  EXPECT_TRUE(by_rule(analyze(t.load()), "async-timing").empty());
+}
+
+// The same lag on ranges that mark code (a record_function annotation, a
+// program's own range) is how asynchronous programs run: no finding.
+TEST_F(Rules, OnlyDeclaredTimingsAreJudged) {
+  auto t = trace();
+  t.device(0);
+  for (int i = 0; i < 5; ++i) {
+    int64_t base = i * 1'000'000;
+    t.span(0, base, 100'000, "## forward ##", SpanKind::user, 0, 0);
     t.launch(0, base + 10'000, 10'000, uint64_t(i + 1));
     t.op(0, 0, base + 50'000, 350'000, uint64_t(i + 1));
   }
@@ -505,7 +519,7 @@ TEST_F(Rules, ARangeThatOnlyUploadsIsNotATiming) {
   t.device(0);
   for (int i = 0; i < 5; ++i) {
     int64_t base = i * 1'000'000;
-    t.span(0, base, 100'000, "load batch", SpanKind::user, 0, 0);
+    t.span(0, base, 100'000, "load batch", SpanKind::timing, 0, 0);
     t.launch(0, base + 10'000, 10'000, uint64_t(i + 1));
     t.op(0, 1, base + 50'000, 350'000, uint64_t(i + 1), DeviceOpKind::memcpy, "upload");
   }

@@ -242,9 +242,9 @@ TEST_F(Samples, AsyncTimingMeasuresDispatchUntilItWaits) {
   ASSERT_EQ(found.size(), 1u);
   const Finding& f = *found[0];
   EXPECT_GT(f.impact_ns, 0);
-  EXPECT_EQ(evidence(f, "range"), std::vector<std::string>{"timed step"});
+  EXPECT_EQ(evidence(f, "timing"), std::vector<std::string>{"timed step"});
   int opened = marked_line("async_timing", "MISTAKE: stops when the call returns");
-  auto sites = evidence(f, "range opened at");
+  auto sites = evidence(f, "timing started at");
   ASSERT_EQ(sites.size(), 1u);
   EXPECT_TRUE(names_line(sites[0], "async_timing", opened)) << sites[0];
 

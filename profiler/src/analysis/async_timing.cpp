@@ -1,11 +1,13 @@
-// async-timing: a user range whose device work finishes well after the
-// range ends measured dispatch, not execution.
+// async-timing: a timing whose device work finishes well after it ends
+// measured dispatch, not execution.
 //
-// Only outermost ranges (depth 0 on their thread) are candidates: nested
-// ranges such as `forward` and `backward` structure a step and end before
-// their device work by design in an asynchronous program; the range people
-// time is the outer one. The profiler's own step markers (ProfilerStep#N)
-// are not timings and are skipped.
+// Only ranges the program declared to be timings (span kind `timing`, at any
+// depth) are judged. Every other range marks code, not a measurement: a
+// framework's annotations (PyTorch's record_function, ProfilerStep#N, the
+// NVTX ranges JAX and PyTorch emit) and a program's own ranges end before
+// their device work by design in an asynchronous program, and nothing says
+// anyone read a clock around them. A trace that declares no timing (every
+// imported one) gets no finding: it cannot tell.
 #include <fmt/format.h>
 
 #include <map>
@@ -32,8 +34,7 @@ void rule_async_timing(const Context& ctx, const AnalysisReport&, std::vector<Fi
     const HostSpans& s = *t.spans;
     const Launches& l = *t.launches;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s.kind[i] != SpanKind::user || s.depth[i] != 0 || s.dur[i] <= 0) continue;
-      if (m.str(s.name[i]).rfind("ProfilerStep#", 0) == 0) continue;
+      if (s.kind[i] != SpanKind::timing || s.dur[i] <= 0) continue;
       size_t a = lower_bound_time(l.start, s.start[i]), b = lower_bound_time(l.start, s.end(i));
       if (a == b) continue;
       // When did the device finish the kernels this range launched? Copies
@@ -76,20 +77,21 @@ void rule_async_timing(const Context& ctx, const AnalysisReport&, std::vector<Fi
     f.severity = Severity::warning;
     f.threads = {n.thread};
     f.impact_ns = unseen_ns;  // device time the ranges did not see
-    f.title = fmt::format("range `{}` ends before the device work it launched: {} of {} times, typically {} early",
+    f.title = fmt::format("timing `{}` ends before the device work it launched: {} of {} times, typically {} early",
                           name, format_count(n.flagged), format_count(n.ranges), format_duration(median_lag));
-    f.evidence.push_back({"range", name});
+    f.evidence.push_back({"timing", name});
     f.evidence.push_back({"on", thread_label(ctx, n.thread)});
     f.evidence.push_back({"instances that lag", fmt::format("{} of {}", format_count(n.flagged), format_count(n.ranges))});
     f.evidence.push_back({"time inside those ranges", format_duration(n.range_ns)});
     f.evidence.push_back({"device work after they ended", format_duration(unseen_ns)});
     for (const auto& [site, count] : n.sites) {
-      f.evidence.push_back({"range opened at", fmt::format("{} (x{})", ctx.callsite_text(site), count)});
+      f.evidence.push_back({"timing started at", fmt::format("{} (x{})", ctx.callsite_text(site), count)});
     }
     f.ranges = std::move(n.where);
     f.suggestion = fmt::format(
-        "if `{}` times the work, it measures dispatch, not execution: block until the results are ready "
-        "(block_until_ready) before reading the clock",
+        "`{}` measures dispatch, not execution: wait for the device before reading the clock "
+        "(rt::synchronize with loupe's runtime, torch.cuda.synchronize() or CUDA events in PyTorch, "
+        "block_until_ready() in JAX)",
         name);
     out.push_back(std::move(f));
   }

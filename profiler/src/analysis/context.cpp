@@ -129,7 +129,7 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
     for (uint32_t i = 0; i < s.size(); ++i) {
       if (s.kind[i] == SpanKind::compile) compile[s.thread].push_back({s.start[i], s.end(i)});
       if (s.kind[i] == SpanKind::wait) blocked[s.thread].push_back({s.start[i], s.end(i)});
-      if (s.kind[i] == SpanKind::user) {
+      if (s.kind[i] == SpanKind::user || s.kind[i] == SpanKind::timing) {
         if (t.user_by_depth.size() <= s.depth[i]) t.user_by_depth.resize(s.depth[i] + 1);
         t.user_by_depth[s.depth[i]].push_back(i);
       }

@@ -5,7 +5,7 @@
 namespace loupe::prof {
 
 namespace {
-constexpr std::array<std::string_view, 4> kSpanKinds = {"runtime", "user", "wait", "compile"};
+constexpr std::array<std::string_view, 5> kSpanKinds = {"runtime", "user", "wait", "compile", "timing"};
 constexpr std::array<std::string_view, 5> kDeviceOpKinds = {"kernel", "memcpy", "memset", "sync", "other"};
 constexpr std::array<std::string_view, 6> kCopyKinds = {"none", "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"};
 constexpr std::array<std::string_view, 3> kHostMemory = {"unknown", "pageable", "pinned"};

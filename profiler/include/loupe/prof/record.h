@@ -246,7 +246,9 @@ inline void span_end() {
   publish();
 }
 
-// A span for the lifetime of a scope.
+// A span for the lifetime of a scope. Kind `user` marks code; kind
+// `timing` declares a measurement (a stopwatch), the only kind the
+// async-timing analysis judges.
 class Scope {
  public:
   explicit Scope(const char* name, SpanKind kind = SpanKind::user, CallSiteId site = kNoCallSite) {

@@ -14,7 +14,7 @@ namespace loupe::prof {
 // A reader accepts files of its own major version and refuses newer majors.
 // Minor versions only add tables or columns, which older readers ignore.
 inline constexpr int kFormatMajor = 1;
-inline constexpr int kFormatMinor = 0;
+inline constexpr int kFormatMinor = 1;  // 1.1: span kind `timing`
 // PRAGMA application_id of every loupe trace: "LUPE".
 inline constexpr int32_t kApplicationId = 0x4C555045;
 
@@ -46,6 +46,7 @@ enum class SpanKind : uint8_t {
   user = 1,     // a range the program marked
   wait = 2,     // the host thread blocked on the device
   compile = 3,  // a compiler phase (trace, optimise, codegen)
+  timing = 4,   // a range the program declared to be a measurement: a stopwatch
 };
 
 enum class DeviceOpKind : uint8_t {
