@@ -541,7 +541,9 @@ TEST_F(Rules, StepStatistics) {
   AnalysisReport r = analyze(t.load());
   EXPECT_EQ(r.steps.count, 4u);
   EXPECT_EQ(r.steps.median_ns, 10);
-  EXPECT_EQ(r.steps.p90_ns, 40);
+  // Interpolated between the third and fourth of 10, 10, 10, 40 (numpy's
+  // default): 10 + 0.7 x 30.
+  EXPECT_EQ(r.steps.p90_ns, 31);
   EXPECT_EQ(r.steps.steps[0].compute_ns, 5);
   EXPECT_EQ(r.steps.steps[0].idle_ns, 5);
   auto f = by_rule(r, "steps");
@@ -591,6 +593,62 @@ TEST_F(Rules, NoCollectivesNoCommunicationFinding) {
   t.op(0, 0, 0, 100, 0, DeviceOpKind::kernel, "nccl_like_but_not_a_collective");
   t.op(0, 1, 0, 100, 0, DeviceOpKind::memcpy, "Memcpy HtoD");
   EXPECT_TRUE(by_rule(analyze(t.load()), "communication").empty());
+}
+
+// The median of an even count is the mean of the middle two; two steps are
+// too few to tell how step time varies, whatever their durations.
+TEST_F(Rules, TwoStepsAreTooFewAndTheirMedianIsTheMean) {
+  auto t = trace();
+  t.device(0);
+  t.step(0, 1, 0, 100);
+  t.op(0, 0, 0, 50);
+  t.step(0, 2, 100, 300);
+  t.op(0, 0, 100, 50);
+  AnalysisReport r = analyze(t.load());
+  EXPECT_EQ(r.steps.median_ns, 200);
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0]->title.find("too few steps"), std::string::npos) << f[0]->title;
+  EXPECT_EQ(f[0]->title.find("steady"), std::string::npos);
+  EXPECT_EQ(f[0]->impact_ns, 0);
+  EXPECT_EQ(f[0]->severity, Severity::info);
+}
+
+// A step marker with no device work and no launches (PyTorch's trailing
+// ProfilerStep) is left out, and said so.
+TEST_F(Rules, AStepWithoutDeviceWorkIsNotAStep) {
+  auto t = trace();
+  t.device(0);
+  for (int s = 0; s < 4; ++s) {
+    t.step(0, s, s * 100, 100);
+    t.op(0, 0, s * 100, 50);
+  }
+  t.step(0, 4, 450, 5);  // after the last op: a stub
+  AnalysisReport r = analyze(t.load());
+  EXPECT_EQ(r.steps.count, 4u);
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->title.rfind("4 steps", 0), 0u) << f[0]->title;
+  EXPECT_EQ(evidence(*f[0], "left out"), "step 4 (5 ns): no device work during it");
+}
+
+// "Steady" only when p10 to p90 spans at most steady_width of the median:
+// steps of 82 to 166 ms are not steady even though p90 < 1.5 x the median.
+TEST_F(Rules, StepsAreSteadyOnlyWithinTheStatedWidth) {
+  auto t = trace();
+  t.device(0);
+  int64_t durations[] = {82, 120, 125, 130, 135, 166};
+  int64_t start = 0;
+  for (int s = 0; s < 6; ++s) {
+    t.step(0, s, start, durations[s]);
+    t.op(0, 0, start, 10);
+    start += durations[s];
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->suggestion.find("steady"), std::string::npos) << f[0]->suggestion;
+  EXPECT_NE(f[0]->title.find("p10 to p90 spans"), std::string::npos) << f[0]->title;
 }
 
 TEST_F(Rules, NoAcceleratorOnlyForCpuDevices) {

@@ -2,7 +2,9 @@
 // tests: nlohmann's SAX parser (numbers as their original text, never a
 // double) and string arithmetic for microseconds -> nanoseconds. It
 // shares no code with the importer. It computes each device's busy time,
-// the union of its kernel, memcpy and memset intervals, in integer ns.
+// the union of its kernel, memcpy and memset intervals, in integer ns, and
+// how many ProfilerStep#N annotations overlap any of those intervals (the
+// steps with device work).
 #pragma once
 
 #include <zlib.h>
@@ -63,6 +65,21 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
     return out;
   }
 
+  // ProfilerStep#N annotations during which some device op ran (all of
+  // them in a trace with no device ops: there, no step can show work).
+  uint64_t steps_with_device_work() const {
+    if (intervals_.empty()) return steps_.size();
+    uint64_t n = 0;
+    for (const auto& [a, b] : steps_) {
+      bool worked = false;
+      for (const auto& [device, iv] : intervals_) {
+        for (const auto& [s, e] : iv) worked |= s < b && e > a;
+      }
+      n += worked;
+    }
+    return n;
+  }
+
   bool null() override { return value(""); }
   bool boolean(bool) override { return value(""); }
   bool number_integer(number_integer_t v) override { return value(std::to_string(v)); }
@@ -102,13 +119,14 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
 
  private:
   struct Event {
-    std::string cat, ts, dur, pid, device;
+    std::string cat, name, ts, dur, pid, device;
   };
 
   bool value(const std::string& text) {
     if (!in_events_) return true;
     if (depth_ == 3) {
       if (key_ == "cat") event_.cat = text;
+      if (key_ == "name") event_.name = text;
       if (key_ == "ts") event_.ts = text;
       if (key_ == "dur") event_.dur = text;
       if (key_ == "pid") event_.pid = text;
@@ -119,6 +137,10 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
   }
 
   void finish_event() {
+    if (event_.cat == "user_annotation" && event_.name.rfind("ProfilerStep#", 0) == 0 && !event_.dur.empty()) {
+      int64_t start = micros_text_to_ns(event_.ts);
+      steps_.push_back({start, start + micros_text_to_ns(event_.dur)});
+    }
     if (event_.cat != "kernel" && event_.cat != "gpu_memcpy" && event_.cat != "gpu_memset") return;
     int64_t device = std::stoll(event_.device.empty() ? event_.pid : event_.device);
     int64_t start = micros_text_to_ns(event_.ts);
@@ -130,6 +152,7 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
   std::string key_;
   Event event_;
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> intervals_;
+  std::vector<std::pair<int64_t, int64_t>> steps_;
 };
 
 // Busy time per device of a .json.gz Kineto trace.
@@ -138,6 +161,13 @@ inline std::map<int64_t, int64_t> reference_busy_ns(const std::string& path) {
   KinetoBusyReference sax;
   nlohmann::json::sax_parse(json, &sax);
   return sax.busy_ns();
+}
+
+inline uint64_t reference_steps_with_device_work(const std::string& path) {
+  std::string json = gunzip_file(path);
+  KinetoBusyReference sax;
+  nlohmann::json::sax_parse(json, &sax);
+  return sax.steps_with_device_work();
 }
 
 }  // namespace loupe::test

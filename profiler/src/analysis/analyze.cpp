@@ -80,6 +80,7 @@ const std::vector<Parameter>& parameters() {
       param("async_lag_ratio", "async-timing: device work after the range ends, as a share of the range", &AnalysisOptions::async_min_lag_ratio),
       param("memory_high", "memory: share of capacity above which memory is under pressure", &AnalysisOptions::memory_high_fraction),
       param("step_spread", "steps: p90 over median step time that makes a warning", &AnalysisOptions::step_spread_warning),
+      param("steady_width", "steps: p10 to p90 width, as a share of the median, under which steps are steady", &AnalysisOptions::steady_width),
       param("communication_warning", "communication: exposed collective time, as a share of the window, that makes a warning", &AnalysisOptions::communication_warning_fraction),
   };
   return table;

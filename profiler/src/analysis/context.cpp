@@ -172,10 +172,29 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
   std::sort(steps.begin(), steps.end(), [](const StepRange& a, const StepRange& b) {
     return a.start != b.start ? a.start < b.start : a.thread < b.thread;
   });
+  drop_stub_steps();
   std::vector<int64_t> numbers;
   for (const StepRange& s : steps) numbers.push_back(s.number);
   std::sort(numbers.begin(), numbers.end());
   distinct_steps = size_t(std::unique(numbers.begin(), numbers.end()) - numbers.begin());
+}
+
+// A step marker during which no device worked and its thread launched
+// nothing (PyTorch opens one more ProfilerStep after the last, and a
+// profiler schedule can end inside one) is not a step: counting it would
+// put a step of a few microseconds among the real ones. Without devices
+// (a CPU-only trace) every step stays.
+void Context::drop_stub_steps() {
+  if (devices.empty()) return;
+  std::erase_if(steps, [&](const StepRange& s) {
+    for (const DeviceActivity& d : devices) {
+      if (d.busy.covered(s.start, s.end) > 0) return false;
+    }
+    const ThreadActivity* t = thread(s.thread);
+    if (t != nullptr && t->launches_in(s.start, s.end) > 0) return false;
+    stub_steps.push_back(s);
+    return true;
+  });
 }
 
 int64_t ThreadActivity::deepest_user_span(int64_t t) const {

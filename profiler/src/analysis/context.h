@@ -80,7 +80,8 @@ class Context {
   int64_t window_start = 0, window_end = 0;  // over all devices (or the trace)
   std::vector<ThreadActivity> threads;       // threads that recorded, by id
   IntervalSet compile_all, blocked_all;      // over all threads
-  std::vector<StepRange> steps;              // in time order
+  std::vector<StepRange> steps;              // in time order, without stubs
+  std::vector<StepRange> stub_steps;         // step markers with no device work, left out
 
   int64_t window() const { return window_end - window_start; }
   const DeviceActivity* device(uint32_t id) const;
@@ -99,6 +100,7 @@ class Context {
   double per_step(double count) const { return distinct_steps == 0 ? count : count / double(distinct_steps); }
 
  private:
+  void drop_stub_steps();
   CorrelationIndex launch_by_correlation_, op_by_correlation_;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "analysis/rules.h"
@@ -12,12 +13,20 @@ namespace loupe::prof::analysis {
 
 namespace {
 
+// The q-quantile with linear interpolation between the two nearest values
+// (numpy's default): the median of an even count is the mean of the middle
+// two, and the p90 of two steps lies between them, not on the median.
 int64_t quantile(std::vector<int64_t> v, double q) {
   if (v.empty()) return 0;
-  size_t k = size_t(q * double(v.size() - 1) + 0.5);
-  std::nth_element(v.begin(), v.begin() + long(k), v.end());
-  return v[k];
+  std::sort(v.begin(), v.end());
+  double pos = q * double(v.size() - 1);
+  size_t lo = size_t(pos);
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + int64_t(std::llround(double(v[hi] - v[lo]) * (pos - double(lo))));
 }
+
+// Fewer steps than this say nothing about how step time varies.
+constexpr uint64_t kMinStepsForSpread = 3;
 
 // The device a step's thread launched to most during the step.
 const DeviceActivity* step_device(const Context& ctx, const StepRange& s) {
@@ -85,26 +94,40 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
     }
   }
   double spread = st.median_ns > 0 ? double(st.p90_ns) / double(st.median_ns) : 0;
+  // p10 to p90 around the median: what "steady" is judged by.
+  double width = st.median_ns > 0 ? double(st.p90_ns - st.p10_ns) / double(st.median_ns) : 0;
+  bool too_few = st.count < kMinStepsForSpread;
   std::vector<uint32_t> threads;
   for (const StepRange& s : ctx.steps) {
     if (std::find(threads.begin(), threads.end(), s.thread) == threads.end()) threads.push_back(s.thread);
   }
   Finding f;
   f.rule = "steps";
-  f.severity = spread >= outlier ? Severity::warning : Severity::info;
+  f.severity = !too_few && spread >= outlier ? Severity::warning : Severity::info;
   f.threads = threads;
   // The time slow steps (beyond step_spread times the median) took over the
-  // median: what making them ordinary would save.
-  f.impact_ns = slow;
-  f.title = fmt::format("{} steps{}, median {} (p10 {}, p90 {})", format_count(ctx.distinct_steps),
+  // median: what making them ordinary would save. Nothing is an outlier
+  // among too few steps.
+  f.impact_ns = too_few ? 0 : slow;
+  f.title = fmt::format("{} step{}{}, median {} (p10 {}, p90 {})", format_count(ctx.distinct_steps),
+                        ctx.distinct_steps == 1 ? "" : "s",
                         threads.size() > 1 ? fmt::format(" on {} threads", threads.size()) : "",
                         format_duration(st.median_ns), format_duration(st.p10_ns), format_duration(st.p90_ns));
-  if (outliers > 0 && f.severity == Severity::info) {
+  if (too_few) {
+    f.title += ": too few steps to tell how step time varies";
+  } else if (f.severity == Severity::warning) {
+    f.title += fmt::format(": step time varies, p90 is {:.1f}x the median", spread);
+  } else if (outliers > 0) {
     f.title += fmt::format("; {} slow step{}", format_count(outliers), outliers == 1 ? "" : "s");
+  } else if (width > ctx.options.steady_width) {
+    f.title += fmt::format(": p10 to p90 spans {} of the median", format_percent(width));
   }
-  if (f.severity == Severity::warning) f.title += fmt::format(": step time varies, p90 is {:.1f}x the median", spread);
   auto share = [&](int64_t x) { return fmt::format("{} ({})", format_duration(x), format_percent(double(x) / double(std::max<int64_t>(dur, 1)))); };
   f.evidence.push_back({"median absolute deviation", format_duration(st.mad_ns)});
+  for (const StepRange& s : ctx.stub_steps) {
+    f.evidence.push_back({"left out", fmt::format("step {} ({}): no device work during it", s.number,
+                                                  format_duration(s.end - s.start))});
+  }
   f.evidence.push_back({"device computing", share(compute)});
   if (communication > 0) f.evidence.push_back({"device communicating only", share(communication)});
   f.evidence.push_back({"device copying only", share(transfer)});
@@ -123,10 +146,14 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
                                       format_duration(s.compile_ns), format_duration(s.idle_ns),
                                       format_duration(s.compute_ns))});
   }
-  f.suggestion = f.severity == Severity::warning
-                     ? "look at the slowest steps: what they do that the median step does not (compiles, host work, "
-                       "synchronisation) is the cost to remove"
-                     : "steps are steady";
+  if (too_few) {
+    f.suggestion = "record more steps (a profiler schedule with more active steps) to see how step time varies";
+  } else if (f.severity == Severity::warning || outliers > 0 || width > ctx.options.steady_width) {
+    f.suggestion = "look at the slowest steps: what they do that the median step does not (compiles, host work, "
+                   "synchronisation, data loading) is the cost to remove";
+  } else {
+    f.suggestion = fmt::format("steps are steady: p10 to p90 spans {} of the median", format_percent(width));
+  }
   out.push_back(std::move(f));
 }
 
