@@ -223,10 +223,11 @@ TEST_F(Rules, SyncReadEveryStep) {
   AnalysisReport r = analyze(t.load());
   auto f = by_rule(r, "transfer");
   ASSERT_EQ(f.size(), 1u);
-  // After each read but the last, the device idles from 800 (its work done)
-  // to 1000 (the next step's kernel): 200 ns, 9 times. The last read is
-  // at the end of the device's window.
-  EXPECT_EQ(f[0]->impact_ns, 9 * 200);
+  // After each read but the last, the device idles from the read's end (850:
+  // no device copy is recorded, so the read's own end) to 1000, where the
+  // host, back from the read, launched the next step's kernel: 150 ns, 9
+  // times. The last read is at the end of the device's window.
+  EXPECT_EQ(f[0]->impact_ns, 9 * 150);
   EXPECT_EQ(evidence(*f[0], "call site"), "train.cpp:88");
   EXPECT_EQ(evidence(*f[0], "count"), "10 (1.00 per step)");
   EXPECT_EQ(f[0]->severity, Severity::warning);

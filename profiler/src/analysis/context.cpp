@@ -133,6 +133,10 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
         if (t.user_by_depth.size() <= s.depth[i]) t.user_by_depth.resize(s.depth[i] + 1);
         t.user_by_depth[s.depth[i]].push_back(i);
       }
+      if (s.kind[i] == SpanKind::user || s.kind[i] == SpanKind::timing || s.kind[i] == SpanKind::runtime) {
+        if (t.code_by_depth.size() <= s.depth[i]) t.code_by_depth.resize(s.depth[i] + 1);
+        t.code_by_depth[s.depth[i]].push_back(i);
+      }
     }
   }
   for (const Launches& l : m.launches) by_thread[l.thread].launches = &l;
@@ -209,6 +213,17 @@ int64_t ThreadActivity::deepest_user_span(int64_t t) const {
   return -1;
 }
 
+std::vector<uint32_t> ThreadActivity::code_spans_at(int64_t t) const {
+  std::vector<uint32_t> out;
+  for (const std::vector<uint32_t>& at : code_by_depth) {
+    auto it = std::partition_point(at.begin(), at.end(), [&](uint32_t i) { return spans->start[i] <= t; });
+    if (it == at.begin()) continue;
+    uint32_t i = *(it - 1);
+    if (spans->end(i) > t) out.push_back(i);
+  }
+  return out;
+}
+
 size_t ThreadActivity::launches_in(int64_t a, int64_t b) const {
   if (launches == nullptr) return 0;
   return lower_bound_time(launches->start, b) - lower_bound_time(launches->start, a);
@@ -229,6 +244,18 @@ const ThreadActivity* Context::thread(uint32_t id) const {
 
 const EventRef* Context::launch_of(uint64_t correlation) const { return launch_by_correlation_.find(correlation); }
 const EventRef* Context::op_of(uint64_t correlation) const { return op_by_correlation_.find(correlation); }
+
+std::string Context::enclosing_chain(uint32_t thread_id, int64_t t) const {
+  const ThreadActivity* th = thread(thread_id);
+  if (th == nullptr || th->spans == nullptr) return "";
+  std::string chain;
+  for (uint32_t i : th->code_spans_at(t)) {
+    const std::string& name = model.str(th->spans->name[i]);
+    if (looks_like_step(name)) continue;  // a different name each step: not where, but when
+    chain += (chain.empty() ? "" : " > ") + name;
+  }
+  return chain;
+}
 
 std::string Context::callsite_text(uint32_t id) const {
   const CallSite* c = model.callsite(id);

@@ -58,9 +58,14 @@ struct ThreadActivity {
   // User spans by depth: spans at one depth do not overlap, so each list is
   // sorted by start and by end, and binary search finds the one at a time.
   std::vector<std::vector<uint32_t>> user_by_depth;
+  // The same for every span that marks code (user, timing and runtime:
+  // framework ops such as aten::to), for call-site chains.
+  std::vector<std::vector<uint32_t>> code_by_depth;
 
   // The deepest user span open at time t, or -1.
   int64_t deepest_user_span(int64_t t) const;
+  // The spans that mark code open at time t, outermost first.
+  std::vector<uint32_t> code_spans_at(int64_t t) const;
   // Launches that started in [a, b).
   size_t launches_in(int64_t a, int64_t b) const;
 };
@@ -94,6 +99,11 @@ class Context {
 
   // "file:line" of a call site, or "" for none.
   std::string callsite_text(uint32_t id) const;
+  // Where an event happened when the trace has no call site for it: the
+  // chain of spans that enclose it on its thread, outermost first, step
+  // markers left out ("## forward ## > aten::to > aten::copy_"); "" when
+  // nothing encloses it.
+  std::string enclosing_chain(uint32_t thread, int64_t t) const;
   // Distinct step numbers (steps on several threads at once count once).
   size_t distinct_steps = 0;
   // count per distinct step; the count itself when there are no steps.

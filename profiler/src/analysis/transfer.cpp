@@ -1,5 +1,14 @@
 // transfer: host-device copies by call site, and the ones that stall every
 // step (synchronous reads back, uploads from pageable memory).
+//
+// A call site is the line that made the copy when the trace records one,
+// else the chain of ops and annotations around the copy on its thread
+// (PyTorch traces: `aten::item > aten::_local_scalar_dense`). The idle a
+// copy causes runs from the copy's end to the device's next operation, and
+// counts only when the copy blocked the host (its call returned once the
+// copy was done) and the host launched that operation after the call
+// returned: a copy queued ahead, or a device with work queued behind the
+// copy, lost the device nothing.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,7 +23,7 @@ namespace loupe::prof::analysis {
 namespace {
 
 struct Group {
-  uint32_t callsite = 0;
+  std::string site;  // file:line, or the enclosing chain; "" when unknown
   CopyKind direction = CopyKind::none;
   uint64_t count = 0, sync = 0, pageable = 0;
   std::vector<int64_t> steps;  // numbers of the steps it happened in
@@ -38,16 +47,61 @@ std::optional<int64_t> step_at(const Context& ctx, int64_t t) {
   return std::nullopt;
 }
 
+// The device's first operation (other than a stream wait) starting at or
+// after t, as (stream, index); {nullptr, 0} when there is none.
+std::pair<const DeviceOps*, size_t> next_op(const DeviceActivity& d, int64_t t) {
+  const DeviceOps* best = nullptr;
+  size_t best_index = 0;
+  for (const DeviceOps* s : d.streams) {
+    size_t i = lower_bound_time(s->start, t);
+    while (i < s->size() && s->kind[i] == DeviceOpKind::sync) ++i;
+    if (i < s->size() && (best == nullptr || s->start[i] < best->start[best_index])) {
+      best = s;
+      best_index = i;
+    }
+  }
+  return {best, best_index};
+}
+
+// The device idle window a transfer caused: from the end of its copy to
+// the next operation, when the copy blocked the host (the call was still
+// running when the device began the copy, as a read back or an upload from
+// pageable memory is; a copy queued ahead of time was not; without the
+// device copy, the transfer's own synchronous flag says) and the next
+// operation was launched after the call returned (or its launch is not
+// recorded). Empty otherwise.
+std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& d, const Transfers& t, size_t i) {
+  int64_t copy_end = t.end(i);
+  bool blocking = t.synchronous[i];
+  if (const EventRef* op = ctx.op_of(t.correlation[i])) {
+    const DeviceOps& ops = ctx.model.device_ops[op->track];
+    copy_end = ops.end(op->index);
+    blocking = t.end(i) > ops.start[op->index];
+  }
+  if (!blocking) return std::nullopt;
+  auto [stream, k] = next_op(d, copy_end);
+  if (stream == nullptr) return std::nullopt;  // nothing after it: the end of the device's work
+  if (const EventRef* launch = ctx.launch_of(stream->correlation[k])) {
+    if (ctx.model.launches[launch->track].start[launch->index] < t.end(i)) return std::nullopt;  // queued already
+  }
+  int64_t from = std::max(copy_end, d.window_start), to = std::min(stream->start[k], d.window_end);
+  if (to <= from) return std::nullopt;
+  return Interval{from, to};
+}
+
+std::string times(uint64_t n) { return fmt::format("{} time{}", format_count(n), n == 1 ? "" : "s"); }
+
 }  // namespace
 
 void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
   const TraceModel& m = ctx.model;
   const AnalysisOptions& opt = ctx.options;
-  std::map<std::pair<uint32_t, CopyKind>, Group> groups;
+  std::map<std::pair<std::string, CopyKind>, Group> groups;
   for (const Transfers& t : m.transfers) {
     for (size_t i = 0; i < t.size(); ++i) {
-      Group& g = groups[{t.callsite[i], t.direction[i]}];
-      g.callsite = t.callsite[i];
+      std::string site = t.callsite[i] != 0 ? ctx.callsite_text(t.callsite[i]) : ctx.enclosing_chain(t.thread, t.start[i]);
+      Group& g = groups[{site, t.direction[i]}];
+      g.site = site;
       g.direction = t.direction[i];
       ++g.count;
       g.sync += t.synchronous[i];
@@ -59,13 +113,8 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
         g.copy_bytes += t.bytes[i];
         g.copy_ns += m.device_ops[op->track].dur[op->index];
       }
-      // The device idles from the moment it runs out of work during the
-      // transfer until the host gives it the next operation.
-      // Idle outside the device's active window is not idle time.
       if (const DeviceActivity* d = ctx.device(t.device[i])) {
-        int64_t next = d->busy.next_start(t.end(i), d->window_end);
-        int64_t from = std::max(t.start[i], d->window_start), to = std::min(std::max(next, t.end(i)), d->window_end);
-        if (to > from) g.windows[t.device[i]].push_back({from, to});
+        if (std::optional<Interval> w = caused_window(ctx, *d, t, i)) g.windows[t.device[i]].push_back(*w);
       }
       g.ranges.push_back({t.start[i], t.end(i)});
       if (std::find(g.threads.begin(), g.threads.end(), t.thread) == g.threads.end()) g.threads.push_back(t.thread);
@@ -77,8 +126,13 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     // are steps (a dataset uploaded before the loop is not a per-step copy).
     std::sort(g.steps.begin(), g.steps.end());
     size_t in_steps = size_t(std::unique(g.steps.begin(), g.steps.end()) - g.steps.begin());
-    bool recurring = ctx.distinct_steps > 0 ? double(in_steps) >= opt.recurring_per_step * double(ctx.distinct_steps)
-                                            : g.count >= opt.recurring_without_steps;
+    // Without steps, "every step" cannot be told: a group is reported once it
+    // recurs enough, as information, and says so.
+    bool has_steps = ctx.distinct_steps > 0;
+    // Recurring every step: in enough of the steps, and in more than one
+    // (one step cannot show recurrence).
+    bool recurring = has_steps ? in_steps >= 2 && double(in_steps) >= opt.recurring_per_step * double(ctx.distinct_steps)
+                               : g.count >= opt.recurring_without_steps;
     bool sync_read = g.direction == CopyKind::device_to_host && 2 * g.sync >= g.count;
     bool pageable_upload = g.direction == CopyKind::host_to_device && 2 * g.pageable >= g.count;
     if (!recurring || !(sync_read || pageable_upload)) continue;
@@ -91,32 +145,37 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
       for (const Interval& w : caused.intervals()) idle_ns += (w.end - w.start) - d->busy.covered(w.start, w.end);
       devices.push_back(dev);
     }
-    std::string site = ctx.callsite_text(g.callsite);
-    std::string where = site.empty() ? "an unknown call site" : site;
+    std::string where = g.site.empty() ? "an unknown call site" : g.site;
+    std::string when = has_steps ? " every step" : "";
     Finding f;
     f.rule = "transfer";
-    f.severity = Severity::warning;
+    // A habit of every step that costs the device idle time is a problem;
+    // one that costs none, or that cannot be told to recur, is information.
+    f.severity = has_steps && idle_ns > 0 ? Severity::warning : Severity::info;
     f.devices = devices;
     f.threads = g.threads;
     f.impact_ns = idle_ns;
     if (sync_read) {
-      f.title = fmt::format("synchronous device-to-host read at {} every step: {} times, device idle {} after them",
-                            where, format_count(g.count), format_duration(idle_ns));
+      f.title = fmt::format("synchronous device-to-host read at {}{}: {}, device idle {} after them", where, when,
+                            times(g.count), format_duration(idle_ns));
       f.suggestion =
           "keep the value on the device and read it every N steps (accumulate metrics on the device); if it must "
           "be read each step, copy it asynchronously into pinned memory and read it one step later";
     } else {
-      f.title = fmt::format("upload from pageable host memory at {} every step: {} times, device idle {} around them",
-                            where, format_count(g.count), format_duration(idle_ns));
+      f.title = fmt::format("upload from pageable host memory at {}{}: {}, device idle {} after them", where, when,
+                            times(g.count), format_duration(idle_ns));
       f.suggestion =
           "upload from pinned (page-locked) host memory with an asynchronous copy on a second stream, and prepare "
           "the next batch one step ahead (double buffering)";
     }
     f.evidence.push_back({"call site", where});
     f.evidence.push_back({"direction", std::string(name_of(g.direction))});
-    f.evidence.push_back({"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), per_step)});
-    if (ctx.distinct_steps > 0) {
+    if (has_steps) {
+      f.evidence.push_back({"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), per_step)});
       f.evidence.push_back({"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
+    } else {
+      f.evidence.push_back({"count", fmt::format("{} (the trace has no steps: whether they recur in each step cannot be "
+                                                 "told)", format_count(g.count))});
     }
     f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
                                                format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
