@@ -167,9 +167,156 @@ TEST_F(Rules, HostWorkAndLaunchCauses) {
   const auto& gaps = r.devices[0].gaps;
   ASSERT_EQ(gaps.size(), 2u);
   EXPECT_EQ(gaps[0].cause, GapCause::host_work);
-  EXPECT_EQ(gaps[0].detail, "host in `load_batch` on thread `main`");
+  // Named by the chain of ranges around it, outermost first.
+  EXPECT_EQ(gaps[0].detail, "host in `train > load_batch` on thread `main`");
   EXPECT_EQ(gaps[1].start, 1100);
   EXPECT_EQ(gaps[1].cause, GapCause::launch);
+}
+
+// A gap whose next op was queued before the gap began is the device's own
+// wait, whatever the host did meanwhile.
+TEST_F(Rules, GapWithItsNextOpAlreadyQueuedIsADeviceWait) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.launch(0, 50, 5, 2);               // queued at 50, before the gap [100, 1000)
+  t.span(0, 100, 900, "load_batch");   // the host is busy, but not late
+  t.op(0, 3, 1000, 100, 2, DeviceOpKind::kernel, "gemm");
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  const IdleGap& g = r.devices[0].gaps[0];
+  EXPECT_EQ(g.cause, GapCause::device_wait);
+  EXPECT_EQ(g.what, "`gemm` on stream 3");
+  EXPECT_EQ(g.detail, "`gemm` on stream 3 was queued 50 ns before the gap and started after it");
+}
+
+// Launched early in the gap (at 150, returning at 160) but started 840 ns
+// after its launch returned: most of the gap is on the device's side.
+TEST_F(Rules, GapMostlyAfterTheLaunchReturnedIsADeviceWait) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.launch(0, 150, 10, 2);
+  t.op(0, 0, 1000, 100, 2);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::device_wait);
+}
+
+// The host blocked in a synchronous read when the device ran out of work:
+// the whole gap is that sync's, though the wait itself ends early in it.
+TEST_F(Rules, GapAfterABlockingReadIsTheSyncs) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.span(0, 40, 80, "aten::item", SpanKind::runtime, 0);
+  t.span(0, 50, 70, "cudaStreamSynchronize", SpanKind::wait, 1);  // [50, 120): 20 of the 890 ns host window
+  t.launch(0, 990, 5, 2);
+  t.op(0, 0, 1000, 100, 2);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  const IdleGap& g = r.devices[0].gaps[0];
+  EXPECT_EQ(g.cause, GapCause::sync);
+  EXPECT_EQ(g.what, "aten::item > cudaStreamSynchronize");
+}
+
+// One launch in a long gap does not make it launch-bound; without any
+// recorded op around, the host was between ops in its step.
+TEST_F(Rules, OneLaunchIsNotLaunchBound) {
+  auto t = trace();
+  t.device(0);
+  t.step(0, 1, 0, 2000);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.launch(0, 500, 5, 3);  // to another device op, later
+  t.op(0, 1, 1500, 10, 3);
+  t.launch(0, 990, 5, 2);
+  t.op(0, 0, 1000, 100, 2);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_GE(r.devices[0].gaps.size(), 1u);
+  const IdleGap& g = r.devices[0].gaps[0];
+  EXPECT_EQ(g.start, 100);
+  EXPECT_EQ(g.cause, GapCause::between_ops);
+}
+
+// With nothing recorded on the launching thread the cause is unknown; when
+// the next op has no recorded launch, host and device cannot be told apart.
+TEST_F(Rules, UnknownOnlyWithoutEvidence) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.launch(0, 990, 5, 2);
+  t.op(0, 0, 1000, 100, 2);
+  t.op(0, 0, 2000, 100);  // no launch recorded
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 2u);
+  EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::unknown);
+  EXPECT_EQ(r.devices[0].gaps[0].what, "nothing recorded");
+  EXPECT_EQ(r.devices[0].gaps[1].cause, GapCause::unknown);
+  EXPECT_EQ(r.devices[0].gaps[1].what, "no launch recorded");
+}
+
+// A launch call that itself took most of the gap (a first launch loading
+// its module) is host work in that call, named with its op.
+TEST_F(Rules, ASlowLaunchCallIsHostWorkInIt) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.span(0, 100, 950, "aten::add_", SpanKind::runtime, 0);
+  t.launch(0, 120, 870, 2);  // returns at 990
+  t.op(0, 0, 1000, 100, 2);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  const IdleGap& g = r.devices[0].gaps[0];
+  EXPECT_EQ(g.cause, GapCause::host_work);
+  EXPECT_EQ(g.what, "aten::add_ > launch");
+}
+
+// The finding groups gap time by what it was behind: the largest first.
+TEST_F(Rules, IdleGapFindingGroupsGapsByCause) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  uint64_t corr = 2;
+  // Three gaps of 900 ns in `load_batch`, one of 400 in `log`.
+  for (int64_t s : {1000, 2000, 3000}) {
+    t.span(0, s - 900, 880, "load_batch");
+    t.launch(0, s - 10, 5, corr);
+    t.op(0, 0, s, 100, corr++);
+  }
+  t.span(0, 3100, 380, "log");
+  t.launch(0, 3490, 5, corr);
+  t.op(0, 0, 3500, 100, corr);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  auto f = by_rule(r, "idle-gap");
+  ASSERT_EQ(f.size(), 1u);
+  std::vector<std::string> behind;
+  for (const auto& [k, v] : f[0]->evidence) {
+    if (k.starts_with("behind ")) behind.push_back(v);
+  }
+  ASSERT_EQ(behind.size(), 2u);
+  EXPECT_EQ(behind[0], "load_batch: 2.700 us in 3 gaps (87.1% of gap time)");
+  EXPECT_EQ(behind[1], "log: 400 ns in 1 gap (12.9% of gap time)");
 }
 
 TEST_F(Rules, MinGapThresholdIsHonoured) {

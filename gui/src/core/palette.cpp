@@ -8,6 +8,8 @@ Color gap_color(prof::GapCause cause) {
     case prof::GapCause::sync: return rgba(200, 50, 60);
     case prof::GapCause::host_work: return rgba(205, 130, 30);
     case prof::GapCause::launch: return rgba(190, 180, 40);
+    case prof::GapCause::between_ops: return rgba(215, 165, 90);
+    case prof::GapCause::device_wait: return rgba(40, 150, 150);
     case prof::GapCause::unknown: return rgba(95, 95, 105);
   }
   return rgba(95, 95, 105);

@@ -20,8 +20,9 @@ std::string_view name_of(Severity s) {
 }
 
 std::string_view name_of(GapCause c) {
-  static constexpr std::string_view names[] = {"compile", "sync", "host-work", "launch", "unknown"};
-  return size_t(c) < 5 ? names[size_t(c)] : "?";
+  static constexpr std::string_view names[kGapCauses] = {"compile",     "sync",        "host-work", "launch",
+                                                         "between-ops", "device-wait", "unknown"};
+  return size_t(c) < kGapCauses ? names[size_t(c)] : "?";
 }
 
 namespace {

@@ -9,12 +9,18 @@ namespace loupe::prof::analysis {
 
 namespace {
 
-bool looks_like_step(std::string_view name) {
+int64_t overlap(int64_t a, int64_t b, int64_t start, int64_t end) { return std::min(b, end) - std::max(a, start); }
+
+}  // namespace
+
+bool is_step_marker(std::string_view name) {
   if (name.rfind("ProfilerStep#", 0) == 0) return true;
   if (name == "step" || name == "Step") return true;
   return (name.rfind("step ", 0) == 0 || name.rfind("Step ", 0) == 0 || name.rfind("step#", 0) == 0) &&
          name.size() > 5 && std::isdigit(static_cast<unsigned char>(name.back()));
 }
+
+namespace {
 
 int64_t step_number_of(std::string_view name, int64_t fallback) {
   size_t i = name.size();
@@ -167,7 +173,7 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
     for (const HostSpans& s : m.host_spans) {
       for (size_t i = 0; i < s.size(); ++i) {
         const std::string& name = m.str(s.name[i]);
-        if (looks_like_step(name)) {
+        if (is_step_marker(name)) {
           steps.push_back({s.thread, step_number_of(name, int64_t(steps.size())), s.start[i], s.end(i)});
         }
       }
@@ -224,6 +230,29 @@ std::vector<uint32_t> ThreadActivity::code_spans_at(int64_t t) const {
   return out;
 }
 
+int64_t ThreadActivity::deepest_code_span_covering(int64_t a, int64_t b, int64_t need, const TraceModel& model) const {
+  for (size_t d = code_by_depth.size(); d-- > 0;) {
+    const std::vector<uint32_t>& at = code_by_depth[d];
+    // Spans at one depth do not overlap: sorted by end as by start.
+    auto it = std::partition_point(at.begin(), at.end(), [&](uint32_t i) { return spans->end(i) <= a; });
+    for (; it != at.end() && spans->start[*it] < b; ++it) {
+      if (overlap(a, b, spans->start[*it], spans->end(*it)) >= need && !is_step_marker(model.str(spans->name[*it]))) {
+        return *it;
+      }
+    }
+  }
+  return -1;
+}
+
+int64_t ThreadActivity::code_covered(int64_t a, int64_t b) const {
+  if (code_by_depth.empty()) return 0;
+  const std::vector<uint32_t>& at = code_by_depth[0];
+  int64_t covered = 0;
+  auto it = std::partition_point(at.begin(), at.end(), [&](uint32_t i) { return spans->end(i) <= a; });
+  for (; it != at.end() && spans->start[*it] < b; ++it) covered += overlap(a, b, spans->start[*it], spans->end(*it));
+  return covered;
+}
+
 size_t ThreadActivity::launches_in(int64_t a, int64_t b) const {
   if (launches == nullptr) return 0;
   return lower_bound_time(launches->start, b) - lower_bound_time(launches->start, a);
@@ -242,19 +271,90 @@ const ThreadActivity* Context::thread(uint32_t id) const {
   return it != threads.end() && it->thread == id ? &*it : nullptr;
 }
 
+const StepRange* Context::step_at(uint32_t thread_id, int64_t t) const {
+  // Steps are sorted by start; those of one thread do not overlap.
+  auto it = std::partition_point(steps.begin(), steps.end(), [&](const StepRange& s) { return s.start <= t; });
+  while (it != steps.begin()) {
+    --it;
+    if (it->thread == thread_id) return it->end > t ? &*it : nullptr;
+  }
+  return nullptr;
+}
+
 const EventRef* Context::launch_of(uint64_t correlation) const { return launch_by_correlation_.find(correlation); }
 const EventRef* Context::op_of(uint64_t correlation) const { return op_by_correlation_.find(correlation); }
+
+namespace {
+
+// "torch/nn/functional.py(2437): embedding": a Python frame, as PyTorch's
+// profiler names them when it records stacks.
+bool is_python_frame(std::string_view name) {
+  size_t open = name.find(".py(");
+  if (open == std::string_view::npos) return false;
+  size_t close = name.find("): ", open);
+  return close != std::string_view::npos && close > open + 4;
+}
+
+// A frame of Python itself or of the frameworks, not of the user's code.
+bool is_library_frame(std::string_view name) {
+  static constexpr std::string_view kLibraries[] = {
+      "torch/",     "torchvision/", "torchaudio/", "triton/",      "transformers/", "accelerate/",
+      "numpy/",     "scipy/",   "PIL/",  "pandas/",  "multiprocessing/", "concurrent/", "importlib/", "asyncio/",  "threading.py",
+      "runpy.py",   "contextlib.py", "functools.py", "selectors.py", "queue.py",  "socket.py"};
+  if (name.starts_with("<") || name.find("site-packages/") != std::string_view::npos ||
+      name.find("dist-packages/") != std::string_view::npos || name.find("/lib/python") != std::string_view::npos) {
+    return true;
+  }
+  for (std::string_view lib : kLibraries) {
+    if (name.starts_with(lib)) return true;
+  }
+  return false;
+}
+
+// A chain that fits on a line. With Python frames: from the innermost
+// frame of the user's code (the call site an engineer edits), then the ops
+// it ran, then the innermost element. Otherwise the outermost element
+// (the phase: "## forward ##") and the innermost three.
+std::string shorten_chain(const std::vector<std::string_view>& names) {
+  std::vector<std::string_view> kept;
+  size_t user = names.size();
+  bool python = false;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!is_python_frame(names[i])) continue;
+    python = true;
+    if (!is_library_frame(names[i])) user = i;
+  }
+  if (python) {
+    if (user < names.size()) kept.push_back(names[user]);
+    for (size_t i = user < names.size() ? user + 1 : 0; i < names.size(); ++i) {
+      if (!is_python_frame(names[i]) || i + 1 == names.size()) kept.push_back(names[i]);
+    }
+  } else {
+    kept = names;
+  }
+  constexpr size_t kLongest = 5;
+  std::string out;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (kept.size() > kLongest && i > 0 && i + 3 < kept.size()) {
+      if (i == 1) out += " > …";
+      continue;
+    }
+    out += (out.empty() ? "" : " > ") + std::string(kept[i]);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string Context::enclosing_chain(uint32_t thread_id, int64_t t) const {
   const ThreadActivity* th = thread(thread_id);
   if (th == nullptr || th->spans == nullptr) return "";
-  std::string chain;
+  std::vector<std::string_view> names;
   for (uint32_t i : th->code_spans_at(t)) {
     const std::string& name = model.str(th->spans->name[i]);
-    if (looks_like_step(name)) continue;  // a different name each step: not where, but when
-    chain += (chain.empty() ? "" : " > ") + name;
+    if (!is_step_marker(name)) names.push_back(name);  // a different name each step: not where, but when
   }
-  return chain;
+  return shorten_chain(names);
 }
 
 std::string Context::callsite_text(uint32_t id) const {

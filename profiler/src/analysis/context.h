@@ -18,6 +18,10 @@ namespace loupe::prof::analysis {
 // NCCL's names): communication, not compute, whatever stream it runs on.
 bool is_collective_kernel(std::string_view name);
 
+// A range that marks a training step ("ProfilerStep#3", "step 12"): it says
+// when, not where, so it is never a call site or a cause.
+bool is_step_marker(std::string_view name);
+
 struct DeviceActivity {
   uint32_t device = 0;
   std::vector<const DeviceOps*> streams;
@@ -66,6 +70,11 @@ struct ThreadActivity {
   int64_t deepest_user_span(int64_t t) const;
   // The spans that mark code open at time t, outermost first.
   std::vector<uint32_t> code_spans_at(int64_t t) const;
+  // The deepest span that marks code, other than a step marker, covering
+  // at least `need` ns of [a, b); -1 if none.
+  int64_t deepest_code_span_covering(int64_t a, int64_t b, int64_t need, const TraceModel& model) const;
+  // How much of [a, b) the outermost spans that mark code cover.
+  int64_t code_covered(int64_t a, int64_t b) const;
   // Launches that started in [a, b).
   size_t launches_in(int64_t a, int64_t b) const;
 };
@@ -91,6 +100,8 @@ class Context {
   int64_t window() const { return window_end - window_start; }
   const DeviceActivity* device(uint32_t id) const;
   const ThreadActivity* thread(uint32_t id) const;
+  // The step of this thread under way at time t, or nullptr.
+  const StepRange* step_at(uint32_t thread, int64_t t) const;
 
   // The launch that started the device op with this correlation id, and
   // the device op a correlation id names; nullptr when there is none.

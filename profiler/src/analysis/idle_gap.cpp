@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
@@ -41,83 +42,158 @@ std::string compile_detail(const Context& ctx, int64_t a, int64_t b) {
   return "compile";
 }
 
-std::string blocked_detail(const Context& ctx, const ThreadActivity* t, int64_t a, int64_t b) {
+// What the thread was blocked in during [a, b): the synchronous copy or the
+// wait span covering most of it, named by its call site or enclosing ops.
+// API calls on one thread follow each other, so the search back from b
+// stops at the first one that ended before a.
+std::string blocked_what(const Context& ctx, const ThreadActivity* t, int64_t a, int64_t b) {
+  std::string best;
+  int64_t best_covered = 0;
+  auto consider = [&](int64_t start, int64_t end, auto describe) {
+    int64_t covered = std::min(b, end) - std::max(a, start);
+    if (covered > best_covered) best_covered = covered, best = describe();
+  };
   for (const Transfers& tr : ctx.model.transfers) {
     if (t != nullptr && tr.thread != t->thread) continue;
-    size_t i = lower_bound_time(tr.start, b);
-    while (i-- > 0) {
-      if (tr.end(i) <= a) break;
+    for (size_t i = lower_bound_time(tr.start, b); i-- > 0 && tr.end(i) > a;) {
       if (!tr.synchronous[i]) continue;
-      std::string site = ctx.callsite_text(tr.callsite[i]);
-      return fmt::format("synchronous {} copy{}{}", name_of(tr.direction[i]), site.empty() ? "" : " at ", site);
+      consider(tr.start[i], tr.end(i), [&] {
+        std::string site = ctx.callsite_text(tr.callsite[i]);
+        if (site.empty()) site = ctx.enclosing_chain(tr.thread, tr.start[i]);
+        return fmt::format("synchronous {} copy{}{}", name_of(tr.direction[i]), site.empty() ? "" : " in ", site);
+      });
     }
   }
-  return "waiting on the device";
+  for (const ThreadActivity& th : ctx.threads) {
+    if ((t != nullptr && &th != t) || th.spans == nullptr) continue;
+    const HostSpans& s = *th.spans;
+    for (size_t i = lower_bound_time(s.start, b); i-- > 0;) {
+      if (s.kind[i] != SpanKind::wait) continue;
+      if (s.end(i) <= a) break;
+      consider(s.start[i], s.end(i), [&] {
+        std::string chain = ctx.enclosing_chain(th.thread, s.start[i]);
+        return fmt::format("{}{}{}", chain, chain.empty() ? "" : " > ", ctx.model.str(s.name[i]));
+      });
+    }
+  }
+  return best.empty() ? "waiting on the device" : best;
 }
 
-// What the host did while the device idled in [a, b): docs/analyses.md
-// gives the order of priority and why.
-IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t b) {
-  const AnalysisOptions& opt = ctx.options;
-  IdleGap g{a, b, GapCause::unknown, ""};
-  // Whose work ended the gap, and when was it launched?
-  OpAt next = first_op_from(d, b);
-  const ThreadActivity* t = nullptr;
-  int64_t host_end = b;  // the host's part of the gap ends when it launched the next op
-  if (next.stream != nullptr) {
-    if (const EventRef* l = ctx.launch_of(next.stream->correlation[next.index])) {
-      const Launches& launches = ctx.model.launches[l->track];
-      int64_t launched = launches.start[l->index];
-      if (launched < a) {
-        g.detail = "the next operation was already queued: the device started it late (an event or another "
-                   "stream it waited on, or the device's own scheduling)";
-        return g;
-      }
-      t = ctx.thread(launches.thread);
-      host_end = std::min(b, launched);
-    }
-  }
-  int64_t len = std::max<int64_t>(host_end - a, 1);
-  double need = opt.cause_min_coverage * double(len);
-  const IntervalSet& compile = t ? t->compile : ctx.compile_all;
-  const IntervalSet& blocked = t ? t->blocked : ctx.blocked_all;
-  if (double(compile.covered(a, host_end)) >= need) {
+// The host's side of a gap: on the thread that launched the operation ending
+// it, from the gap's start until that launch call returned.
+struct HostWindow {
+  const ThreadActivity* thread = nullptr;
+  int64_t start = 0, end = 0;
+  int64_t launched = 0;  // when the launch call began
+  const Launches* launches = nullptr;
+  size_t launch = 0;     // the call, in `launches`
+};
+
+void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
+  const ThreadActivity& t = *w.thread;
+  const int64_t a = w.start, b = w.end;
+  const int64_t need = int64_t(ctx.options.cause_min_coverage * double(std::max<int64_t>(b - a, 1)));
+  const std::string thread = thread_label(ctx, t.thread);
+  int64_t at_least = std::max<int64_t>(need, 1);
+  if (t.compile.covered(a, b) >= at_least) {
     g.cause = GapCause::compile;
-    g.detail = compile_detail(ctx, a, host_end);
-    return g;
+    g.what = compile_detail(ctx, a, b);
+    g.detail = g.what;
+    return;
   }
-  if (double(blocked.covered(a, host_end)) >= need) {
+  if (t.blocked.covered(a, b) >= at_least) {
     g.cause = GapCause::sync;
-    g.detail = blocked_detail(ctx, t, a, host_end);
+    g.what = blocked_what(ctx, &t, a, b);
+    g.detail = fmt::format("{} on {}", g.what, thread);
+    return;
+  }
+  if (int64_t call = w.end - w.launched; call >= at_least) {
+    // The launch call itself took the time (module loading on a first
+    // launch, a full launch queue).
+    std::string chain = ctx.enclosing_chain(t.thread, w.launched);
+    g.cause = GapCause::host_work;
+    g.what = fmt::format("{}{}{}", chain, chain.empty() ? "" : " > ", ctx.model.str(w.launches->name[w.launch]));
+    g.detail = fmt::format("host in `{}` on {}: one {} call", g.what, thread, format_duration(call));
+    return;
+  }
+  if (size_t n = t.launches_in(a, w.launched); n >= 2) {
+    g.cause = GapCause::launch;
+    g.what = "launching";
+    g.detail = fmt::format("{} issued {} launches during the gap", thread, format_count(n));
+    return;
+  }
+  if (int64_t span = t.deepest_code_span_covering(a, b, at_least, ctx.model); span >= 0) {
+    g.cause = GapCause::host_work;
+    g.what = ctx.enclosing_chain(t.thread, std::max(a, t.spans->start[size_t(span)]));
+    g.detail = fmt::format("host in `{}` on {}", g.what, thread);
+    return;
+  }
+  // Nothing took most of the wait, but the device ran dry while the host
+  // waited on it (an item() read, a stream synchronize): the time after is
+  // the host catching up from that sync.
+  if (t.blocked.covered(a - 1, a) > 0) {
+    g.cause = GapCause::sync;
+    g.what = blocked_what(ctx, &t, a - 1, b);
+    g.detail = fmt::format("{} on {}: the device ran out of work while the host waited on it", g.what, thread);
+    return;
+  }
+  if (int64_t recorded = t.code_covered(a, b); recorded > 0 || ctx.step_at(t.thread, a) != nullptr) {
+    g.cause = GapCause::between_ops;
+    std::string chain = ctx.enclosing_chain(t.thread, a + (b - a) / 2);
+    g.what = chain.empty() ? "between ops" : fmt::format("between ops in `{}`", chain);
+    g.detail = fmt::format("host {} on {}: {} of the wait inside recorded ops, the rest in code nothing records "
+                           "(Python, or the framework between ops)",
+                           g.what, thread, format_percent(double(recorded) / double(std::max<int64_t>(b - a, 1))));
+    return;
+  }
+  g.what = "nothing recorded";
+  g.detail = fmt::format("nothing was recorded on {} while it was late", thread);
+}
+
+// What kept the device idle in [a, b): docs/analyses.md gives the order of
+// priority and why.
+IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t b) {
+  IdleGap g{a, b, GapCause::unknown, "", ""};
+  OpAt next = first_op_from(d, b);
+  if (next.stream == nullptr) return g;
+  const DeviceOps& s = *next.stream;
+  const size_t i = next.index;
+  const EventRef* l = ctx.launch_of(s.correlation[i]);
+  if (l == nullptr) {
+    // Without the launch, host- and device-side cannot be told apart; only
+    // a compile or a blocking wait on every thread says something.
+    int64_t need = std::max<int64_t>(int64_t(ctx.options.cause_min_coverage * double(b - a)), 1);
+    if (ctx.compile_all.covered(a, b) >= need) {
+      g.cause = GapCause::compile;
+      g.what = g.detail = compile_detail(ctx, a, b);
+    } else if (ctx.blocked_all.covered(a, b) >= need) {
+      g.cause = GapCause::sync;
+      g.what = g.detail = blocked_what(ctx, nullptr, a, b);
+    } else {
+      g.what = "no launch recorded";
+      g.detail = fmt::format("`{}` has no recorded launch: cannot tell whether the host or the device was late",
+                             ctx.model.str(s.name[i]));
+    }
     return g;
   }
-  // Host work: the thread sat in one of its own ranges, launching nothing.
-  auto host_work = [&](const ThreadActivity& th) -> bool {
-    if (th.spans == nullptr) return false;
-    int64_t span = th.deepest_user_span(a + (host_end - a) / 2);
-    if (span < 0 || th.launches_in(a, host_end) > 0) return false;
-    int64_t covered = std::min(host_end, th.spans->end(size_t(span))) - std::max(a, th.spans->start[size_t(span)]);
-    if (double(covered) < need) return false;
-    g.cause = GapCause::host_work;
-    g.detail = fmt::format("host in `{}` on {}", ctx.model.str(th.spans->name[size_t(span)]),
-                           thread_label(ctx, th.thread));
-    return true;
-  };
-  size_t launches = 0;
-  if (t != nullptr) {
-    if (host_work(*t)) return g;
-    launches = t->launches_in(a, host_end);
-  } else {
-    for (const ThreadActivity& th : ctx.threads) {
-      if (host_work(th)) return g;
-    }
-    for (const ThreadActivity& th : ctx.threads) launches += th.launches_in(a, b);
+  const Launches& launches = ctx.model.launches[l->track];
+  const int64_t launched = launches.start[l->index];
+  const int64_t returned = std::min(b, launches.end(l->index));
+  // Queued before the gap, or launched in it and started well after its
+  // launch call returned: the device (or driver) held it back, waiting on
+  // an event, another stream or its own scheduling.
+  if (launched < a || b - returned > returned - a) {
+    g.cause = GapCause::device_wait;
+    g.what = fmt::format("`{}` on stream {}", ctx.model.str(s.name[i]), s.stream);
+    g.detail = launched < a ? fmt::format("{} was queued {} before the gap and started after it", g.what,
+                                          format_duration(a - launched))
+                            : fmt::format("{} was launched {} into the gap and started {} after its launch "
+                                          "returned",
+                                          g.what, format_duration(launched - a), format_duration(b - returned));
+    return g;
   }
-  if (launches > 0 || (t != nullptr && host_end - a < opt.min_gap_ns)) {
-    g.cause = GapCause::launch;
-    g.detail = launches > 0 ? fmt::format("the host issued {} launch{} during the gap", launches, launches == 1 ? "" : "es")
-                            : "launch latency";
-  }
+  const ThreadActivity* t = ctx.thread(launches.thread);
+  if (t != nullptr) host_side(ctx, {t, a, returned, launched, &launches, l->index}, g);
   return g;
 }
 
@@ -172,19 +248,60 @@ void measure_idle(const Context& ctx, AnalysisReport& report) {
   }
 }
 
+namespace {
+
+// Gap time grouped by cause and by what it was behind, largest first.
+struct CauseGroup {
+  GapCause cause;
+  const std::string* what;
+  int64_t ns = 0;
+  size_t gaps = 0;
+};
+
+std::vector<CauseGroup> group_causes(const DeviceIdle& d) {
+  std::map<std::pair<GapCause, std::string_view>, CauseGroup> groups;
+  for (const IdleGap& g : d.gaps) {
+    CauseGroup& c = groups.try_emplace({g.cause, g.what}, CauseGroup{g.cause, &g.what}).first->second;
+    c.ns += g.end - g.start;
+    ++c.gaps;
+  }
+  std::vector<CauseGroup> out;
+  for (auto& [key, c] : groups) out.push_back(c);
+  std::sort(out.begin(), out.end(), [](const CauseGroup& x, const CauseGroup& y) { return x.ns > y.ns; });
+  return out;
+}
+
+std::string_view suggestion_for(GapCause c) {
+  switch (c) {
+    case GapCause::compile:
+      return "compile before the loop (compile_for, or warm-up steps) and stop the recompiles the recompile finding "
+             "lists; ahead-of-time compiles cost their time once, at start-up";
+    case GapCause::sync:
+      return "take the blocking reads and synchronisations out of the loop: keep values on the device and read them "
+             "every N steps (item(), .cpu(), torch.cuda.synchronize, block_until_ready all wait for the device); "
+             "copy from pinned memory asynchronously";
+    case GapCause::host_work:
+      return "move that host work off the critical path: prepare the next batch on another thread (a DataLoader "
+             "with workers) or stream while the device works";
+    case GapCause::launch:
+      return "the host cannot issue work fast enough: fuse operations into fewer, longer kernels (jit, "
+             "torch.compile) or replay them as a CUDA graph";
+    case GapCause::between_ops:
+      return "the host spends the time between ops in Python or framework code: fewer, larger ops (torch.compile, "
+             "jit, CUDA graphs) or a profile with Python stacks (with_stack) shows which code";
+    case GapCause::device_wait:
+      return "the work was queued in time but the device waited: look at the event waits and stream dependencies "
+             "before the named operations";
+    case GapCause::unknown:
+      return "look at the timeline around the largest gaps: the trace does not say what the host was doing";
+  }
+  return "";
+}
+
+}  // namespace
+
 void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out) {
   const AnalysisOptions& opt = ctx.options;
-  static constexpr const char* kSuggestions[] = {
-      "compile before the loop (compile_for) and stop the recompiles the recompile finding lists; "
-      "ahead-of-time compiles cost their time once, at start-up",
-      "take the synchronous transfers out of the loop: keep values on the device and read them every N steps; "
-      "upload from pinned memory asynchronously",
-      "move that host work off the critical path: prepare the next batch on another thread (or stream) while the "
-      "device works",
-      "the host cannot issue work fast enough: jit larger functions so that operations fuse into fewer, longer "
-      "kernels",
-      "look at the timeline around the largest gaps: the trace does not say what the host was doing",
-  };
   for (const DeviceIdle& d : report.devices) {
     if (d.gaps.empty()) continue;
     int64_t window = d.window_end - d.window_start;
@@ -205,15 +322,22 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
                                                        format_duration(d.window_start), format_duration(d.window_end))});
     f.evidence.push_back({"busy (union of all streams)", format_duration(d.busy_ns)});
     f.evidence.push_back({"idle", fmt::format("{} ({})", format_duration(d.idle_ns), format_percent(fraction))});
-    size_t dominant = 0;
-    for (size_t c = 0; c < 5; ++c) {
+    size_t dominant = size_t(GapCause::unknown);
+    for (size_t c = 0; c < kGapCauses; ++c) {
       if (d.cause_ns[c] == 0) continue;
       if (d.cause_ns[c] > d.cause_ns[dominant]) dominant = c;
       f.evidence.push_back({fmt::format("cause: {}", name_of(GapCause(c))),
                             fmt::format("{} ({} of gap time)", format_duration(d.cause_ns[c]),
                                         format_percent(double(d.cause_ns[c]) / double(in_gaps)))});
     }
-    if (d.cause_ns[dominant] == 0) dominant = size_t(GapCause::unknown);
+    std::vector<CauseGroup> groups = group_causes(d);
+    for (size_t i = 0; i < std::min<size_t>(groups.size(), size_t(std::max(opt.largest_gaps, 0))); ++i) {
+      const CauseGroup& c = groups[i];
+      f.evidence.push_back({fmt::format("behind {}", name_of(c.cause)),
+                            fmt::format("{}: {} in {} gap{} ({} of gap time)", *c.what, format_duration(c.ns),
+                                        format_count(c.gaps), c.gaps == 1 ? "" : "s",
+                                        format_percent(double(c.ns) / double(in_gaps)))});
+    }
     std::vector<const IdleGap*> largest;
     for (const IdleGap& g : d.gaps) largest.push_back(&g);
     size_t shown = std::min<size_t>(largest.size(), size_t(std::max(opt.largest_gaps, 0)));
@@ -226,7 +350,7 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
                             fmt::format("{}: {}{}{}", format_duration(g.end - g.start), name_of(g.cause),
                                         g.detail.empty() ? "" : ", ", g.detail)});
     }
-    f.suggestion = kSuggestions[dominant];
+    f.suggestion = suggestion_for(GapCause(dominant));
     out.push_back(std::move(f));
   }
 }

@@ -81,7 +81,7 @@ std::string report_json(const AnalysisReport& r) {
   json devices = json::array();
   for (const DeviceIdle& d : r.devices) {
     json causes;
-    for (size_t c = 0; c < 5; ++c) causes[std::string(name_of(GapCause(c)))] = d.cause_ns[c];
+    for (size_t c = 0; c < kGapCauses; ++c) causes[std::string(name_of(GapCause(c)))] = d.cause_ns[c];
     devices.push_back({{"device", d.device},
                        {"window_start_ns", d.window_start},
                        {"window_end_ns", d.window_end},

@@ -35,14 +35,20 @@ struct Finding {
   std::vector<uint32_t> devices, threads;  // the tracks it concerns
 };
 
-// Why a device sat idle, from what the host did meanwhile (docs/analyses.md).
-enum class GapCause : uint8_t { compile, sync, host_work, launch, unknown };
+// Why a device sat idle (docs/analyses.md): from what the launching thread
+// did until it launched the operation that ended the gap (host-side
+// causes), or, when that operation was queued in time, the device's own
+// wait. `between_ops`: the thread was inside no recorded op (Python, or
+// other code nothing records); `unknown`: nothing tells.
+enum class GapCause : uint8_t { compile, sync, host_work, launch, between_ops, device_wait, unknown };
+constexpr size_t kGapCauses = 7;
 std::string_view name_of(GapCause c);
 
 struct IdleGap {
   int64_t start = 0, end = 0;
   GapCause cause = GapCause::unknown;
-  std::string detail;  // "compile of train_step", "in `save_checkpoint`"
+  std::string what;    // what it was behind, the key gaps are grouped by: "aten::item > aten::_local_scalar_dense"
+  std::string detail;  // the sentence shown: "compile of train_step", "host in `save_checkpoint` on thread `main`"
 };
 
 // HTA's per-stream classes of idle time between consecutive operations.
@@ -57,7 +63,7 @@ struct DeviceIdle {
   int64_t busy_ns = 0;                       // union of ops over all streams
   int64_t idle_ns = 0;                       // window - busy
   std::vector<IdleGap> gaps;                 // gaps >= min_gap, in time order
-  int64_t cause_ns[5] = {};                  // idle in those gaps per GapCause
+  int64_t cause_ns[kGapCauses] = {};         // idle in those gaps per GapCause
 };
 
 struct StepStats {
