@@ -218,6 +218,9 @@ void measure_idle(const Context& ctx, AnalysisReport& report) {
     di.window_end = d.window_end;
     di.busy_ns = d.busy.length();
     di.idle_ns = (d.window_end - d.window_start) - di.busy_ns;
+    di.compute_ns = d.compute.length();
+    di.collective_ns = d.collectives.length();
+    di.compute_collective_overlap_ns = di.collective_ns - IntervalSet::subtract(d.collectives, d.compute).length();
     for (const Interval& gap : d.busy.gaps(d.window_start, d.window_end, opt.min_gap_ns)) {
       IdleGap g = classify(ctx, d, gap.start, gap.end);
       di.cause_ns[size_t(g.cause)] += g.end - g.start;

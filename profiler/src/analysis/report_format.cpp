@@ -87,6 +87,9 @@ std::string report_json(const AnalysisReport& r) {
                        {"window_end_ns", d.window_end},
                        {"busy_ns", d.busy_ns},
                        {"idle_ns", d.idle_ns},
+                       {"compute_ns", d.compute_ns},
+                       {"collective_ns", d.collective_ns},
+                       {"compute_collective_overlap_ns", d.compute_collective_overlap_ns},
                        {"gaps", d.gaps.size()},
                        {"gap_idle_ns_by_cause", causes}});
   }

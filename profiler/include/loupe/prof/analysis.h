@@ -62,6 +62,11 @@ struct DeviceIdle {
   int64_t window_start = 0, window_end = 0;  // first op start, last op end
   int64_t busy_ns = 0;                       // union of ops over all streams
   int64_t idle_ns = 0;                       // window - busy
+  // HTA's temporal breakdown and comm/comp overlap: the union of compute
+  // kernels (kernels other than collectives; busy - compute is HTA's
+  // non-compute time), the union of collective kernels, and the time both
+  // ran at once.
+  int64_t compute_ns = 0, collective_ns = 0, compute_collective_overlap_ns = 0;
   std::vector<IdleGap> gaps;                 // gaps >= min_gap, in time order
   int64_t cause_ns[kGapCauses] = {};         // idle in those gaps per GapCause
 };
