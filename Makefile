@@ -30,11 +30,14 @@ demo: build
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# Benchmarks run in a Release build of their own and print one table.
+# Benchmarks run in a Release build of their own and print one table, in
+# .venv-bench (scripts/setup-python), which has what the comparisons with
+# HTA and JAX import.
 bench: setup
+	scripts/setup-python
 	cmake -S . -B $(BUILD)-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOUPE_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-release -j $(JOBS)
-	bench/run $(BUILD)-release
+	.venv-bench/bin/python bench/run $(BUILD)-release
 
 # Everything that needs an NVIDIA GPU (docs/gpu.md), with one table at the
 # end; on a machine without one, the CPU-side parts and what was skipped.

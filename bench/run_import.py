@@ -8,9 +8,10 @@ write the loupe trace), best of three runs; peak memory is the importing
 process's peak resident set over the input's size. Measured on the largest
 Kineto fixture (as .json and as .json.gz) and on a synthetic 100 MB Kineto
 trace; with --1gb (or LOUPE_BENCH_1GB=1) also on a synthetic 1 GB one,
-generated in BUILD_DIR/bench (never committed). When HolisticTraceAnalysis
-is installed, bench/hta_compare.py adds HTA's load-and-idle-time against
-loupe's on the same fixtures.
+generated in BUILD_DIR/bench (never committed). bench/hta_compare.py adds
+HTA's load and idle time breakdown against loupe's import and analyze on
+the largest fixture (skipped where HolisticTraceAnalysis is not installed;
+`make bench` runs this in .venv-bench, which has it).
 """
 import gzip
 import json
