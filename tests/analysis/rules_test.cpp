@@ -502,7 +502,12 @@ TEST_F(Rules, KernelStorm) {
   AnalysisReport r = analyze(m);
   auto f = by_rule(r, "tiny-kernels");
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0]->impact_ns, 200 * 5000);
+  // The impact is the device's wait for launches: each op starts 6 us
+  // after its launch began, and each launch comes when the previous op has
+  // ended: 199 gaps of 6 us between the adds, 6 us before the first
+  // matmul, 9 gaps of 10 us between the matmuls.
+  EXPECT_EQ(f[0]->impact_ns, 199 * 6000 + 6000 + 9 * 10'000);
+  EXPECT_EQ(evidence(*f[0], "host time in their launch calls"), "1.000 ms");  // 200 x 5 us
   EXPECT_EQ(evidence(*f[0], "tiny kernels"), "200 (95.2% of kernels)");
   EXPECT_EQ(evidence(*f[0], "tiny kernel"), "add (x200)");
   EXPECT_NEAR(r.metrics.tiny_kernel_fraction, 200.0 / 210.0, 1e-12);
@@ -510,6 +515,38 @@ TEST_F(Rules, KernelStorm) {
   AnalysisOptions o;
   set_analysis_parameter(o, "tiny_fraction", "96%");
   EXPECT_TRUE(by_rule(analyze(m, o), "tiny-kernels").empty());
+}
+
+// Tiny kernels launched faster than the device runs them keep it busy:
+// not launch-bound, so no finding, however many there are.
+TEST_F(Rules, TinyKernelsOnABusyDeviceAreNotLaunchBound) {
+  auto t = trace();
+  t.device(0);
+  uint64_t corr = 1;
+  for (int i = 0; i < 200; ++i, ++corr) {  // 2 us kernels back to back; launches of 5 us queued far ahead
+    t.launch(0, int64_t(i) * 1000, 5000, corr);
+    t.op(0, 0, 1'000'000 + int64_t(i) * 2000, 2000, corr, DeviceOpKind::kernel, "add");
+  }
+  AnalysisReport r = analyze(t.load());
+  EXPECT_TRUE(by_rule(r, "tiny-kernels").empty());
+  EXPECT_NEAR(r.metrics.tiny_kernel_fraction, 1.0, 1e-12);  // they are tiny all the same
+}
+
+// A CUDA graph launch issues many kernels at once: each kernel carries its
+// share of the one call, and the call counts once.
+TEST_F(Rules, AGraphLaunchCountsOnce) {
+  auto t = trace();
+  t.device(0);
+  int64_t time = 0;
+  for (uint64_t g = 1; g <= 10; ++g) {  // 10 graphs of 100 kernels of 2 us behind one 50 us call
+    t.launch(0, time, 50'000, g);
+    for (int k = 0; k < 100; ++k) t.op(0, 0, time + 60'000 + k * 2000, 2000, g, DeviceOpKind::kernel, "fused");
+    time += 300'000;
+  }
+  AnalysisReport r = analyze(t.load());
+  // 2 us kernels against 500 ns of launch each: none is tiny.
+  EXPECT_TRUE(by_rule(r, "tiny-kernels").empty());
+  EXPECT_EQ(r.metrics.tiny_kernel_fraction, 0.0);
 }
 
 // An op run eagerly costs the host its whole dispatch (the runtime's
@@ -538,7 +575,10 @@ TEST_F(Rules, EagerOpsAreTinyAgainstTheirWholeDispatch) {
   auto f = by_rule(r, "tiny-kernels");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(evidence(*f[0], "tiny kernels"), "150 (75.0% of kernels)");
-  EXPECT_EQ(f[0]->impact_ns, 150 * 1000);  // the host time in those ops
+  EXPECT_EQ(evidence(*f[0], "host time in their launch calls"), "150.000 us");  // 150 ops of 1 us
+  // The device waited 1.7 us for each next launch (an op ends at +1.25 us,
+  // the next is launched at +2.8 us and starts at +2.95 us): 199 gaps.
+  EXPECT_EQ(f[0]->impact_ns, 199 * 1700);
   std::vector<std::string> sites;
   for (const auto& [k, v] : f[0]->evidence) {
     if (k == "call site") sites.push_back(v);

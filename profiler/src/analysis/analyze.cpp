@@ -78,6 +78,7 @@ const std::vector<Parameter>& parameters() {
       param("tiny_kernel", "tiny-kernels: duration under which a kernel without a launch is tiny (ns; units allowed)", &AnalysisOptions::tiny_kernel_ns, true),
       param("tiny_fraction", "tiny-kernels: share of kernels that must be tiny for a warning", &AnalysisOptions::tiny_fraction_warning),
       param("tiny_min_kernels", "tiny-kernels: fewest tiny kernels for a warning", &AnalysisOptions::tiny_min_kernels),
+      param("launch_bound", "tiny-kernels: share of the window the device must idle waiting for launches", &AnalysisOptions::launch_bound_fraction),
       param("async_lag_ratio", "async-timing: device work after the range ends, as a share of the range", &AnalysisOptions::async_min_lag_ratio),
       param("memory_high", "memory: share of capacity above which memory is under pressure", &AnalysisOptions::memory_high_fraction),
       param("step_spread", "steps: p90 over median step time that makes a warning", &AnalysisOptions::step_spread_warning),

@@ -37,6 +37,16 @@ bool is_collective_kernel(std::string_view name) {
   return name.starts_with("ncclKernel") || name.starts_with("ncclDevKernel") || name.starts_with("rcclKernel");
 }
 
+OpAt first_op_from(const DeviceActivity& d, int64_t t) {
+  OpAt best;
+  for (const DeviceOps* s : d.streams) {
+    size_t i = lower_bound_time(s->start, t);
+    while (i < s->size() && s->kind[i] == DeviceOpKind::sync) ++i;
+    if (i < s->size() && (best.stream == nullptr || s->start[i] < best.stream->start[best.index])) best = {s, i};
+  }
+  return best;
+}
+
 void CorrelationIndex::build(std::vector<std::pair<uint64_t, EventRef>> entries) {
   uint64_t max_id = 0;
   for (const auto& e : entries) max_id = std::max(max_id, e.first);

@@ -33,6 +33,15 @@ struct DeviceActivity {
   int64_t window_start = 0, window_end = 0;
 };
 
+// A device operation, by stream and index.
+struct OpAt {
+  const DeviceOps* stream = nullptr;  // null: none
+  size_t index = 0;
+};
+// The first operation on the device, over all streams, starting at or
+// after t; event waits (sync ops) do not count, they do no work.
+OpAt first_op_from(const DeviceActivity& d, int64_t t);
+
 // A row of a track, by index.
 struct EventRef {
   uint32_t track = 0;

@@ -11,23 +11,6 @@ namespace loupe::prof::analysis {
 
 namespace {
 
-// The operation that ended a gap: the first one on the device starting at
-// or after `t`, over all streams.
-struct OpAt {
-  const DeviceOps* stream = nullptr;
-  size_t index = 0;
-};
-
-OpAt first_op_from(const DeviceActivity& d, int64_t t) {
-  OpAt best;
-  for (const DeviceOps* s : d.streams) {
-    size_t i = lower_bound_time(s->start, t);
-    while (i < s->size() && s->kind[i] == DeviceOpKind::sync) ++i;  // waits do not end a gap
-    if (i < s->size() && (best.stream == nullptr || s->start[i] < best.stream->start[best.index])) best = {s, i};
-  }
-  return best;
-}
-
 std::string compile_detail(const Context& ctx, int64_t a, int64_t b) {
   for (const Compiles& c : ctx.model.compiles) {
     for (size_t i = 0; i < c.size(); ++i) {
@@ -154,7 +137,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
 // priority and why.
 IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t b) {
   IdleGap g{a, b, GapCause::unknown, "", ""};
-  OpAt next = first_op_from(d, b);
+  OpAt next = first_op_from(d, b);  // the op that ended the gap
   if (next.stream == nullptr) return g;
   const DeviceOps& s = *next.stream;
   const size_t i = next.index;

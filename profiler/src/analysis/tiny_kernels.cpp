@@ -1,10 +1,12 @@
 // tiny-kernels: kernels shorter than the host time it took to issue them
-// (their launch, or the whole eager op around it), launches per step, and
-// operations run eagerly outside any jitted function.
+// (their share of a launch call, or the whole eager op around it), and
+// whether the device sat idle waiting for launches: only then is a program
+// launch-bound, and that idle time is what fusing would win back.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
@@ -63,23 +65,65 @@ class EagerOps {
   std::map<uint32_t, Thread> threads_;
 };
 
+// What a launch call costs the host, from the calls themselves: each one's
+// duration, capped at the median of the calls of that name on its thread,
+// since a call far above its median was blocked (on a full launch queue,
+// say) rather than launching; and shared by all the kernels it launched (a
+// CUDA graph launch issues hundreds of kernels at once).
+class LaunchCost {
+ public:
+  explicit LaunchCost(const Context& ctx) : ctx_(ctx) {
+    std::map<std::pair<uint32_t, StringId>, std::vector<int64_t>> durations;
+    for (const Launches& l : ctx.model.launches) {
+      for (size_t i = 0; i < l.size(); ++i) durations[{l.thread, l.name[i]}].push_back(l.dur[i]);
+    }
+    for (auto& [key, d] : durations) {
+      std::nth_element(d.begin(), d.begin() + long(d.size() / 2), d.end());
+      median_[key] = d[d.size() / 2];
+    }
+    for (const DeviceOps& s : ctx.model.device_ops) {
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (s.correlation[i] != 0 && s.kind[i] != DeviceOpKind::sync) ++ops_[s.correlation[i]];
+      }
+    }
+  }
+  // The host time of the launch `l`, without its blocked part.
+  int64_t of_call(const EventRef& l) const {
+    const Launches& ls = ctx_.model.launches[l.track];
+    return std::min(ls.dur[l.index], median_.at({ls.thread, ls.name[l.index]}));
+  }
+  // The share of it one of its device ops carries.
+  int64_t per_op(const EventRef& l, uint64_t correlation) const {
+    auto it = ops_.find(correlation);
+    return of_call(l) / int64_t(it == ops_.end() ? 1 : std::max<uint32_t>(it->second, 1));
+  }
+
+ private:
+  const Context& ctx_;
+  std::map<std::pair<uint32_t, StringId>, int64_t> median_;
+  std::unordered_map<uint64_t, uint32_t> ops_;  // device ops per correlation id
+};
+
 KernelCounts count_kernels(const Context& ctx) {
   const TraceModel& m = ctx.model;
   EagerOps eager(ctx);
+  LaunchCost cost(ctx);
   KernelCounts k;
+  std::vector<uint64_t> charged;  // launches whose host time is counted, once each
   for (const DeviceOps& s : m.device_ops) {
     bool any = false;
     for (size_t i = 0; i < s.size(); ++i) {
       if (s.kind[i] != DeviceOpKind::kernel) continue;
       ++k.kernels;
       k.kernel_ns += s.dur[i];
-      // The host time it took to issue the kernel: its launch call, or the
-      // whole eager op around that call.
-      int64_t launch_ns = -1;
+      // The host time it took to issue the kernel: its share of its launch
+      // call, or the whole eager op around that call.
+      int64_t launch_ns = -1, call_ns = 0;
       uint32_t site = 0;
       if (const EventRef* l = ctx.launch_of(s.correlation[i])) {
         const Launches& ls = m.launches[l->track];
-        launch_ns = ls.dur[l->index];
+        launch_ns = cost.per_op(*l, s.correlation[i]);
+        call_ns = cost.of_call(*l);
         if (int64_t op = eager.at(ls.thread, ls.start[l->index]); op >= 0) {
           // Less any time the op waited (for room in a full launch queue,
           // say): a device-bound program's ops wait, they do not issue.
@@ -88,6 +132,7 @@ KernelCounts count_kernels(const Context& ctx) {
           const ThreadActivity* th = ctx.thread(ls.thread);
           int64_t waited = th != nullptr ? th->blocked.covered(from, to) : 0;
           launch_ns = std::max(launch_ns, spans.dur[size_t(op)] - waited);
+          call_ns = launch_ns;
           site = spans.callsite[size_t(op)];
         }
       }
@@ -97,12 +142,42 @@ KernelCounts count_kernels(const Context& ctx) {
       any = true;
       ++k.tiny;
       k.tiny_ns += s.dur[i];
-      k.tiny_launch_ns += std::max<int64_t>(launch_ns, 0);
+      if (launch_ns >= 0) {
+        k.tiny_launch_ns += call_ns;
+        charged.push_back(s.correlation[i]);
+      }
       ++k.tiny_names[s.name[i]];
     }
     if (any && std::find(k.devices.begin(), k.devices.end(), s.device) == k.devices.end()) k.devices.push_back(s.device);
   }
+  // A launch that issued several tiny kernels was counted for each: once.
+  std::sort(charged.begin(), charged.end());
+  for (size_t i = 1; i < charged.size(); ++i) {
+    if (charged[i] == charged[i - 1]) {
+      if (const EventRef* l = ctx.launch_of(charged[i])) k.tiny_launch_ns -= cost.of_call(*l);
+    }
+  }
   return k;
+}
+
+// The device idle waiting for the host to launch: gaps shorter than
+// min_gap whose next op was launched after the gap began (the rhythm of a
+// launch-bound program: each kernel ends before the next is issued), and
+// the gaps the idle-gap rule put down to launching. Gaps with other causes
+// belong to that rule; the two impacts do not overlap.
+int64_t idle_waiting_for_launches(const Context& ctx, const AnalysisReport& report) {
+  int64_t idle = 0;
+  for (const DeviceActivity& d : ctx.devices) {
+    for (const Interval& gap : d.busy.gaps(d.window_start, d.window_end, 1)) {
+      if (gap.end - gap.start >= ctx.options.min_gap_ns) continue;
+      OpAt next = first_op_from(d, gap.end);
+      if (next.stream == nullptr) continue;
+      const EventRef* l = ctx.launch_of(next.stream->correlation[next.index]);
+      if (l != nullptr && ctx.model.launches[l->track].start[l->index] >= gap.start) idle += gap.end - gap.start;
+    }
+  }
+  for (const DeviceIdle& d : report.devices) idle += d.cause_ns[size_t(GapCause::launch)];
+  return idle;
 }
 
 // A launch counts as eager when no runtime span of a jitted call encloses it
@@ -139,26 +214,37 @@ double tiny_kernel_fraction(const Context& ctx) {
   return k.kernels == 0 ? 0 : double(k.tiny) / double(k.kernels);
 }
 
-void rule_tiny_kernels(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
+void rule_tiny_kernels(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out) {
   const AnalysisOptions& opt = ctx.options;
   KernelCounts k = count_kernels(ctx);
   if (k.kernels == 0) return;
   double fraction = double(k.tiny) / double(k.kernels);
   if (fraction < opt.tiny_fraction_warning || k.tiny < opt.tiny_min_kernels) return;
+  // Many small kernels cost nothing while the launches keep ahead of the
+  // device: launch-bound means the device waited for them.
+  int64_t waiting = idle_waiting_for_launches(ctx, report);
+  int64_t window = ctx.window();
+  double waiting_fraction = window > 0 ? double(waiting) / double(window) : 0;
+  if (waiting_fraction < opt.launch_bound_fraction) return;
   uint64_t launches = 0;
   uint64_t eager = count_eager_launches(ctx, &launches);
   Finding f;
   f.rule = "tiny-kernels";
   f.severity = Severity::warning;
   f.devices = k.devices;
-  // What fusing would save: the host time spent launching them.
-  f.impact_ns = k.tiny_launch_ns;
-  f.title = fmt::format("{} of {} kernels ({}) run shorter than it took to launch them: the program is launch-bound",
-                        format_count(k.tiny), format_count(k.kernels), format_percent(fraction));
+  // What fusing would win back: the device's wait for the launches.
+  f.impact_ns = waiting;
+  f.title = fmt::format("{} of {} kernels ({}) run shorter than it took to launch them, and the device sat idle {} "
+                        "({} of its window) waiting for launches: the program is launch-bound",
+                        format_count(k.tiny), format_count(k.kernels), format_percent(fraction),
+                        format_duration(waiting), format_percent(waiting_fraction));
   f.evidence.push_back({"tiny kernels", fmt::format("{} ({} of kernels)", format_count(k.tiny), format_percent(fraction))});
   f.evidence.push_back({"their device time", fmt::format("{} ({} of kernel time)", format_duration(k.tiny_ns),
                                                          format_percent(double(k.tiny_ns) / double(std::max<int64_t>(k.kernel_ns, 1))))});
-  f.evidence.push_back({"host time launching them", format_duration(k.tiny_launch_ns)});
+  f.evidence.push_back({"host time in their launch calls", format_duration(k.tiny_launch_ns)});
+  f.evidence.push_back({"device idle waiting for launches",
+                        fmt::format("{} ({} of the active window)", format_duration(waiting),
+                                    format_percent(waiting_fraction))});
   if (ctx.distinct_steps > 0) {
     f.evidence.push_back({"launches per step", fmt::format("{:.1f}", ctx.per_step(double(launches)))});
   }

@@ -112,6 +112,7 @@ struct AnalysisOptions {
   int64_t tiny_kernel_ns = 10'000;      // when a kernel has no launch to compare with
   double tiny_fraction_warning = 0.5;
   uint64_t tiny_min_kernels = 100;
+  double launch_bound_fraction = 0.10;  // of the window idle waiting for launches
   double async_min_lag_ratio = 0.5;     // async-timing
   double memory_high_fraction = 0.9;    // memory
   double step_spread_warning = 1.5;     // steps: p90 / median
