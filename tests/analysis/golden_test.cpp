@@ -24,7 +24,7 @@ using namespace loupe::prof;
 
 namespace {
 
-const std::set<std::string> kRulesChecked = {"async-timing", "communication", "idle-gap", "memory", "recompile", "steps", "tiny-kernels", "transfer"};
+const std::set<std::string> kRulesChecked = {"async-timing", "communication", "idle-gap", "memory", "no-accelerator", "recompile", "steps", "tiny-kernels", "transfer"};
 
 struct Range {
   double lo = 0, hi = 0;

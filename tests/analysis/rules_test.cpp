@@ -854,6 +854,31 @@ TEST_F(Rules, NoAcceleratorOnlyForCpuDevices) {
   }
 }
 
+// Without any device operation: a CPU-only run says so; launches (or a GPU
+// listed) without device operations mean the device's work went unrecorded.
+TEST_F(Rules, NoDeviceOperationsSaysWhichCase) {
+  {
+    auto t = trace();
+    t.span(0, 0, 100, "aten::mm", SpanKind::runtime);
+    AnalysisReport r = analyze(t.load());
+    auto f = by_rule(r, "no-accelerator");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0]->severity, Severity::info);
+    EXPECT_EQ(f[0]->title.rfind("nothing ran on an accelerator", 0), 0u) << f[0]->title;
+  }
+  {
+    auto t = trace();
+    t.span(0, 0, 100, "aten::mm", SpanKind::runtime);
+    t.launch(0, 10, 5, 1);
+    AnalysisReport r = analyze(t.load());
+    auto f = by_rule(r, "no-accelerator");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0]->severity, Severity::warning);
+    EXPECT_NE(f[0]->title.find("records no device operations"), std::string::npos) << f[0]->title;
+    EXPECT_EQ(evidence(*f[0], "launches"), "1");
+  }
+}
+
 TEST_F(Rules, EmptyTraceHasNoFindings) {
   auto t = trace();
   AnalysisReport r = analyze(t.load());
