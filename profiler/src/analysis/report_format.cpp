@@ -37,6 +37,12 @@ std::string report_text(const AnalysisReport& r, bool color) {
   const char* dim = color ? "\033[2m" : "";
   out += fmt::format("{}: {} finding{}, active window {}\n", shown(r.path), r.findings.size(),
                      r.findings.size() == 1 ? "" : "s", format_duration(r.window_end - r.window_start));
+  size_t with_impact = 0;
+  for (const Finding& f : r.findings) with_impact += f.impact_ns > 0;
+  if (with_impact > 1) {
+    out += "(ranked by each finding's own impact; impacts can cover the same time, so they do not add up: "
+           "docs/analyses.md)\n";
+  }
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
     out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1, name_of(f.severity),

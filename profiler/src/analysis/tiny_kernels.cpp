@@ -163,8 +163,8 @@ KernelCounts count_kernels(const Context& ctx) {
 // The device idle waiting for the host to launch: gaps shorter than
 // min_gap whose next op was launched after the gap began (the rhythm of a
 // launch-bound program: each kernel ends before the next is issued), and
-// the gaps the idle-gap rule put down to launching. Gaps with other causes
-// belong to that rule; the two impacts do not overlap.
+// the longer gaps the idle-gap rule put down to launching (an eager op's
+// dispatch can outlast min_gap).
 int64_t idle_waiting_for_launches(const Context& ctx, const AnalysisReport& report) {
   int64_t idle = 0;
   for (const DeviceActivity& d : ctx.devices) {
