@@ -128,10 +128,15 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
     f.evidence.push_back({"left out", fmt::format("step {} ({}): no device work during it", s.number,
                                                   format_duration(s.end - s.start))});
   }
-  f.evidence.push_back({"device computing", share(compute)});
-  if (communication > 0) f.evidence.push_back({"device communicating only", share(communication)});
-  f.evidence.push_back({"device copying only", share(transfer)});
-  f.evidence.push_back({"device idle", share(idle)});
+  // Without a device operation the trace cannot say how a device spent
+  // the steps: no shares rather than a device idle 0%.
+  const bool devices = !ctx.devices.empty();
+  if (devices) {
+    f.evidence.push_back({"device computing", share(compute)});
+    if (communication > 0) f.evidence.push_back({"device communicating only", share(communication)});
+    f.evidence.push_back({"device copying only", share(transfer)});
+    f.evidence.push_back({"device idle", share(idle)});
+  }
   f.evidence.push_back({"host compiling", share(compile)});
   std::vector<const StepStats::Step*> slowest;
   for (const StepStats::Step& s : st.steps) slowest.push_back(&s);
@@ -142,9 +147,11 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
     const StepStats::Step& s = *slowest[i];
     f.ranges.push_back({s.start, s.start + s.dur});
     f.evidence.push_back({fmt::format("slow step {}", s.number),
-                          fmt::format("{}: compile {}, idle {}, compute {}", format_duration(s.dur),
-                                      format_duration(s.compile_ns), format_duration(s.idle_ns),
-                                      format_duration(s.compute_ns))});
+                          devices ? fmt::format("{}: compile {}, idle {}, compute {}", format_duration(s.dur),
+                                                format_duration(s.compile_ns), format_duration(s.idle_ns),
+                                                format_duration(s.compute_ns))
+                                  : fmt::format("{}: compile {}", format_duration(s.dur),
+                                                format_duration(s.compile_ns))});
   }
   if (too_few) {
     f.suggestion = "record more steps (a profiler schedule with more active steps) to see how step time varies";

@@ -76,7 +76,8 @@ struct StepStats {
   int64_t median_ns = 0, p10_ns = 0, p90_ns = 0, mad_ns = 0;  // of step durations
   // Per step, in order: duration and its split of device time (ns):
   // computing (a kernel other than a collective ran), communicating only (a
-  // collective and no compute), copying only, idle; and host compile time.
+  // collective and no compute), copying only, idle (all zero in a trace
+  // without device operations); and host compile time.
   struct Step {
     int64_t number = 0, start = 0, dur = 0;
     int64_t compute_ns = 0, communication_ns = 0, transfer_ns = 0, idle_ns = 0, compile_ns = 0;
