@@ -539,7 +539,7 @@ TEST_F(Rules, AGraphLaunchCountsOnce) {
   t.device(0);
   int64_t time = 0;
   for (uint64_t g = 1; g <= 10; ++g) {  // 10 graphs of 100 kernels of 2 us behind one 50 us call
-    t.launch(0, time, 50'000, g);
+    t.launch(0, time, 50'000, g, 0, 0, "cudaGraphLaunch");
     for (int k = 0; k < 100; ++k) t.op(0, 0, time + 60'000 + k * 2000, 2000, g, DeviceOpKind::kernel, "fused");
     time += 300'000;
   }

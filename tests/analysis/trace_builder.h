@@ -30,8 +30,9 @@ class TraceBuilder {
           DeviceOpKind kind = DeviceOpKind::kernel, const std::string& name = "k") {
     w_.add(DeviceOpRow{dev, stream, start, dur, kind, str(name), 0, CopyKind::none, corr});
   }
-  void launch(uint32_t thread, int64_t start, int64_t dur, uint64_t corr, uint32_t dev = 0, uint32_t stream = 0) {
-    w_.add(LaunchRow{thread, start, dur, str("launch"), dev, stream, corr});
+  void launch(uint32_t thread, int64_t start, int64_t dur, uint64_t corr, uint32_t dev = 0, uint32_t stream = 0,
+              const std::string& name = "launch") {
+    w_.add(LaunchRow{thread, start, dur, str(name), dev, stream, corr});
   }
   void span(uint32_t thread, int64_t start, int64_t dur, const std::string& name, SpanKind kind = SpanKind::user,
             uint32_t depth = 0, uint32_t callsite = 0) {

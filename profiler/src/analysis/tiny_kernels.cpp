@@ -68,40 +68,75 @@ class EagerOps {
 // What a launch call costs the host, from the calls themselves: each one's
 // duration, capped at the median of the calls of that name on its thread,
 // since a call far above its median was blocked (on a full launch queue,
-// say) rather than launching; and shared by all the kernels it launched (a
-// CUDA graph launch issues hundreds of kernels at once).
+// say) rather than launching; and, for a graph launch, shared by all the
+// kernels it launched (a CUDA graph launch issues hundreds at once).
 class LaunchCost {
  public:
-  explicit LaunchCost(const Context& ctx) : ctx_(ctx) {
-    std::map<std::pair<uint32_t, StringId>, std::vector<int64_t>> durations;
+  explicit LaunchCost(const Context& ctx) : ctx_(ctx), graph_(ctx.model.strings.size(), -1) {
     for (const Launches& l : ctx.model.launches) {
-      for (size_t i = 0; i < l.size(); ++i) durations[{l.thread, l.name[i]}].push_back(l.dur[i]);
+      for (size_t i = 0; i < l.size(); ++i) group(l.thread, l.name[i]).durations.push_back(l.dur[i]);
     }
-    for (auto& [key, d] : durations) {
-      std::nth_element(d.begin(), d.begin() + long(d.size() / 2), d.end());
-      median_[key] = d[d.size() / 2];
+    for (Group& g : groups_) {
+      std::nth_element(g.durations.begin(), g.durations.begin() + long(g.durations.size() / 2), g.durations.end());
+      g.median = g.durations[g.durations.size() / 2];
+      std::vector<int64_t>().swap(g.durations);
     }
     for (const DeviceOps& s : ctx.model.device_ops) {
       for (size_t i = 0; i < s.size(); ++i) {
-        if (s.correlation[i] != 0 && s.kind[i] != DeviceOpKind::sync) ++ops_[s.correlation[i]];
+        const EventRef* l = s.kind[i] == DeviceOpKind::sync ? nullptr : ctx.launch_of(s.correlation[i]);
+        if (l != nullptr && is_graph_launch(*l)) ++graph_ops_[s.correlation[i]];
       }
     }
   }
   // The host time of the launch `l`, without its blocked part.
   int64_t of_call(const EventRef& l) const {
     const Launches& ls = ctx_.model.launches[l.track];
-    return std::min(ls.dur[l.index], median_.at({ls.thread, ls.name[l.index]}));
+    return std::min(ls.dur[l.index], find(ls.thread, ls.name[l.index])->median);
   }
   // The share of it one of its device ops carries.
-  int64_t per_op(const EventRef& l, uint64_t correlation) const {
-    auto it = ops_.find(correlation);
-    return of_call(l) / int64_t(it == ops_.end() ? 1 : std::max<uint32_t>(it->second, 1));
+  int64_t per_op(const EventRef& l, uint64_t correlation) const { return of_call(l) / int64_t(ops_of(l, correlation)); }
+  // How many device ops the launch started: one, but for a graph launch.
+  uint32_t ops_of(const EventRef& l, uint64_t correlation) const {
+    if (!is_graph_launch(l)) return 1;
+    auto it = graph_ops_.find(correlation);
+    return it == graph_ops_.end() ? 1 : std::max<uint32_t>(it->second, 1);
   }
 
  private:
+  struct Group {
+    uint32_t thread;
+    StringId name;
+    int64_t median = 0;
+    std::vector<int64_t> durations;
+  };
+  // A handful of groups (threads times launch calls): a flat table.
+  Group& group(uint32_t thread, StringId name) {
+    if (Group* g = find(thread, name)) return *g;
+    return groups_.emplace_back(Group{thread, name, 0, {}});
+  }
+  Group* find(uint32_t thread, StringId name) const {
+    if (last_ < groups_.size() && groups_[last_].thread == thread && groups_[last_].name == name) {
+      return const_cast<Group*>(&groups_[last_]);
+    }
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      if (groups_[i].thread == thread && groups_[i].name == name) {
+        last_ = i;
+        return const_cast<Group*>(&groups_[i]);
+      }
+    }
+    return nullptr;
+  }
+  bool is_graph_launch(const EventRef& l) const {
+    StringId name = ctx_.model.launches[l.track].name[l.index];
+    if (graph_[name] < 0) graph_[name] = ctx_.model.str(name).find("GraphLaunch") != std::string::npos ? 1 : 0;
+    return graph_[name] == 1;
+  }
+
   const Context& ctx_;
-  std::map<std::pair<uint32_t, StringId>, int64_t> median_;
-  std::unordered_map<uint64_t, uint32_t> ops_;  // device ops per correlation id
+  std::vector<Group> groups_;
+  mutable size_t last_ = 0;
+  mutable std::vector<int8_t> graph_;                  // per string: a graph launch call?
+  std::unordered_map<uint64_t, uint32_t> graph_ops_;  // device ops per graph launch
 };
 
 KernelCounts count_kernels(const Context& ctx) {
@@ -142,21 +177,21 @@ KernelCounts count_kernels(const Context& ctx) {
       any = true;
       ++k.tiny;
       k.tiny_ns += s.dur[i];
-      if (launch_ns >= 0) {
-        k.tiny_launch_ns += call_ns;
-        charged.push_back(s.correlation[i]);
+      if (const EventRef* l = launch_ns >= 0 ? ctx.launch_of(s.correlation[i]) : nullptr) {
+        if (cost.ops_of(*l, s.correlation[i]) > 1) {
+          charged.push_back(s.correlation[i]);  // counted once, below
+        } else {
+          k.tiny_launch_ns += call_ns;
+        }
       }
       ++k.tiny_names[s.name[i]];
     }
     if (any && std::find(k.devices.begin(), k.devices.end(), s.device) == k.devices.end()) k.devices.push_back(s.device);
   }
-  // A launch that issued several tiny kernels was counted for each: once.
+  // A graph launch that issued several tiny kernels counts once.
   std::sort(charged.begin(), charged.end());
-  for (size_t i = 1; i < charged.size(); ++i) {
-    if (charged[i] == charged[i - 1]) {
-      if (const EventRef* l = ctx.launch_of(charged[i])) k.tiny_launch_ns -= cost.of_call(*l);
-    }
-  }
+  charged.erase(std::unique(charged.begin(), charged.end()), charged.end());
+  for (uint64_t c : charged) k.tiny_launch_ns += cost.of_call(*ctx.launch_of(c));
   return k;
 }
 
