@@ -469,6 +469,26 @@ TEST_F(Rules, TimeInAllocatorRetriesIsPressure) {
   EXPECT_EQ(f[0]->impact_ns, 100 + 25);  // [100, 140) ∪ [130, 200) ∪ [300, 325)
 }
 
+// A trace without call sites names the block by the ops open when it was
+// allocated, on the one thread inside an op (a thread only running Python,
+// waiting on a lock, does not count); with two such threads it cannot tell.
+TEST_F(Rules, MemoryPeakNamesTheAllocatingOpWithoutCallSites) {
+  for (bool second_thread_in_op : {false, true}) {
+    auto t = trace();
+    t.device(0, DeviceKind::cuda, 1000);
+    t.op(0, 0, 0, 10);
+    t.span(0, 0, 100, "aten::bmm", SpanKind::runtime);
+    t.span(1, 0, 1000, "threading.py(359): wait", SpanKind::user);
+    if (second_thread_in_op) t.span(1, 40, 20, "aten::mm", SpanKind::runtime, 1);
+    t.memory(0, 50, MemoryEventKind::alloc, 500, 0x1, 500, 500);
+    AnalysisReport r = analyze(t.load());
+    auto f = by_rule(r, "memory");
+    ASSERT_EQ(f.size(), 1u);
+    std::string key = second_thread_in_op ? "live at peak: unknown call site" : "live at peak: aten::bmm";
+    EXPECT_EQ(evidence(*f[0], key), "500 B in 1 block") << second_thread_in_op;
+  }
+}
+
 TEST_F(Rules, OutOfMemoryIsAnError) {
   auto t = trace();
   t.device(0, DeviceKind::cuda, 1000);

@@ -294,16 +294,14 @@ const StepRange* Context::step_at(uint32_t thread_id, int64_t t) const {
 const EventRef* Context::launch_of(uint64_t correlation) const { return launch_by_correlation_.find(correlation); }
 const EventRef* Context::op_of(uint64_t correlation) const { return op_by_correlation_.find(correlation); }
 
-namespace {
-
-// "torch/nn/functional.py(2437): embedding": a Python frame, as PyTorch's
-// profiler names them when it records stacks.
 bool is_python_frame(std::string_view name) {
   size_t open = name.find(".py(");
   if (open == std::string_view::npos) return false;
   size_t close = name.find("): ", open);
   return close != std::string_view::npos && close > open + 4;
 }
+
+namespace {
 
 // A frame of Python itself or of the frameworks, not of the user's code.
 bool is_library_frame(std::string_view name) {
@@ -365,6 +363,16 @@ std::string Context::enclosing_chain(uint32_t thread_id, int64_t t) const {
     if (!is_step_marker(name)) names.push_back(name);  // a different name each step: not where, but when
   }
   return shorten_chain(names);
+}
+
+bool Context::inside_op(uint32_t thread_id, int64_t t) const {
+  const ThreadActivity* th = thread(thread_id);
+  if (th == nullptr || th->spans == nullptr) return false;
+  for (uint32_t i : th->code_spans_at(t)) {
+    const std::string& name = model.str(th->spans->name[i]);
+    if (!is_python_frame(name) && !is_step_marker(name)) return true;
+  }
+  return false;
 }
 
 std::string Context::callsite_text(uint32_t id) const {

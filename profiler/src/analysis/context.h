@@ -22,6 +22,10 @@ bool is_collective_kernel(std::string_view name);
 // when, not where, so it is never a call site or a cause.
 bool is_step_marker(std::string_view name);
 
+// "torch/nn/functional.py(2437): embedding": a Python frame, as PyTorch's
+// profiler names them when it records stacks.
+bool is_python_frame(std::string_view name);
+
 struct DeviceActivity {
   uint32_t device = 0;
   std::vector<const DeviceOps*> streams;
@@ -124,6 +128,10 @@ class Context {
   // markers left out ("## forward ## > aten::to > aten::copy_"); "" when
   // nothing encloses it.
   std::string enclosing_chain(uint32_t thread, int64_t t) const;
+  // Whether the thread was inside an op or a range at time t (a span that
+  // marks code other than a Python frame or a step marker): working, not
+  // merely running Python, which an idle thread waiting on a lock does.
+  bool inside_op(uint32_t thread, int64_t t) const;
   // Distinct step numbers (steps on several threads at once count once).
   size_t distinct_steps = 0;
   // count per distinct step; the count itself when there are no steps.

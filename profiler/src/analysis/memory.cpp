@@ -14,6 +14,21 @@ namespace loupe::prof::analysis {
 
 namespace {
 
+// Where a block was allocated: its call site, or, in a trace without call
+// sites (a Kineto trace's memory events carry none), the chain of ops open
+// at that time on the one thread inside an op then. With several threads
+// inside ops at once it cannot be told which allocated: "" (unknown).
+std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t) {
+  if (callsite != 0) return ctx.callsite_text(callsite);
+  const ThreadActivity* found = nullptr;
+  for (const ThreadActivity& th : ctx.threads) {
+    if (!ctx.inside_op(th.thread, t)) continue;
+    if (found != nullptr) return "";
+    found = &th;
+  }
+  return found == nullptr ? "" : ctx.enclosing_chain(found->thread, t);
+}
+
 // The host's waits in allocator retries (the runtime's wait spans named
 // "allocator retry", around flushing the cache), sorted by start.
 std::vector<Interval> retry_spans(const Context& ctx) {
@@ -85,18 +100,20 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     struct Block {
       int64_t bytes;
       uint32_t callsite;
+      int64_t time;
     };
     std::unordered_map<uint64_t, Block> live;
     for (size_t i = 0; i <= peak; ++i) {
-      if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i]};
+      if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
       if (me.kind[i] == MemoryEventKind::free) live.erase(me.address[i]);
     }
-    std::map<uint32_t, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
+    std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
     for (const auto& [addr, b] : live) {
-      by_site[b.callsite].first += b.bytes;
-      ++by_site[b.callsite].second;
+      std::pair<int64_t, uint64_t>& site = by_site[allocation_site(ctx, b.callsite, b.time)];
+      site.first += b.bytes;
+      ++site.second;
     }
-    std::vector<std::pair<uint32_t, std::pair<int64_t, uint64_t>>> sites(by_site.begin(), by_site.end());
+    std::vector<std::pair<std::string, std::pair<int64_t, uint64_t>>> sites(by_site.begin(), by_site.end());
     std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
 
     int64_t peak_bytes = me.allocated[peak];
@@ -141,12 +158,12 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     if (retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
     f.evidence.push_back({"out-of-memory", format_count(ooms)});
     for (size_t k = 0; k < sites.size() && k < 5; ++k) {
-      std::string site = ctx.callsite_text(sites[k].first);
+      const std::string& site = sites[k].first;
       f.evidence.push_back({fmt::format("live at peak: {}", site.empty() ? "unknown call site" : site),
                             fmt::format("{} in {} block{}", format_bytes(sites[k].second.first),
                                         format_count(sites[k].second.second), sites[k].second.second == 1 ? "" : "s")});
     }
-    std::string top = sites.empty() ? "" : ctx.callsite_text(sites.front().first);
+    std::string top = sites.empty() ? "" : sites.front().first;
     if (f.severity == Severity::info) {
       f.suggestion = "no memory pressure";
     } else {
