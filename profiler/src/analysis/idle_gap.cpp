@@ -106,6 +106,15 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     return;
   }
   if (int64_t span = t.deepest_code_span_covering(a, b, at_least, ctx.model); span >= 0) {
+    const std::string& name = ctx.model.str(t.spans->name[size_t(span)]);
+    if (t.spans->kind[size_t(span)] == SpanKind::runtime && name.starts_with("eager ")) {
+      // loupe's runtime dispatching one op eagerly (looking it up,
+      // allocating its output, launching): launch work, op by op.
+      g.cause = GapCause::launch;
+      g.what = "dispatching eager ops";
+      g.detail = fmt::format("{} dispatching `{}`", thread, name);
+      return;
+    }
     g.cause = GapCause::host_work;
     g.what = ctx.enclosing_chain(t.thread, std::max(a, t.spans->start[size_t(span)]));
     g.detail = fmt::format("host in `{}` on {}", g.what, thread);
