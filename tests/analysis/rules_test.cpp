@@ -289,6 +289,28 @@ TEST_F(Rules, ASlowLaunchCallIsHostWorkInIt) {
   EXPECT_EQ(g.what, "aten::add_ > launch");
 }
 
+// loupe's runtime dispatching an op eagerly (its `eager <op>` span) is
+// launch work, whether the span or the launch call inside it took the time.
+TEST_F(Rules, EagerDispatchIsLaunchWork) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.span(0, 100, 895, "eager mul", SpanKind::runtime);  // [100, 995): the host window is [100, 995)
+  t.launch(0, 990, 5, 2);
+  t.op(0, 0, 1000, 100, 2);
+  t.span(0, 1100, 895, "eager add", SpanKind::runtime);
+  t.launch(0, 1150, 845, 3);  // a slow launch call inside the op
+  t.op(0, 0, 2000, 100, 3);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 2u);
+  EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::launch);
+  EXPECT_EQ(r.devices[0].gaps[0].what, "dispatching eager ops");
+  EXPECT_EQ(r.devices[0].gaps[1].cause, GapCause::launch);
+}
+
 // The finding groups gap time by what it was behind: the largest first.
 TEST_F(Rules, IdleGapFindingGroupsGapsByCause) {
   auto t = trace();

@@ -62,6 +62,21 @@ std::string blocked_what(const Context& ctx, const ThreadActivity* t, int64_t a,
   return best.empty() ? "waiting on the device" : best;
 }
 
+// loupe's runtime dispatching one op eagerly (looking it up, allocating its
+// output, launching), its runtime span "eager <op>": launch work, op by op.
+bool is_eager_op(const Context& ctx, const HostSpans& s, size_t i) {
+  return s.kind[i] == SpanKind::runtime && ctx.model.str(s.name[i]).starts_with("eager ");
+}
+
+// The innermost eager-op span open on the thread at time t, or -1.
+int64_t eager_op_at(const Context& ctx, const ThreadActivity& t, int64_t time) {
+  std::vector<uint32_t> open = t.code_spans_at(time);
+  for (size_t k = open.size(); k-- > 0;) {
+    if (is_eager_op(ctx, *t.spans, open[k])) return open[k];
+  }
+  return -1;
+}
+
 // The host's side of a gap: on the thread that launched the operation ending
 // it, from the gap's start until that launch call returned.
 struct HostWindow {
@@ -91,6 +106,12 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     return;
   }
   if (int64_t call = w.end - w.launched; call >= at_least) {
+    if (int64_t eager = eager_op_at(ctx, t, w.launched); eager >= 0) {
+      g.cause = GapCause::launch;
+      g.what = "dispatching eager ops";
+      g.detail = fmt::format("{} dispatching `{}`", thread, ctx.model.str(t.spans->name[size_t(eager)]));
+      return;
+    }
     // The launch call itself took the time (module loading on a first
     // launch, a full launch queue).
     std::string chain = ctx.enclosing_chain(t.thread, w.launched);
@@ -106,13 +127,10 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     return;
   }
   if (int64_t span = t.deepest_code_span_covering(a, b, at_least, ctx.model); span >= 0) {
-    const std::string& name = ctx.model.str(t.spans->name[size_t(span)]);
-    if (t.spans->kind[size_t(span)] == SpanKind::runtime && name.starts_with("eager ")) {
-      // loupe's runtime dispatching one op eagerly (looking it up,
-      // allocating its output, launching): launch work, op by op.
+    if (is_eager_op(ctx, *t.spans, size_t(span))) {
       g.cause = GapCause::launch;
       g.what = "dispatching eager ops";
-      g.detail = fmt::format("{} dispatching `{}`", thread, name);
+      g.detail = fmt::format("{} dispatching `{}`", thread, ctx.model.str(t.spans->name[size_t(span)]));
       return;
     }
     g.cause = GapCause::host_work;

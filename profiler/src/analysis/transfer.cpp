@@ -47,29 +47,16 @@ std::optional<int64_t> step_at(const Context& ctx, int64_t t) {
   return std::nullopt;
 }
 
-// The device's first operation (other than a stream wait) starting at or
-// after t, as (stream, index); {nullptr, 0} when there is none.
-std::pair<const DeviceOps*, size_t> next_op(const DeviceActivity& d, int64_t t) {
-  const DeviceOps* best = nullptr;
-  size_t best_index = 0;
-  for (const DeviceOps* s : d.streams) {
-    size_t i = lower_bound_time(s->start, t);
-    while (i < s->size() && s->kind[i] == DeviceOpKind::sync) ++i;
-    if (i < s->size() && (best == nullptr || s->start[i] < best->start[best_index])) {
-      best = s;
-      best_index = i;
-    }
-  }
-  return {best, best_index};
-}
-
 // The device idle window a transfer caused: from the end of its copy to
-// the next operation, when the copy blocked the host (the call was still
+// the first operation launched after the call returned (or whose launch is
+// not recorded), when the copy blocked the host (the call was still
 // running when the device began the copy, as a read back or an upload from
 // pageable memory is; a copy queued ahead of time was not; without the
-// device copy, the transfer's own synchronous flag says) and the next
-// operation was launched after the call returned (or its launch is not
-// recorded). Empty otherwise.
+// device copy, the transfer's own synchronous flag says). Ops queued
+// before then that run inside the window are busy time, which the caller
+// takes out. Empty otherwise.
+constexpr int kMaxQueuedOpsAfterCopy = 4096;
+
 std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& d, const Transfers& t, size_t i) {
   int64_t copy_end = t.end(i);
   bool blocking = t.synchronous[i];
@@ -79,11 +66,26 @@ std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& 
     blocking = t.end(i) > ops.start[op->index];
   }
   if (!blocking) return std::nullopt;
-  auto [stream, k] = next_op(d, copy_end);
-  if (stream == nullptr) return std::nullopt;  // nothing after it: the end of the device's work
-  if (const EventRef* launch = ctx.launch_of(stream->correlation[k])) {
-    if (ctx.model.launches[launch->track].start[launch->index] < t.end(i)) return std::nullopt;  // queued already
+  // The device runs what was queued before the call returned, then waits
+  // for the first op launched after it: the idle until then (busy time
+  // taken out by the caller) is the host's block. Ops queued earlier on
+  // other streams may run in between; a bounded search keeps a trace with
+  // no later launch from costing a scan of everything after.
+  const DeviceOps* stream = nullptr;
+  size_t k = 0;
+  int64_t t_from = copy_end;
+  for (int tries = 0; tries < kMaxQueuedOpsAfterCopy; ++tries) {
+    OpAt next = first_op_from(d, t_from);
+    if (next.stream == nullptr) return std::nullopt;  // nothing after it: the end of the device's work
+    const EventRef* launch = ctx.launch_of(next.stream->correlation[next.index]);
+    if (launch == nullptr || ctx.model.launches[launch->track].start[launch->index] >= t.end(i)) {
+      stream = next.stream;
+      k = next.index;
+      break;
+    }
+    t_from = next.stream->start[next.index] + 1;
   }
+  if (stream == nullptr) return std::nullopt;
   int64_t from = std::max(copy_end, d.window_start), to = std::min(stream->start[k], d.window_end);
   if (to <= from) return std::nullopt;
   return Interval{from, to};
