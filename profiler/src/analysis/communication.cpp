@@ -68,12 +68,10 @@ void add_finding(const Context& ctx, const DeviceActivity& d, std::vector<Findin
   f.evidence.push_back({"overlapped by compute", format_duration(hidden)});
   f.evidence.push_back({"exposed", format_duration(exposed.length())});
   if (std::vector<int64_t> steps = exposed_per_step(ctx, exposed); !steps.empty()) {
-    std::sort(steps.begin(), steps.end());
-    size_t n = steps.size();
-    int64_t median = n % 2 == 1 ? steps[n / 2] : steps[n / 2 - 1] + (steps[n / 2] - steps[n / 2 - 1]) / 2;
+    auto [lo, hi] = std::minmax_element(steps.begin(), steps.end());
     f.evidence.push_back({"exposed per step", fmt::format("median {} over {} steps (from {} to {})",
-                                                          format_duration(median), n, format_duration(steps.front()),
-                                                          format_duration(steps.back()))});
+                                                          format_duration(quantile(steps, 0.5)), steps.size(),
+                                                          format_duration(*lo), format_duration(*hi))});
   }
   std::map<std::string, Collective> by_name = collectives_by_name(ctx, d);
   std::vector<std::pair<std::string, Collective>> costly(by_name.begin(), by_name.end());

@@ -145,10 +145,6 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
     for (uint32_t i = 0; i < s.size(); ++i) {
       if (s.kind[i] == SpanKind::compile) compile[s.thread].push_back({s.start[i], s.end(i)});
       if (s.kind[i] == SpanKind::wait) blocked[s.thread].push_back({s.start[i], s.end(i)});
-      if (s.kind[i] == SpanKind::user || s.kind[i] == SpanKind::timing) {
-        if (t.user_by_depth.size() <= s.depth[i]) t.user_by_depth.resize(s.depth[i] + 1);
-        t.user_by_depth[s.depth[i]].push_back(i);
-      }
       if (s.kind[i] == SpanKind::user || s.kind[i] == SpanKind::timing || s.kind[i] == SpanKind::runtime) {
         if (t.code_by_depth.size() <= s.depth[i]) t.code_by_depth.resize(s.depth[i] + 1);
         t.code_by_depth[s.depth[i]].push_back(i);
@@ -217,18 +213,6 @@ void Context::drop_stub_steps() {
   });
 }
 
-int64_t ThreadActivity::deepest_user_span(int64_t t) const {
-  for (size_t d = user_by_depth.size(); d-- > 0;) {
-    const std::vector<uint32_t>& at = user_by_depth[d];
-    // The last span at this depth starting at or before t.
-    auto it = std::partition_point(at.begin(), at.end(), [&](uint32_t i) { return spans->start[i] <= t; });
-    if (it == at.begin()) continue;
-    uint32_t i = *(it - 1);
-    if (spans->end(i) > t) return i;
-  }
-  return -1;
-}
-
 std::vector<uint32_t> ThreadActivity::code_spans_at(int64_t t) const {
   std::vector<uint32_t> out;
   for (const std::vector<uint32_t>& at : code_by_depth) {
@@ -293,6 +277,10 @@ const StepRange* Context::step_at(uint32_t thread_id, int64_t t) const {
 
 const EventRef* Context::launch_of(uint64_t correlation) const { return launch_by_correlation_.find(correlation); }
 const EventRef* Context::op_of(uint64_t correlation) const { return op_by_correlation_.find(correlation); }
+
+bool is_eager_op(SpanKind kind, std::string_view name) {
+  return kind == SpanKind::runtime && name.starts_with("eager ");
+}
 
 bool is_python_frame(std::string_view name) {
   size_t open = name.find(".py(");

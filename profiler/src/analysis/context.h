@@ -22,6 +22,10 @@ bool is_collective_kernel(std::string_view name);
 // when, not where, so it is never a call site or a cause.
 bool is_step_marker(std::string_view name);
 
+// loupe's runtime dispatching one op eagerly (looking it up, allocating its
+// output, launching): its runtime spans are named "eager <op>".
+bool is_eager_op(SpanKind kind, std::string_view name);
+
 // "torch/nn/functional.py(2437): embedding": a Python frame, as PyTorch's
 // profiler names them when it records stacks.
 bool is_python_frame(std::string_view name);
@@ -72,15 +76,11 @@ struct ThreadActivity {
   const Launches* launches = nullptr;  // may be null
   IntervalSet compile;  // compile spans and compile events that compiled
   IntervalSet blocked;  // wait spans and synchronous transfers
-  // User spans by depth: spans at one depth do not overlap, so each list is
+  // Spans that mark code (user, timing and runtime: framework ops such as
+  // aten::to) by depth: spans at one depth do not overlap, so each list is
   // sorted by start and by end, and binary search finds the one at a time.
-  std::vector<std::vector<uint32_t>> user_by_depth;
-  // The same for every span that marks code (user, timing and runtime:
-  // framework ops such as aten::to), for call-site chains.
   std::vector<std::vector<uint32_t>> code_by_depth;
 
-  // The deepest user span open at time t, or -1.
-  int64_t deepest_user_span(int64_t t) const;
   // The spans that mark code open at time t, outermost first.
   std::vector<uint32_t> code_spans_at(int64_t t) const;
   // The deepest span that marks code, other than a step marker, covering

@@ -62,19 +62,29 @@ std::string blocked_what(const Context& ctx, const ThreadActivity* t, int64_t a,
   return best.empty() ? "waiting on the device" : best;
 }
 
-// loupe's runtime dispatching one op eagerly (looking it up, allocating its
-// output, launching), its runtime span "eager <op>": launch work, op by op.
-bool is_eager_op(const Context& ctx, const HostSpans& s, size_t i) {
-  return s.kind[i] == SpanKind::runtime && ctx.model.str(s.name[i]).starts_with("eager ");
+// How much of [a, b) an activity must cover to be its cause: at least 1 ns.
+int64_t needed(const Context& ctx, int64_t a, int64_t b) {
+  return std::max<int64_t>(int64_t(ctx.options.cause_min_coverage * double(b - a)), 1);
+}
+
+bool is_eager_span(const Context& ctx, const HostSpans& s, size_t i) {
+  return is_eager_op(s.kind[i], ctx.model.str(s.name[i]));
 }
 
 // The innermost eager-op span open on the thread at time t, or -1.
 int64_t eager_op_at(const Context& ctx, const ThreadActivity& t, int64_t time) {
   std::vector<uint32_t> open = t.code_spans_at(time);
   for (size_t k = open.size(); k-- > 0;) {
-    if (is_eager_op(ctx, *t.spans, open[k])) return open[k];
+    if (is_eager_span(ctx, *t.spans, open[k])) return open[k];
   }
   return -1;
+}
+
+// loupe's runtime dispatching an op eagerly is launch work, op by op.
+void dispatching(const Context& ctx, const ThreadActivity& t, size_t span, IdleGap& g) {
+  g.cause = GapCause::launch;
+  g.what = "dispatching eager ops";
+  g.detail = fmt::format("{} dispatching `{}`", thread_label(ctx, t.thread), ctx.model.str(t.spans->name[span]));
 }
 
 // The host's side of a gap: on the thread that launched the operation ending
@@ -90,9 +100,8 @@ struct HostWindow {
 void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
   const ThreadActivity& t = *w.thread;
   const int64_t a = w.start, b = w.end;
-  const int64_t need = int64_t(ctx.options.cause_min_coverage * double(std::max<int64_t>(b - a, 1)));
+  const int64_t at_least = needed(ctx, a, b);
   const std::string thread = thread_label(ctx, t.thread);
-  int64_t at_least = std::max<int64_t>(need, 1);
   if (t.compile.covered(a, b) >= at_least) {
     g.cause = GapCause::compile;
     g.what = compile_detail(ctx, a, b);
@@ -106,12 +115,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     return;
   }
   if (int64_t call = w.end - w.launched; call >= at_least) {
-    if (int64_t eager = eager_op_at(ctx, t, w.launched); eager >= 0) {
-      g.cause = GapCause::launch;
-      g.what = "dispatching eager ops";
-      g.detail = fmt::format("{} dispatching `{}`", thread, ctx.model.str(t.spans->name[size_t(eager)]));
-      return;
-    }
+    if (int64_t eager = eager_op_at(ctx, t, w.launched); eager >= 0) return dispatching(ctx, t, size_t(eager), g);
     // The launch call itself took the time (module loading on a first
     // launch, a full launch queue).
     std::string chain = ctx.enclosing_chain(t.thread, w.launched);
@@ -127,12 +131,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     return;
   }
   if (int64_t span = t.deepest_code_span_covering(a, b, at_least, ctx.model); span >= 0) {
-    if (is_eager_op(ctx, *t.spans, size_t(span))) {
-      g.cause = GapCause::launch;
-      g.what = "dispatching eager ops";
-      g.detail = fmt::format("{} dispatching `{}`", thread, ctx.model.str(t.spans->name[size_t(span)]));
-      return;
-    }
+    if (is_eager_span(ctx, *t.spans, size_t(span))) return dispatching(ctx, t, size_t(span), g);
     g.cause = GapCause::host_work;
     g.what = ctx.enclosing_chain(t.thread, std::max(a, t.spans->start[size_t(span)]));
     g.detail = fmt::format("host in `{}` on {}", g.what, thread);
@@ -172,7 +171,7 @@ IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t
   if (l == nullptr) {
     // Without the launch, host- and device-side cannot be told apart; only
     // a compile or a blocking wait on every thread says something.
-    int64_t need = std::max<int64_t>(int64_t(ctx.options.cause_min_coverage * double(b - a)), 1);
+    const int64_t need = needed(ctx, a, b);
     if (ctx.compile_all.covered(a, b) >= need) {
       g.cause = GapCause::compile;
       g.what = g.detail = compile_detail(ctx, a, b);

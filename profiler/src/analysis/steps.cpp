@@ -11,11 +11,6 @@
 
 namespace loupe::prof::analysis {
 
-namespace {
-
-// The q-quantile with linear interpolation between the two nearest values
-// (numpy's default): the median of an even count is the mean of the middle
-// two, and the p90 of two steps lies between them, not on the median.
 int64_t quantile(std::vector<int64_t> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -24,6 +19,8 @@ int64_t quantile(std::vector<int64_t> v, double q) {
   size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + int64_t(std::llround(double(v[hi] - v[lo]) * (pos - double(lo))));
 }
+
+namespace {
 
 // Fewer steps than this say nothing about how step time varies.
 constexpr uint64_t kMinStepsForSpread = 3;

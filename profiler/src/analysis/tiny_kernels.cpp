@@ -34,7 +34,7 @@ class EagerOps {
       if (t.spans == nullptr) continue;
       std::vector<uint32_t> mine;
       for (size_t i = 0; i < t.spans->size(); ++i) {
-        if (t.spans->kind[i] == SpanKind::runtime && ctx.model.str(t.spans->name[i]).rfind("eager ", 0) == 0)
+        if (is_eager_op(t.spans->kind[i], ctx.model.str(t.spans->name[i])))
           mine.push_back(uint32_t(i));
       }
       if (!mine.empty()) threads_[t.thread] = {t.spans, std::move(mine)};
@@ -72,14 +72,19 @@ class EagerOps {
 // kernels it launched (a CUDA graph launch issues hundreds at once).
 class LaunchCost {
  public:
-  explicit LaunchCost(const Context& ctx) : ctx_(ctx), graph_(ctx.model.strings.size(), -1) {
+  explicit LaunchCost(const Context& ctx) : ctx_(ctx), graph_(ctx.model.strings.size(), false) {
     for (const Launches& l : ctx.model.launches) {
-      for (size_t i = 0; i < l.size(); ++i) group(l.thread, l.name[i]).durations.push_back(l.dur[i]);
+      for (size_t i = 0; i < l.size(); ++i) {
+        size_t g = index_of(l.thread, l.name[i]);
+        if (g == groups_.size()) groups_.push_back({l.thread, l.name[i], 0, {}});
+        groups_[g].durations.push_back(l.dur[i]);
+      }
     }
     for (Group& g : groups_) {
       std::nth_element(g.durations.begin(), g.durations.begin() + long(g.durations.size() / 2), g.durations.end());
       g.median = g.durations[g.durations.size() / 2];
       std::vector<int64_t>().swap(g.durations);
+      graph_[g.name] = ctx.model.str(g.name).find("GraphLaunch") != std::string::npos;
     }
     for (const DeviceOps& s : ctx.model.device_ops) {
       for (size_t i = 0; i < s.size(); ++i) {
@@ -91,7 +96,7 @@ class LaunchCost {
   // The host time of the launch `l`, without its blocked part.
   int64_t of_call(const EventRef& l) const {
     const Launches& ls = ctx_.model.launches[l.track];
-    return std::min(ls.dur[l.index], find(ls.thread, ls.name[l.index])->median);
+    return std::min(ls.dur[l.index], groups_[index_of(ls.thread, ls.name[l.index])].median);
   }
   // The share of it one of its device ops carries.
   int64_t per_op(const EventRef& l, uint64_t correlation) const { return of_call(l) / int64_t(ops_of(l, correlation)); }
@@ -106,36 +111,25 @@ class LaunchCost {
   struct Group {
     uint32_t thread;
     StringId name;
-    int64_t median = 0;
+    int64_t median;
     std::vector<int64_t> durations;
   };
-  // A handful of groups (threads times launch calls): a flat table.
-  Group& group(uint32_t thread, StringId name) {
-    if (Group* g = find(thread, name)) return *g;
-    return groups_.emplace_back(Group{thread, name, 0, {}});
-  }
-  Group* find(uint32_t thread, StringId name) const {
-    if (last_ < groups_.size() && groups_[last_].thread == thread && groups_[last_].name == name) {
-      return const_cast<Group*>(&groups_[last_]);
-    }
+  // A handful of groups (threads times launch calls): a flat table, looked
+  // up from the last hit, since launches of one name come in runs.
+  size_t index_of(uint32_t thread, StringId name) const {
+    auto matches = [&](size_t i) { return groups_[i].thread == thread && groups_[i].name == name; };
+    if (last_ < groups_.size() && matches(last_)) return last_;
     for (size_t i = 0; i < groups_.size(); ++i) {
-      if (groups_[i].thread == thread && groups_[i].name == name) {
-        last_ = i;
-        return const_cast<Group*>(&groups_[i]);
-      }
+      if (matches(i)) return last_ = i;
     }
-    return nullptr;
+    return groups_.size();
   }
-  bool is_graph_launch(const EventRef& l) const {
-    StringId name = ctx_.model.launches[l.track].name[l.index];
-    if (graph_[name] < 0) graph_[name] = ctx_.model.str(name).find("GraphLaunch") != std::string::npos ? 1 : 0;
-    return graph_[name] == 1;
-  }
+  bool is_graph_launch(const EventRef& l) const { return graph_[ctx_.model.launches[l.track].name[l.index]]; }
 
   const Context& ctx_;
   std::vector<Group> groups_;
   mutable size_t last_ = 0;
-  mutable std::vector<int8_t> graph_;                  // per string: a graph launch call?
+  std::vector<bool> graph_;                           // per string: a graph launch call?
   std::unordered_map<uint64_t, uint32_t> graph_ops_;  // device ops per graph launch
 };
 

@@ -4,11 +4,11 @@
 // A call site is the line that made the copy when the trace records one,
 // else the chain of ops and annotations around the copy on its thread
 // (PyTorch traces: `aten::item > aten::_local_scalar_dense`). The idle a
-// copy causes runs from the copy's end to the device's next operation, and
-// counts only when the copy blocked the host (its call returned once the
-// copy was done) and the host launched that operation after the call
-// returned: a copy queued ahead, or a device with work queued behind the
-// copy, lost the device nothing.
+// copy causes runs from the copy's end to the first operation the host
+// launched after the call returned, and counts only when the copy blocked
+// the host (its call returned once the copy was done): a copy queued ahead
+// lost the device nothing, and work queued before the call returned is
+// busy time, not idle.
 #include <fmt/format.h>
 
 #include <algorithm>
