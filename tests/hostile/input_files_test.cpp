@@ -73,7 +73,7 @@ TEST_F(InputFiles, ADirectoryIsCalledADirectory) {
 // Defect 16: `loupe import <(zcat trace.json.gz)` said "at byte 0: not
 // JSON": the stream had been read once to guess its format.
 TEST_F(InputFiles, AProcessSubstitutionIsCalledAPipe) {
-  std::string fixture = std::string(LOUPE_FIXTURES_DIR) + "/a100_alexnet.json.gz";
+  std::string fixture = std::string(LOUPE_REPO_FIXTURES_DIR) + "/h100_qwen_infer.json.gz";
   std::string script = std::string("exec \"$0\" import <(zcat '") + fixture + "') -o '" + dir.file("o.db") + "'";
   RunResult r = run({"bash", "-c", script, LOUPE_BIN}, {.timeout_s = 30});
   EXPECT_FALSE(r.timed_out);

@@ -11,7 +11,8 @@ namespace {
 class OutputFiles : public ::testing::Test {
  protected:
   loupe::test::TempDir dir;
-  std::string kineto() const { return std::string(LOUPE_FIXTURES_DIR) + "/a100_alexnet.json.gz"; }
+  // A real Kineto trace kept in the repository (its import is over 100 KB).
+  std::string kineto() const { return std::string(LOUPE_REPO_FIXTURES_DIR) + "/h100_qwen_infer.json.gz"; }
 };
 
 // Defect 1: a device node (or FIFO) named as an output was replaced by a
