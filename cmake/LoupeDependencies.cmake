@@ -5,13 +5,14 @@ find_package(SQLite3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(tomlplusplus REQUIRED)
-# The importers: simdjson (On-Demand) parses JSON traces, zlib inflates
-# .json.gz.
+# The importers: simdjson (On-Demand) parses JSON traces, ISA-L (Debian's
+# libisal-dev) inflates .json.gz. The tests write gzip files with zlib.
 find_package(simdjson REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 
 # The CPU device's matrix products (Debian's libopenblas-dev).
-find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 
 find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)

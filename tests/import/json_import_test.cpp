@@ -402,12 +402,47 @@ TEST(MalformedInputGzip, TruncatedGzipStream) {
   } catch (const ImportError& e) {
     EXPECT_NE(std::string(e.what()).find("truncated gzip data"), std::string::npos) << e.what();
   }
-  // Damaged in the middle: zlib reports the corruption, with its offset.
+  // Damaged in the middle: the inflater reports the corruption, with its offset.
   std::string damaged = bytes;
   for (size_t i = damaged.size() / 3; i < damaged.size() / 3 + 64; ++i) damaged[i] = char(~damaged[i]);
   write_text(dir.file("bad.json.gz"), damaged);
   EXPECT_THROW(import_trace(dir.file("bad.json.gz"), dir.file("out.db")), ImportError);
   EXPECT_FALSE(std::filesystem::exists(dir.file("out.db")));
+}
+
+// gzip members written one after the other are one document, as gunzip
+// reads them; a zlib stream (RFC 1950) is read too; a member whose CRC-32
+// does not match its data is refused, not imported.
+TEST(GzipInput, MembersZlibAndChecksum) {
+  loupe::test::TempDir dir;
+  std::string head = "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 2},";
+  std::string tail = "{\"ph\": \"X\", \"name\": \"b\", \"ts\": 5, \"dur\": 3}]}";
+  write_gzip(dir.file("head.gz"), head);
+  write_gzip(dir.file("tail.gz"), tail);
+  write_text(dir.file("two.json.gz"), loupe::test::slurp(dir.file("head.gz")) + loupe::test::slurp(dir.file("tail.gz")));
+  TraceModel two = import_and_load(dir.file("two.json.gz"), dir.file("two.db"));
+  EXPECT_EQ(two.count_host_spans(), 2u);
+
+  std::string json = head + tail;
+  std::string packed(compressBound(uLong(json.size())), '\0');
+  uLongf packed_size = uLongf(packed.size());
+  ASSERT_EQ(compress2(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
+                      reinterpret_cast<const Bytef*>(json.data()), uLong(json.size()), 6),
+            Z_OK);
+  write_text(dir.file("z.json"), packed.substr(0, packed_size));
+  TraceModel z = import_and_load(dir.file("z.json"), dir.file("z.db"));
+  EXPECT_EQ(z.count_host_spans(), 2u);
+
+  std::string bytes = loupe::test::slurp(dir.file("head.gz")) + loupe::test::slurp(dir.file("tail.gz"));
+  bytes[bytes.size() - 8] = char(~bytes[bytes.size() - 8]);  // the last member's CRC-32
+  write_text(dir.file("crc.json.gz"), bytes);
+  try {
+    import_trace(dir.file("crc.json.gz"), dir.file("crc.db"));
+    FAIL() << "imported gzip data whose checksum does not match";
+  } catch (const ImportError& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum mismatch"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("crc.db")));
 }
 
 TEST(MalformedInputFormat, WrongFormatForTheContent) {

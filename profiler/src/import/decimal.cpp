@@ -50,9 +50,7 @@ std::optional<int64_t> simple_decimal(std::string_view text, int scale) {
   if (digits == 0 || digits > 18 || fraction > scale || fraction == 0) return std::nullopt;
   int shift = scale - std::max(fraction, 0);
   static constexpr int64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
-  if (shift > 9) return std::nullopt;
-  if (v > std::numeric_limits<int64_t>::max() / kPow10[shift]) return std::nullopt;
-  v *= kPow10[shift];
+  if (shift > 9 || __builtin_mul_overflow(v, kPow10[shift], &v)) return std::nullopt;
   return negative ? -v : v;
 }
 
