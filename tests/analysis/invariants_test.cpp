@@ -81,9 +81,13 @@ void check_devices(const AnalysisReport& r, const std::string& where) {
     EXPECT_EQ(by_cause, in_gaps);
     EXPECT_LE(in_gaps, d.idle_ns);
   }
-  // A step's device shares add up to it (a trace without devices has none).
+  // A step's device shares add up to its device window (a trace without
+  // devices has none), which lasts at least until the step's host end.
   for (const StepStats::Step& s : r.devices.empty() ? std::vector<StepStats::Step>{} : r.steps.steps) {
-    EXPECT_EQ(s.compute_ns + s.communication_ns + s.transfer_ns + s.idle_ns, s.dur) << "step " << s.number;
+    EXPECT_EQ(s.compute_ns + s.communication_ns + s.transfer_ns + s.idle_ns, s.device_end - s.device_start)
+        << "step " << s.number;
+    EXPECT_LE(s.device_start, s.device_end) << "step " << s.number;
+    EXPECT_GE(s.device_end, s.start + s.dur) << "step " << s.number;
   }
 }
 

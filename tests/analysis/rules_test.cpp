@@ -782,6 +782,86 @@ TEST_F(Rules, StepStatistics) {
   EXPECT_EQ(f[0]->impact_ns, 30);                // the 40 ns step, over the median
 }
 
+// The host runs ahead of the device: each step's device window runs from
+// the end of the previous one to when the device finished what the step
+// launched, found by correlation id, from any thread of the step's process
+// (thread 1 launches step 1's backward) but not another process's. By hand:
+//   step 1, host [0, 100): ops 1-3 at [20, 80), [80, 150), [150, 190):
+//     window [0, 190), busy 170, idle 20 (before the first op);
+//   step 2, host [100, 200): ops 4-5 at [190, 260), [300, 350):
+//     window [190, 350), busy 120, idle 40;
+//   step 3, host [200, 300): op 6 at [350, 380): window [350, 380), busy 30.
+// Process 2's launch during step 1 runs at [400, 500) and belongs to none.
+// By time overlap with the host ranges, step 1 would have been 80 busy of
+// 100 and step 3 60 busy of 100.
+TEST_F(Rules, StepsOwnTheDeviceWorkTheyLaunched) {
+  auto t = trace();
+  t.device(0);
+  t.thread(2, 2);
+  t.step(0, 1, 0, 100);
+  t.step(0, 2, 100, 100);
+  t.step(0, 3, 200, 100);
+  t.launch(0, 10, 5, 1);
+  t.launch(0, 20, 5, 2);
+  t.launch(1, 50, 5, 3);
+  t.launch(0, 110, 5, 4);
+  t.launch(0, 150, 5, 5);
+  t.launch(0, 290, 5, 6);
+  t.launch(2, 30, 5, 7);
+  t.op(0, 0, 20, 60, 1);
+  t.op(0, 0, 80, 70, 2);
+  t.op(0, 0, 150, 40, 3);
+  t.op(0, 0, 190, 70, 4);
+  t.op(0, 0, 300, 50, 5);
+  t.op(0, 0, 350, 30, 6);
+  t.op(0, 1, 400, 100, 7);
+  AnalysisReport r = analyze(t.load());
+  ASSERT_EQ(r.steps.steps.size(), 3u);
+  EXPECT_EQ(r.steps.linked, 3u);
+  const auto& s = r.steps.steps;
+  EXPECT_EQ(s[0].device_start, 0);
+  EXPECT_EQ(s[0].device_end, 190);
+  EXPECT_EQ(s[0].compute_ns, 170);
+  EXPECT_EQ(s[0].idle_ns, 20);
+  EXPECT_EQ(s[1].device_start, 190);
+  EXPECT_EQ(s[1].device_end, 350);
+  EXPECT_EQ(s[1].compute_ns, 120);
+  EXPECT_EQ(s[1].idle_ns, 40);
+  EXPECT_EQ(s[2].device_start, 350);
+  EXPECT_EQ(s[2].device_end, 380);
+  EXPECT_EQ(s[2].compute_ns, 30);
+  EXPECT_EQ(s[2].idle_ns, 0);
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "device time of the steps"),
+            "380 ns: each step's window ends when the device finished the work it launched (3 of 3 steps linked to "
+            "their device operations by correlation id)");
+  EXPECT_EQ(evidence(*f[0], "device idle"), "60 ns (15.8%)");
+}
+
+// Without correlation ids nothing links a launch to its operation: each
+// step's window is its host range, and the finding says why.
+TEST_F(Rules, StepsWithoutLinkedLaunchesUseTheirHostTime) {
+  auto t = trace();
+  t.device(0);
+  t.step(0, 1, 0, 100);
+  t.step(0, 2, 100, 100);
+  t.launch(0, 10, 5, 0);
+  t.op(0, 0, 20, 100);
+  AnalysisReport r = analyze(t.load());
+  ASSERT_EQ(r.steps.steps.size(), 2u);
+  EXPECT_EQ(r.steps.linked, 0u);
+  EXPECT_EQ(r.steps.steps[0].device_end, 100);
+  EXPECT_EQ(r.steps.steps[0].compute_ns, 80);
+  EXPECT_EQ(r.steps.steps[1].device_start, 100);
+  EXPECT_EQ(r.steps.steps[1].compute_ns, 20);
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "device time of the steps"),
+            "200 ns: the trace links no launch to a device operation, so each step's window is its own time on the "
+            "host");
+}
+
 // ---- communication -------------------------------------------------------------
 
 // Compute on stream 0 at [0, 100) and [200, 300); an all-reduce on stream 1

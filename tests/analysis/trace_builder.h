@@ -18,6 +18,8 @@ class TraceBuilder {
     w_.put(ThreadRow{1, 1, 2, "worker", 0});
   }
   StringId str(const std::string& s) { return w_.intern(s); }
+  // Threads 0 and 1 are in process 1; another thread, in any process.
+  void thread(uint32_t id, int64_t process) { w_.put(ThreadRow{id, process, int64_t(id) + 1, "t", 0}); }
   void device(uint32_t id, DeviceKind kind = DeviceKind::cuda, int64_t capacity = 0) {
     w_.put(DeviceRow{id, "dev" + std::to_string(id), kind, capacity, 0});
   }

@@ -37,19 +37,20 @@ std::map<std::string, Collective> collectives_by_name(const Context& ctx, const 
   return by_name;
 }
 
-// Exposed communication per step, for the steps that ran on this device.
-std::vector<int64_t> exposed_per_step(const Context& ctx, const IntervalSet& exposed) {
+// Exposed communication per step, in each step's device window (the
+// collectives a step launched run after it ends on the host).
+std::vector<int64_t> exposed_per_step(const StepStats& steps, const IntervalSet& exposed) {
   std::map<int64_t, int64_t> by_number;  // steps on several threads count once
-  for (const StepRange& s : ctx.steps) {
+  for (const StepStats::Step& s : steps.steps) {
     int64_t& e = by_number[s.number];
-    e = std::max(e, exposed.covered(s.start, s.end));
+    e = std::max(e, exposed.covered(s.device_start, s.device_end));
   }
   std::vector<int64_t> out;
   for (const auto& [number, e] : by_number) out.push_back(e);
   return out;
 }
 
-void add_finding(const Context& ctx, const DeviceActivity& d, std::vector<Finding>& out) {
+void add_finding(const Context& ctx, const StepStats& steps, const DeviceActivity& d, std::vector<Finding>& out) {
   IntervalSet exposed = IntervalSet::subtract(d.collectives, d.compute);
   int64_t total = d.collectives.length(), hidden = total - exposed.length();
   double window = double(std::max<int64_t>(ctx.window(), 1));
@@ -67,10 +68,10 @@ void add_finding(const Context& ctx, const DeviceActivity& d, std::vector<Findin
   f.evidence.push_back({"collective time", format_duration(total)});
   f.evidence.push_back({"overlapped by compute", format_duration(hidden)});
   f.evidence.push_back({"exposed", format_duration(exposed.length())});
-  if (std::vector<int64_t> steps = exposed_per_step(ctx, exposed); !steps.empty()) {
-    auto [lo, hi] = std::minmax_element(steps.begin(), steps.end());
+  if (std::vector<int64_t> per_step = exposed_per_step(steps, exposed); !per_step.empty()) {
+    auto [lo, hi] = std::minmax_element(per_step.begin(), per_step.end());
     f.evidence.push_back({"exposed per step", fmt::format("median {} over {} steps (from {} to {})",
-                                                          format_duration(quantile(steps, 0.5)), steps.size(),
+                                                          format_duration(quantile(per_step, 0.5)), per_step.size(),
                                                           format_duration(*lo), format_duration(*hi))});
   }
   std::map<std::string, Collective> by_name = collectives_by_name(ctx, d);
@@ -98,9 +99,9 @@ void add_finding(const Context& ctx, const DeviceActivity& d, std::vector<Findin
 
 }  // namespace
 
-void rule_communication(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
+void rule_communication(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out) {
   for (const DeviceActivity& d : ctx.devices) {
-    if (!d.collectives.empty()) add_finding(ctx, d, out);
+    if (!d.collectives.empty()) add_finding(ctx, report.steps, d, out);
   }
 }
 

@@ -25,38 +25,85 @@ namespace {
 // Fewer steps than this say nothing about how step time varies.
 constexpr uint64_t kMinStepsForSpread = 3;
 
-// The device a step's thread launched to most during the step.
-const DeviceActivity* step_device(const Context& ctx, const StepRange& s) {
-  const ThreadActivity* t = ctx.thread(s.thread);
-  if (t != nullptr && t->launches != nullptr) {
-    std::map<uint32_t, size_t> counts;
-    const Launches& l = *t->launches;
-    for (size_t i = lower_bound_time(l.start, s.start); i < l.size() && l.start[i] < s.end; ++i) ++counts[l.device[i]];
-    if (!counts.empty()) {
-      auto best = std::max_element(counts.begin(), counts.end(),
-                                   [](const auto& a, const auto& b) { return a.second < b.second; });
-      if (const DeviceActivity* d = ctx.device(best->first)) return d;
+// What a step launched: the device most of its operations ran on, and
+// when the last of them finished (INT64_MIN when no launch of the step
+// is linked to a device operation).
+struct StepWork {
+  const DeviceActivity* device = nullptr;
+  int64_t end = INT64_MIN;
+  size_t ops = 0;
+};
+
+// The launches of a step are those that started during it on any thread
+// of its process: PyTorch launches the backward pass from its autograd
+// thread, not from the thread that marks the step. Each is followed by
+// its correlation id to the device operation it started.
+StepWork step_work(const Context& ctx, const StepRange& s) {
+  const Thread* own = ctx.model.thread(s.thread);
+  std::map<uint32_t, size_t> launched;  // device -> launches, with or without a linked operation
+  std::map<uint32_t, StepWork> by_device;
+  for (const ThreadActivity& t : ctx.threads) {
+    if (t.launches == nullptr) continue;
+    if (t.thread != s.thread) {
+      const Thread* other = ctx.model.thread(t.thread);
+      if (own == nullptr || other == nullptr || other->process != own->process) continue;
+    }
+    const Launches& l = *t.launches;
+    for (size_t i = lower_bound_time(l.start, s.start); i < l.size() && l.start[i] < s.end; ++i) {
+      ++launched[l.device[i]];
+      const EventRef* op = ctx.op_of(l.correlation[i]);
+      if (op == nullptr) continue;
+      const DeviceOps& ops = ctx.model.device_ops[op->track];
+      if (ops.kind[op->index] == DeviceOpKind::sync) continue;  // an event wait does no work
+      StepWork& w = by_device[ops.device];
+      w.end = std::max(w.end, ops.end(op->index));
+      ++w.ops;
     }
   }
-  return ctx.devices.empty() ? nullptr : &ctx.devices.front();
+  StepWork best;
+  for (const auto& [device, w] : by_device) {
+    if (w.ops > best.ops) best = {ctx.device(device), w.end, w.ops};
+  }
+  if (best.device != nullptr) return best;
+  // Nothing linked: the device the step launched to most, else the first.
+  auto most = std::max_element(launched.begin(), launched.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most != launched.end()) best.device = ctx.device(most->first);
+  if (best.device == nullptr && !ctx.devices.empty()) best.device = &ctx.devices.front();
+  return best;
 }
 
 }  // namespace
 
+// A step's device time is not its host range: the host queues work that
+// the device runs later. Each step's device window runs from the end of
+// the previous step's window on its thread (the first: from the step's
+// start) to when the device finished the work the step launched, or to
+// the step's end if that is later (the device waiting for the host is the
+// step's too). Windows of one thread's steps follow each other without
+// overlap, so their shares add up to the time the steps covered.
 void measure_steps(const Context& ctx, AnalysisReport& report) {
   StepStats& st = report.steps;
   std::vector<int64_t> durations;
+  std::map<uint32_t, int64_t> window_end;  // by thread: where the last step's window ended
   for (const StepRange& s : ctx.steps) {
     StepStats::Step step;
     step.number = s.number;
     step.start = s.start;
     step.dur = s.end - s.start;
-    if (const DeviceActivity* d = step_device(ctx, s)) {
-      int64_t busy = d->busy.covered(s.start, s.end), kernels = d->kernels.covered(s.start, s.end);
-      step.compute_ns = d->compute.covered(s.start, s.end);
+    StepWork work = step_work(ctx, s);
+    if (work.ops > 0) ++st.linked;
+    auto prev = window_end.find(s.thread);
+    step.device_start = prev == window_end.end() ? s.start : prev->second;
+    step.device_end = std::max({work.end, s.end, step.device_start});
+    window_end[s.thread] = step.device_end;
+    if (const DeviceActivity* d = work.device) {
+      int64_t a = step.device_start, b = step.device_end;
+      int64_t busy = d->busy.covered(a, b), kernels = d->kernels.covered(a, b);
+      step.compute_ns = d->compute.covered(a, b);
       step.communication_ns = kernels - step.compute_ns;  // collectives while no compute ran
       step.transfer_ns = busy - kernels;                  // copies while no kernel ran
-      step.idle_ns = step.dur - busy;
+      step.idle_ns = (b - a) - busy;
     }
     step.compile_ns = ctx.compile_all.covered(s.start, s.end);
     durations.push_back(step.dur);
@@ -76,10 +123,11 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   const StepStats& st = report.steps;
   if (st.count == 0) return;
   const double outlier = ctx.options.step_spread_warning;
-  int64_t dur = 0, compute = 0, communication = 0, transfer = 0, idle = 0, compile = 0, slow = 0;
+  int64_t dur = 0, device = 0, compute = 0, communication = 0, transfer = 0, idle = 0, compile = 0, slow = 0;
   uint64_t outliers = 0;
   for (const StepStats::Step& s : st.steps) {
     dur += s.dur;
+    device += s.device_end - s.device_start;
     compute += s.compute_ns;
     communication += s.communication_ns;
     transfer += s.transfer_ns;
@@ -119,7 +167,9 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   } else if (width > ctx.options.steady_width) {
     f.title += fmt::format(": p10 to p90 spans {} of the median", format_percent(width));
   }
-  auto share = [&](int64_t x) { return fmt::format("{} ({})", format_duration(x), format_percent(double(x) / double(std::max<int64_t>(dur, 1)))); };
+  auto share = [](int64_t x, int64_t of) {
+    return fmt::format("{} ({})", format_duration(x), format_percent(double(x) / double(std::max<int64_t>(of, 1))));
+  };
   f.evidence.push_back({"median absolute deviation", format_duration(st.mad_ns)});
   for (const StepRange& s : ctx.stub_steps) {
     f.evidence.push_back({"left out", fmt::format("step {} ({}): no device work during it", s.number,
@@ -129,12 +179,21 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   // the steps: no shares rather than a device idle 0%.
   const bool devices = !ctx.devices.empty();
   if (devices) {
-    f.evidence.push_back({"device computing", share(compute)});
-    if (communication > 0) f.evidence.push_back({"device communicating only", share(communication)});
-    f.evidence.push_back({"device copying only", share(transfer)});
-    f.evidence.push_back({"device idle", share(idle)});
+    f.evidence.push_back(
+        {"device time of the steps",
+         st.linked > 0
+             ? fmt::format("{}: each step's window ends when the device finished the work it launched ({} of {} "
+                           "steps linked to their device operations by correlation id)",
+                           format_duration(device), format_count(st.linked), format_count(st.count))
+             : fmt::format("{}: the trace links no launch to a device operation, so each step's window is its "
+                           "own time on the host",
+                           format_duration(device))});
+    f.evidence.push_back({"device computing", share(compute, device)});
+    if (communication > 0) f.evidence.push_back({"device communicating only", share(communication, device)});
+    f.evidence.push_back({"device copying only", share(transfer, device)});
+    f.evidence.push_back({"device idle", share(idle, device)});
   }
-  f.evidence.push_back({"host compiling", share(compile)});
+  f.evidence.push_back({"host compiling", share(compile, dur)});
   std::vector<const StepStats::Step*> slowest;
   for (const StepStats::Step& s : st.steps) slowest.push_back(&s);
   size_t shown = std::min<size_t>(slowest.size(), 3);
@@ -144,9 +203,10 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
     const StepStats::Step& s = *slowest[i];
     f.ranges.push_back({s.start, s.start + s.dur});
     f.evidence.push_back({fmt::format("slow step {}", s.number),
-                          devices ? fmt::format("{}: compile {}, idle {}, compute {}", format_duration(s.dur),
-                                                format_duration(s.compile_ns), format_duration(s.idle_ns),
-                                                format_duration(s.compute_ns))
+                          devices ? fmt::format("{}: compile {}; on the device {}: idle {}, compute {}",
+                                                format_duration(s.dur), format_duration(s.compile_ns),
+                                                format_duration(s.device_end - s.device_start),
+                                                format_duration(s.idle_ns), format_duration(s.compute_ns))
                                   : fmt::format("{}: compile {}", format_duration(s.dur),
                                                 format_duration(s.compile_ns))});
   }

@@ -74,15 +74,20 @@ struct DeviceIdle {
 struct StepStats {
   uint64_t count = 0;
   int64_t median_ns = 0, p10_ns = 0, p90_ns = 0, mad_ns = 0;  // of step durations
-  // Per step, in order: duration and its split of device time (ns):
-  // computing (a kernel other than a collective ran), communicating only (a
-  // collective and no compute), copying only, idle (all zero in a trace
-  // without device operations); and host compile time.
+  // Per step, in order: its host range (start, dur); its device window,
+  // from the end of the previous step's window on its thread to when the
+  // device finished the work the step launched (found by correlation id)
+  // or the step ended, whichever is later; the window's split (ns) into
+  // computing (a kernel other than a collective ran), communicating only
+  // (a collective and no compute), copying only and idle (all zero in a
+  // trace without device operations); and host compile time in the step.
   struct Step {
     int64_t number = 0, start = 0, dur = 0;
+    int64_t device_start = 0, device_end = 0;
     int64_t compute_ns = 0, communication_ns = 0, transfer_ns = 0, idle_ns = 0, compile_ns = 0;
   };
   std::vector<Step> steps;
+  uint64_t linked = 0;  // steps with a launch linked to a device operation
 };
 
 // The figures `loupe check` budgets and `loupe diff` compares.
