@@ -43,7 +43,6 @@ constexpr RuleEntry kRules[] = {
 struct Parameter {
   const char* name;
   const char* description;
-  std::function<std::string(const AnalysisOptions&)> get;
   std::function<void(AnalysisOptions&, double)> set;
   bool duration;
   double max;  // the largest value the member's type holds
@@ -51,12 +50,7 @@ struct Parameter {
 
 template <typename T>
 Parameter param(const char* name, const char* description, T AnalysisOptions::*member, bool duration = false) {
-  return {name, description,
-          [member](const AnalysisOptions& o) {
-            if constexpr (std::is_floating_point_v<T>) return fmt::format("{}", o.*member);
-            else return std::to_string(o.*member);
-          },
-          [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration,
+  return {name, description, [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration,
           // Integers: a bound that converts back exactly, far beyond any
           // sensible threshold.
           std::is_floating_point_v<T> ? std::numeric_limits<double>::max()
@@ -124,13 +118,6 @@ void set_analysis_parameter(AnalysisOptions& options, const std::string& name, c
     if (v > p.max) throw std::invalid_argument(fmt::format("{} = {} is too large", name, value));
     p.set(options, v);
     return;
-  }
-  throw std::invalid_argument(fmt::format("unknown analysis parameter '{}'", name));
-}
-
-std::string get_analysis_parameter(const AnalysisOptions& options, const std::string& name) {
-  for (const Parameter& p : parameters()) {
-    if (name == p.name) return p.get(options);
   }
   throw std::invalid_argument(fmt::format("unknown analysis parameter '{}'", name));
 }

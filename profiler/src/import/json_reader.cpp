@@ -403,7 +403,7 @@ class EventParser {
     ChromeEvent e;
     std::string_view ph, name, cat, ts, dur, id, bp, name_arg, kind_arg;
     LaneId pid, tid;
-    bool has_args = false, any_field = false;
+    bool any_field = false;
     numeric_args_.clear();
     for (auto f : object) {
       any_field = true;
@@ -430,14 +430,12 @@ class EventParser {
             // Counter series are only needed for "C" events (or when "ph"
             // comes after "args", as some writers order them).
             read_args(args, e, name_arg, kind_arg, ph.empty() || ph == "C");
-            has_args = true;
           }
           break;
         default:
           break;
       }
     }
-    (void)has_args;
     if (!any_field) {
       --batch_->total_events;  // "{}": XLA ends its event list with one
       return;

@@ -1,8 +1,12 @@
 #include "store/schema.h"
 
+#include <fmt/format.h>
+
 #include <array>
+#include <string>
 
 #include "loupe/prof/trace_format.h"
+#include "loupe/prof/trace_tables.h"
 
 namespace loupe::prof::store {
 
@@ -11,7 +15,10 @@ namespace loupe::prof::store {
 // track is a range scan of the primary key and needs no separate index, and
 // appends by track fill pages densely. `id` numbers the rows of each table
 // in the order they were written and breaks ties between equal starts.
-static const char kSchema[] = R"sql(
+//
+// Before the event tables: the metadata, strings, enumerations and the
+// small tables.
+static const char kSchemaHead[] = R"sql(
 CREATE TABLE meta(
   key TEXT PRIMARY KEY,
   value TEXT NOT NULL
@@ -60,120 +67,11 @@ CREATE TABLE callsites(
   function INTEGER NOT NULL
 );
 
-CREATE TABLE host_spans(
-  thread INTEGER NOT NULL,
-  start INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  dur INTEGER NOT NULL,
-  name INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  depth INTEGER NOT NULL,
-  callsite INTEGER NOT NULL,
-  PRIMARY KEY(thread, start, id)
-) WITHOUT ROWID;
+)sql";
 
-CREATE TABLE instants(
-  thread INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  name INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  PRIMARY KEY(thread, time, id)
-) WITHOUT ROWID;
-
-CREATE TABLE counters(
-  name INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  value REAL NOT NULL,
-  PRIMARY KEY(name, time, id)
-) WITHOUT ROWID;
-
-CREATE TABLE device_ops(
-  device INTEGER NOT NULL,
-  stream INTEGER NOT NULL,
-  start INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  dur INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  name INTEGER NOT NULL,
-  bytes INTEGER NOT NULL,
-  copy_kind INTEGER NOT NULL,
-  correlation INTEGER NOT NULL,
-  PRIMARY KEY(device, stream, start, id)
-) WITHOUT ROWID;
-
-CREATE TABLE launches(
-  thread INTEGER NOT NULL,
-  start INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  dur INTEGER NOT NULL,
-  name INTEGER NOT NULL,
-  device INTEGER NOT NULL,
-  stream INTEGER NOT NULL,
-  correlation INTEGER NOT NULL,
-  PRIMARY KEY(thread, start, id)
-) WITHOUT ROWID;
-
-CREATE TABLE transfers(
-  thread INTEGER NOT NULL,
-  start INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  dur INTEGER NOT NULL,
-  device INTEGER NOT NULL,
-  direction INTEGER NOT NULL,
-  bytes INTEGER NOT NULL,
-  synchronous INTEGER NOT NULL,
-  implicit INTEGER NOT NULL,
-  host_memory INTEGER NOT NULL,
-  callsite INTEGER NOT NULL,
-  correlation INTEGER NOT NULL,
-  PRIMARY KEY(thread, start, id)
-) WITHOUT ROWID;
-
-CREATE TABLE memory_events(
-  device INTEGER NOT NULL,
-  time INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  bytes INTEGER NOT NULL,
-  address INTEGER NOT NULL,
-  allocated INTEGER NOT NULL,
-  reserved INTEGER NOT NULL,
-  callsite INTEGER NOT NULL,
-  PRIMARY KEY(device, time, id)
-) WITHOUT ROWID;
-
-CREATE TABLE compiles(
-  thread INTEGER NOT NULL,
-  start INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  dur INTEGER NOT NULL,
-  function INTEGER NOT NULL,
-  signature INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  reason TEXT NOT NULL,
-  trace_ns INTEGER NOT NULL,
-  optimize_ns INTEGER NOT NULL,
-  codegen_ns INTEGER NOT NULL,
-  nodes INTEGER NOT NULL,
-  kernels INTEGER NOT NULL,
-  ir TEXT NOT NULL,
-  callsite INTEGER NOT NULL,
-  function_object INTEGER NOT NULL,
-  PRIMARY KEY(thread, start, id)
-) WITHOUT ROWID;
-
-CREATE TABLE steps(
-  thread INTEGER NOT NULL,
-  start INTEGER NOT NULL,
-  id INTEGER NOT NULL,
-  dur INTEGER NOT NULL,
-  number INTEGER NOT NULL,
-  PRIMARY KEY(thread, start, id)
-) WITHOUT ROWID;
-
-CREATE TABLE tracks(
+// After the event tables (generated from trace_tables.h below): the
+// tracks table.
+static const char kSchemaTail[] = R"sql(CREATE TABLE tracks(
   tbl TEXT NOT NULL,
   a INTEGER NOT NULL,
   b INTEGER NOT NULL,
@@ -184,17 +82,76 @@ CREATE TABLE tracks(
 ) WITHOUT ROWID;
 )sql";
 
-const char* schema_sql() { return kSchema; }
+namespace {
 
-static constexpr std::array<std::string_view, 24> kTables = {
-    "meta",          "strings",         "span_kinds",         "device_op_kinds", "copy_kinds",
-    "host_memory_kinds", "memory_event_kinds", "compile_kinds", "device_kinds",   "devices",
-    "streams",       "threads",         "callsites",          "host_spans",      "instants",
-    "counters",      "device_ops",      "launches",           "transfers",       "memory_events",
-    "compiles",      "steps",           "tracks",             "",
+// One event table's CREATE statement, built column by column.
+class EventTableSql {
+ public:
+  explicit EventTableSql(std::string_view name) : sql_(fmt::format("CREATE TABLE {}(\n", name)) {}
+  // `check` is the column's check in trace_tables.h, which gives its type.
+  void column(std::string_view name, std::string_view check) {
+    std::string_view type = check == "real" ? "REAL" : check == "text" ? "TEXT" : "INTEGER";
+    sql_ += fmt::format("  {} {} NOT NULL,\n", name, type);
+  }
+  void key(std::string_view name) { key_ += fmt::format("{}{}", key_.empty() ? "" : ", ", name); }
+  std::string text() const { return fmt::format("{}  PRIMARY KEY({})\n) WITHOUT ROWID;\n\n", sql_, key_); }
+
+ private:
+  std::string sql_, key_;
 };
 
-std::span<const std::string_view> schema_tables() { return {kTables.data(), kTables.size() - 1}; }
+#define LOUPE_SQL_KEY(name, type, check, init) \
+  t.column(#name, #check);                     \
+  t.key(#name);
+#define LOUPE_SQL_SPAN(start, dur) \
+  t.column(#start, "integer");     \
+  t.key(#start);                   \
+  t.column("id", "integer");       \
+  t.key("id");                     \
+  t.column(#dur, "integer");
+#define LOUPE_SQL_POINT(time) \
+  t.column(#time, "integer"); \
+  t.key(#time);               \
+  t.column("id", "integer");  \
+  t.key("id");
+#define LOUPE_SQL_COLUMN(name, type, check, init) t.column(#name, #check);
+#define LOUPE_SQL_TABLE(Row, Track, table, member)                                            \
+  {                                                                                           \
+    EventTableSql t(#table);                                                                  \
+    LOUPE_COLUMNS_##table(LOUPE_SQL_KEY, LOUPE_SQL_SPAN, LOUPE_SQL_POINT, LOUPE_SQL_COLUMN) \
+    sql += t.text();                                                                          \
+  }
+
+std::string build_schema() {
+  std::string sql = kSchemaHead;
+  LOUPE_EVENT_TABLES(LOUPE_SQL_TABLE)
+  return sql + kSchemaTail;
+}
+
+#undef LOUPE_SQL_TABLE
+#undef LOUPE_SQL_COLUMN
+#undef LOUPE_SQL_POINT
+#undef LOUPE_SQL_SPAN
+#undef LOUPE_SQL_KEY
+
+#define LOUPE_TABLE_NAME(Row, Track, table, member) std::string_view(#table),
+constexpr std::array kTables = {
+    std::string_view("meta"),        std::string_view("strings"),           std::string_view("span_kinds"),
+    std::string_view("device_op_kinds"), std::string_view("copy_kinds"),    std::string_view("host_memory_kinds"),
+    std::string_view("memory_event_kinds"), std::string_view("compile_kinds"), std::string_view("device_kinds"),
+    std::string_view("devices"),     std::string_view("streams"),           std::string_view("threads"),
+    std::string_view("callsites"),   LOUPE_EVENT_TABLES(LOUPE_TABLE_NAME) std::string_view("tracks"),
+};
+#undef LOUPE_TABLE_NAME
+
+}  // namespace
+
+const char* schema_sql() {
+  static const std::string sql = build_schema();
+  return sql.c_str();
+}
+
+std::span<const std::string_view> schema_tables() { return kTables; }
 
 std::span<const EnumTable> enum_tables() {
   static const std::array<EnumTable, 7> tables = {{

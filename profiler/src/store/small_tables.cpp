@@ -7,14 +7,16 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "loupe/prof/trace_tables.h"
 #include "store/checked_row.h"
 
 namespace loupe::prof::store {
 
 namespace {
 
-constexpr std::array<std::string_view, 9> kEventTables = {
-    "host_spans", "instants", "counters", "device_ops", "launches", "transfers", "memory_events", "compiles", "steps"};
+#define LOUPE_TABLE_NAME(Row, Track, table, member) std::string_view(#table),
+constexpr std::array kEventTables = {LOUPE_EVENT_TABLES(LOUPE_TABLE_NAME)};
+#undef LOUPE_TABLE_NAME
 
 // Runs `sql` and hands each row, checked, to `read`; an error names the
 // table and the row.

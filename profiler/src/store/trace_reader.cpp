@@ -8,14 +8,17 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <thread>
 #include <utility>
 
+#include "loupe/prof/trace_tables.h"
 #include "store/checked_row.h"
 #include "store/open_trace.h"
 #include "store/small_tables.h"
@@ -31,190 +34,91 @@ namespace {
 
 constexpr int64_t kMinKey = std::numeric_limits<int64_t>::min();
 
-// How one event table is read into its track type. `columns` lists the
-// track columns first, then the time column, then the rest in append()
-// order, and last the row id (named in messages about a bad row). Every
-// value is read through CheckedRow: its type and range are checked.
+// What the reader requires of a stored value: the checks of
+// trace_tables.h.
+enum class Check { integer, u32, count, level, id64, string, callsite, kind, flag, real, text };
+
+// One stored value of a column of type T, read through CheckedRow, which
+// checks its type and range. Whether a string or call site id names an
+// existing row is checked once the whole table is read (validate_table).
+template <typename T, Check C>
+auto decode(const CheckedRow& r, int col) {
+  if constexpr (C == Check::integer) return r.integer(col);
+  else if constexpr (C == Check::u32 || C == Check::string || C == Check::callsite) return r.u32(col);
+  else if constexpr (C == Check::count) return r.non_negative(col);
+  else if constexpr (C == Check::level) return r.in_range(col, 0, kMaxTableTotal - 1);  // compared and added
+  else if constexpr (C == Check::id64) return uint64_t(r.integer(col));
+  else if constexpr (C == Check::kind) return r.enumerator<T>(col);
+  else if constexpr (C == Check::flag) return r.flag(col);
+  else if constexpr (C == Check::real) return r.real(col);
+  else return std::string(r.text(col));
+}
+
+// How one event table is read into its track type, generated from
+// trace_tables.h. `columns` lists the track columns first, then the time
+// column, then the rest in append() order, and last the row id (named in
+// messages about a bad row).
 template <typename Track>
 struct TableDef;
 
-template <>
-struct TableDef<HostSpans> {
-  static constexpr const char* table = "host_spans";
-  static constexpr const char* track_cols = "thread";
-  static constexpr const char* time_col = "start";
-  static constexpr std::array<std::string_view, 8> columns = {"thread", "start",  "dur",      "name",
-                                                              "kind",   "depth", "callsite", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(HostSpans& t, const CheckedRow& r) { t.thread = r.u32(0); }
-  static void append(HostSpans& t, const CheckedRow& r) {
-    t.start.push_back(r.integer(1));
-    t.dur.push_back(r.integer(2));
-    t.name.push_back(r.u32(3));
-    t.kind.push_back(r.enumerator<SpanKind>(4));
-    t.depth.push_back(r.u32(5));
-    t.callsite.push_back(r.u32(6));
-  }
-};
+#define LOUPE_NAME_FIELD(name, type, check, init) std::string_view(#name),
+#define LOUPE_NAME_SPAN(start, dur) std::string_view(#start), std::string_view(#dur),
+#define LOUPE_NAME_POINT(time) std::string_view(#time),
+#define LOUPE_COUNT_KEY(...) +1
+#define LOUPE_TIME_SPAN(start, dur) #start
+#define LOUPE_TIME_POINT(time) #time
+#define LOUPE_KEY_VALUE(name, type, check, init) int64_t(t.name),
+#define LOUPE_SET_KEY(name, type, check, init) t.name = decode<type, Check::check>(r, c++);
+#define LOUPE_APPEND_SPAN(start, dur)      \
+  t.start.push_back(r.integer(c++));       \
+  t.dur.push_back(r.integer(c++));
+#define LOUPE_APPEND_POINT(time) t.time.push_back(r.integer(c++));
+#define LOUPE_APPEND_COLUMN(name, type, check, init) t.name.push_back(decode<type, Check::check>(r, c++));
+#define LOUPE_TABLE_DEF(Row, Track, tbl, member)                                                                      \
+  template <>                                                                                                         \
+  struct TableDef<Track> {                                                                                            \
+    static constexpr const char* table = #tbl;                                                                        \
+    static constexpr const char* time_col =                                                                           \
+        LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_TIME_SPAN, LOUPE_TIME_POINT, LOUPE_IGNORE);                           \
+    static constexpr std::array columns = {                                                                           \
+        LOUPE_COLUMNS_##tbl(LOUPE_NAME_FIELD, LOUPE_NAME_SPAN, LOUPE_NAME_POINT, LOUPE_NAME_FIELD) std::string_view("id")}; \
+    static constexpr int ntrack = 0 LOUPE_COLUMNS_##tbl(LOUPE_COUNT_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE);    \
+    static std::pair<int64_t, int64_t> key_of(const Track& t) {                                                       \
+      std::initializer_list<int64_t> key = {LOUPE_COLUMNS_##tbl(LOUPE_KEY_VALUE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)}; \
+      return {*key.begin(), key.size() > 1 ? *(key.begin() + 1) : 0};                                                 \
+    }                                                                                                                 \
+    static void set_key(Track& t, const CheckedRow& r) {                                                              \
+      int c = 0;                                                                                                      \
+      LOUPE_COLUMNS_##tbl(LOUPE_SET_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)                                    \
+    }                                                                                                                 \
+    static void append(Track& t, const CheckedRow& r) {                                                               \
+      int c = ntrack;                                                                                                 \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_APPEND_SPAN, LOUPE_APPEND_POINT, LOUPE_APPEND_COLUMN)                   \
+    }                                                                                                                 \
+  };
+LOUPE_EVENT_TABLES(LOUPE_TABLE_DEF)
+#undef LOUPE_TABLE_DEF
+#undef LOUPE_APPEND_COLUMN
+#undef LOUPE_APPEND_POINT
+#undef LOUPE_APPEND_SPAN
+#undef LOUPE_SET_KEY
+#undef LOUPE_KEY_VALUE
+#undef LOUPE_TIME_POINT
+#undef LOUPE_TIME_SPAN
+#undef LOUPE_COUNT_KEY
+#undef LOUPE_NAME_POINT
+#undef LOUPE_NAME_SPAN
+#undef LOUPE_NAME_FIELD
 
-template <>
-struct TableDef<Instants> {
-  static constexpr const char* table = "instants";
-  static constexpr const char* track_cols = "thread";
-  static constexpr const char* time_col = "time";
-  static constexpr std::array<std::string_view, 5> columns = {"thread", "time", "name", "kind", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(Instants& t, const CheckedRow& r) { t.thread = r.u32(0); }
-  static void append(Instants& t, const CheckedRow& r) {
-    t.time.push_back(r.integer(1));
-    t.name.push_back(r.u32(2));
-    t.kind.push_back(r.enumerator<SpanKind>(3));
+// The track key's columns, as SQL lists them: "thread", "device, stream".
+template <typename Track>
+std::string track_cols() {
+  std::string cols;
+  for (int i = 0; i < TableDef<Track>::ntrack; ++i) {
+    cols += fmt::format("{}{}", i == 0 ? "" : ", ", TableDef<Track>::columns[size_t(i)]);
   }
-};
-
-template <>
-struct TableDef<Counter> {
-  static constexpr const char* table = "counters";
-  static constexpr const char* track_cols = "name";
-  static constexpr const char* time_col = "time";
-  static constexpr std::array<std::string_view, 4> columns = {"name", "time", "value", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(Counter& t, const CheckedRow& r) { t.name = r.u32(0); }
-  static void append(Counter& t, const CheckedRow& r) {
-    t.time.push_back(r.integer(1));
-    t.value.push_back(r.real(2));
-  }
-};
-
-template <>
-struct TableDef<DeviceOps> {
-  static constexpr const char* table = "device_ops";
-  static constexpr const char* track_cols = "device, stream";
-  static constexpr const char* time_col = "start";
-  static constexpr std::array<std::string_view, 10> columns = {
-      "device", "stream", "start", "dur", "kind", "name", "bytes", "copy_kind", "correlation", "id"};
-  static constexpr int ntrack = 2;
-  static void set_key(DeviceOps& t, const CheckedRow& r) {
-    t.device = r.u32(0);
-    t.stream = r.u32(1);
-  }
-  static void append(DeviceOps& t, const CheckedRow& r) {
-    t.start.push_back(r.integer(2));
-    t.dur.push_back(r.integer(3));
-    t.kind.push_back(r.enumerator<DeviceOpKind>(4));
-    t.name.push_back(r.u32(5));
-    t.bytes.push_back(r.non_negative(6));
-    t.copy_kind.push_back(r.enumerator<CopyKind>(7));
-    t.correlation.push_back(uint64_t(r.integer(8)));
-  }
-};
-
-template <>
-struct TableDef<Launches> {
-  static constexpr const char* table = "launches";
-  static constexpr const char* track_cols = "thread";
-  static constexpr const char* time_col = "start";
-  static constexpr std::array<std::string_view, 8> columns = {"thread", "start",  "dur",         "name",
-                                                              "device", "stream", "correlation", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(Launches& t, const CheckedRow& r) { t.thread = r.u32(0); }
-  static void append(Launches& t, const CheckedRow& r) {
-    t.start.push_back(r.integer(1));
-    t.dur.push_back(r.integer(2));
-    t.name.push_back(r.u32(3));
-    t.device.push_back(r.u32(4));
-    t.stream.push_back(r.u32(5));
-    t.correlation.push_back(uint64_t(r.integer(6)));
-  }
-};
-
-template <>
-struct TableDef<Transfers> {
-  static constexpr const char* table = "transfers";
-  static constexpr const char* track_cols = "thread";
-  static constexpr const char* time_col = "start";
-  static constexpr std::array<std::string_view, 12> columns = {
-      "thread",   "start",       "dur",      "device",      "direction", "bytes",
-      "synchronous", "implicit", "host_memory", "callsite", "correlation", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(Transfers& t, const CheckedRow& r) { t.thread = r.u32(0); }
-  static void append(Transfers& t, const CheckedRow& r) {
-    t.start.push_back(r.integer(1));
-    t.dur.push_back(r.integer(2));
-    t.device.push_back(r.u32(3));
-    t.direction.push_back(r.enumerator<CopyKind>(4));
-    t.bytes.push_back(r.non_negative(5));
-    t.synchronous.push_back(r.flag(6));
-    t.implicit.push_back(r.flag(7));
-    t.host_memory.push_back(r.enumerator<HostMemory>(8));
-    t.callsite.push_back(r.u32(9));
-    t.correlation.push_back(uint64_t(r.integer(10)));
-  }
-};
-
-template <>
-struct TableDef<MemoryEvents> {
-  static constexpr const char* table = "memory_events";
-  static constexpr const char* track_cols = "device";
-  static constexpr const char* time_col = "time";
-  static constexpr std::array<std::string_view, 9> columns = {
-      "device", "time", "kind", "bytes", "address", "allocated", "reserved", "callsite", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(MemoryEvents& t, const CheckedRow& r) { t.device = r.u32(0); }
-  static void append(MemoryEvents& t, const CheckedRow& r) {
-    t.time.push_back(r.integer(1));
-    t.kind.push_back(r.enumerator<MemoryEventKind>(2));
-    t.bytes.push_back(r.non_negative(3));
-    t.address.push_back(uint64_t(r.integer(4)));
-    // Levels, not summed, but compared and added across devices.
-    t.allocated.push_back(r.in_range(5, 0, kMaxTableTotal - 1));
-    t.reserved.push_back(r.in_range(6, 0, kMaxTableTotal - 1));
-    t.callsite.push_back(r.u32(7));
-  }
-};
-
-template <>
-struct TableDef<Compiles> {
-  static constexpr const char* table = "compiles";
-  static constexpr const char* track_cols = "thread";
-  static constexpr const char* time_col = "start";
-  static constexpr std::array<std::string_view, 16> columns = {
-      "thread",     "start",  "dur",     "function", "signature", "kind",     "reason",          "trace_ns",
-      "optimize_ns", "codegen_ns", "nodes", "kernels", "ir",       "callsite", "function_object", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(Compiles& t, const CheckedRow& r) { t.thread = r.u32(0); }
-  static void append(Compiles& t, const CheckedRow& r) {
-    t.start.push_back(r.integer(1));
-    t.dur.push_back(r.integer(2));
-    t.function.push_back(r.u32(3));
-    t.signature.push_back(r.u32(4));
-    t.kind.push_back(r.enumerator<CompileKind>(5));
-    t.reason.emplace_back(r.text(6));
-    t.trace_ns.push_back(r.non_negative(7));
-    t.optimize_ns.push_back(r.non_negative(8));
-    t.codegen_ns.push_back(r.non_negative(9));
-    t.nodes.push_back(r.u32(10));
-    t.kernels.push_back(r.u32(11));
-    t.ir.emplace_back(r.text(12));
-    t.callsite.push_back(r.u32(13));
-    t.function_object.push_back(uint64_t(r.integer(14)));
-  }
-};
-
-template <>
-struct TableDef<Steps> {
-  static constexpr const char* table = "steps";
-  static constexpr const char* track_cols = "thread";
-  static constexpr const char* time_col = "start";
-  static constexpr std::array<std::string_view, 5> columns = {"thread", "start", "dur", "number", "id"};
-  static constexpr int ntrack = 1;
-  static void set_key(Steps& t, const CheckedRow& r) { t.thread = r.u32(0); }
-  static void append(Steps& t, const CheckedRow& r) {
-    t.start.push_back(r.integer(1));
-    t.dur.push_back(r.integer(2));
-    t.number.push_back(r.integer(3));
-  }
-};
+  return cols;
+}
 
 // A key in a table's clustered order: (track a, track b, time).
 struct Key {
@@ -285,15 +189,15 @@ class TableLoader : public TableLoaderBase {
 
   void read(sqlite3* db, size_t unit_slot, const Unit& u) override {
     std::string where;
-    auto key_expr = [] { return fmt::format("({}, {})", D::track_cols, D::time_col); };
+    auto key_expr = [] { return fmt::format("({}, {})", track_cols<Track>(), D::time_col); };
     auto key_params = [](int first) {
       return D::ntrack == 2 ? fmt::format("(?{}, ?{}, ?{})", first, first + 1, first + 2)
                             : fmt::format("(?{}, ?{})", first, first + 1);
     };
     if (u.has_lo) where += fmt::format(" WHERE {} >= {}", key_expr(), key_params(1));
     if (u.has_hi) where += fmt::format("{} {} < {}", u.has_lo ? " AND" : " WHERE", key_expr(), key_params(4));
-    Stmt s(db, fmt::format("SELECT {} FROM {}{} ORDER BY {}, {}, id", column_list(), D::table, where, D::track_cols,
-                           D::time_col));
+    Stmt s(db, fmt::format("SELECT {} FROM {}{} ORDER BY {}, {}, id", column_list(), D::table, where,
+                           track_cols<Track>(), D::time_col));
     auto bind_key = [&](int first, const Key& k) {
       s.bind(first, k.a);
       if (D::ntrack == 2) {
@@ -377,13 +281,8 @@ class TableLoader : public TableLoaderBase {
     for (std::string_view c : D::columns) list += fmt::format("{}{}", list.empty() ? "" : ", ", c);
     return list;
   }
-  // The track's key columns, as D::track_cols names them.
-  static std::pair<int64_t, int64_t> key_of(const Track& t) {
-    if constexpr (std::is_same_v<Track, DeviceOps>) return {t.device, t.stream};
-    else if constexpr (std::is_same_v<Track, MemoryEvents>) return {t.device, 0};
-    else if constexpr (std::is_same_v<Track, Counter>) return {t.name, 0};
-    else return {t.thread, 0};
-  }
+  // The track's key columns, as track_cols() names them.
+  static std::pair<int64_t, int64_t> key_of(const Track& t) { return D::key_of(t); }
   // The extent as the writer records it: first start, last end.
   static int64_t first_time(const Track& t) {
     if constexpr (requires { t.start; }) return t.start.front();
@@ -449,50 +348,77 @@ std::string file_error(const std::string& path, const std::string& what) {
   return fmt::format("{}: {}", path, what);
 }
 
+// What a table's rows refer to: string ids the strings table holds, call
+// sites the callsites table holds (trace_tables.h's string and callsite
+// checks).
+class References {
+ public:
+  References(const std::string& path, const char* table, const TraceModel& m) : path_(path), table_(table), m_(m) {}
+
+  template <Check C, typename T>
+  void require(const char* column, const T& values) const {
+    if constexpr (C == Check::string) {
+      for (StringId id : as_range(values)) {
+        if (id >= m_.strings.size()) {
+          bad(fmt::format("{} refers to string id {}, which the strings table lacks", column, id));
+        }
+      }
+    } else if constexpr (C == Check::callsite) {
+      for (uint32_t id : as_range(values)) {
+        if (id != 0 && m_.callsite(id) == nullptr) bad(fmt::format("callsite {} is not in the callsites table", id));
+      }
+    }
+  }
+
+  [[noreturn]] void bad(const std::string& what) const {
+    throw TraceError(file_error(path_, fmt::format("{}: {}", table_, what)));
+  }
+
+ private:
+  // A key is one value; a column, many.
+  template <typename T>
+  static std::span<const T> as_range(const std::vector<T>& v) { return v; }
+  template <typename T>
+  static std::span<const T> as_range(const T& v) { return {&v, 1}; }
+
+  const std::string& path_;
+  const char* table_;
+  const TraceModel& m_;
+};
+
+#define LOUPE_CHECK_REF(name, type, check, init) refs.require<Check::check>(#name, t.name);
+#define LOUPE_CHECK_REFS(Row, Track, table, member)                                                       \
+  [[maybe_unused]] void check_references(const References& refs, const Track& t) {                        \
+    LOUPE_COLUMNS_##table(LOUPE_CHECK_REF, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_CHECK_REF)                   \
+  }
+LOUPE_EVENT_TABLES(LOUPE_CHECK_REFS)
+#undef LOUPE_CHECK_REFS
+#undef LOUPE_CHECK_REF
+
 template <typename Track>
 void validate_track(const std::string& path, const char* table, const TraceModel& m, Track& t) {
-  const size_t nstrings = m.strings.size();
-  auto bad = [&](const std::string& what) { throw TraceError(file_error(path, fmt::format("{}: {}", table, what))); };
-  auto check_string = [&](const std::vector<StringId>& col, const char* column) {
-    for (StringId id : col) {
-      if (id >= nstrings) bad(fmt::format("{} refers to string id {}, which the strings table lacks", column, id));
-    }
-  };
-  auto check_callsites = [&](const std::vector<uint32_t>& col) {
-    for (uint32_t id : col) {
-      if (id != 0 && m.callsite(id) == nullptr) bad(fmt::format("callsite {} is not in the callsites table", id));
-    }
-  };
+  References refs(path, table, m);
   // Times within +-2^62 ns (trace_format.h), so that analyses can take
   // any difference of two times without overflow.
   if constexpr (requires { t.dur; }) {
     for (size_t i = 0; i < t.size(); ++i) {
       int64_t start = t.start[i], dur = t.dur[i];
-      if (dur < 0) bad(fmt::format("negative duration {} ns", dur));
+      if (dur < 0) refs.bad(fmt::format("negative duration {} ns", dur));
       if (!is_trace_time(start) || dur >= kMaxTraceTimeNs - start) {
-        bad(fmt::format("start + dur ({} + {} ns) lies outside the +-2^62 ns a trace can hold", start, dur));
+        refs.bad(fmt::format("start + dur ({} + {} ns) lies outside the +-2^62 ns a trace can hold", start, dur));
       }
     }
   } else {
     for (int64_t time : t.time) {
-      if (!is_trace_time(time)) bad(fmt::format("time {} ns lies outside the +-2^62 ns a trace can hold", time));
+      if (!is_trace_time(time)) refs.bad(fmt::format("time {} ns lies outside the +-2^62 ns a trace can hold", time));
     }
   }
-  if constexpr (requires { t.name; }) {
-    if constexpr (std::is_same_v<decltype(t.name), std::vector<StringId>>) check_string(t.name, "name");
-  }
-  if constexpr (requires { t.function; }) {
-    check_string(t.function, "function");
-    check_string(t.signature, "signature");
-  }
-  if constexpr (requires { t.callsite; }) check_callsites(t.callsite);
-  if constexpr (std::is_same_v<Track, Counter>) {
-    if (t.name >= nstrings) bad(fmt::format("counter name refers to missing string id {}", t.name));
-  }
+  check_references(refs, t);
 }
 
-// The sums of a table's durations, byte counts and phase times stay under
-// kMaxTableTotal (trace_format.h), so that analyses can total them.
+// The sums of a table's durations, byte counts and phase times (its count
+// columns) stay under kMaxTableTotal (trace_format.h), so that analyses can
+// total them.
 template <typename Track>
 void check_totals(const std::string& path, const char* table, const std::vector<Track>& tracks) {
   auto total_of = [&](const char* column, auto column_of) {
@@ -508,15 +434,19 @@ void check_totals(const std::string& path, const char* table, const std::vector<
     }
   };
   using Column = const std::vector<int64_t>&;
-  if constexpr (requires(const Track& t) { t.dur; }) total_of("dur", [](const Track& t) -> Column { return t.dur; });
-  if constexpr (requires(const Track& t) { t.bytes; }) {
-    total_of("bytes", [](const Track& t) -> Column { return t.bytes; });
+#define LOUPE_TOTAL_SPAN(start, dur) total_of(#dur, [](const Track& t) -> Column { return t.dur; });
+#define LOUPE_TOTAL_COLUMN(name, type, check, init)                                            \
+  if constexpr (Check::check == Check::count) {                                                \
+    total_of(#name, [](const Track& t) -> Column { return t.name; });                         \
   }
-  if constexpr (std::is_same_v<Track, Compiles>) {
-    total_of("trace_ns", [](const Track& t) -> Column { return t.trace_ns; });
-    total_of("optimize_ns", [](const Track& t) -> Column { return t.optimize_ns; });
-    total_of("codegen_ns", [](const Track& t) -> Column { return t.codegen_ns; });
+#define LOUPE_TOTALS(Row, T, table, member)                                                   \
+  if constexpr (std::is_same_v<Track, T>) {                                                   \
+    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TOTAL_SPAN, LOUPE_IGNORE, LOUPE_TOTAL_COLUMN)   \
   }
+  LOUPE_EVENT_TABLES(LOUPE_TOTALS)
+#undef LOUPE_TOTALS
+#undef LOUPE_TOTAL_COLUMN
+#undef LOUPE_TOTAL_SPAN
 }
 
 template <typename Track>
@@ -545,15 +475,9 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     claims = store::read_tracks(db.get());
 
     std::vector<std::unique_ptr<TableLoaderBase>> loaders;
-    loaders.push_back(std::make_unique<TableLoader<HostSpans>>(m.host_spans));
-    loaders.push_back(std::make_unique<TableLoader<Instants>>(m.instants));
-    loaders.push_back(std::make_unique<TableLoader<Counter>>(m.counters));
-    loaders.push_back(std::make_unique<TableLoader<DeviceOps>>(m.device_ops));
-    loaders.push_back(std::make_unique<TableLoader<Launches>>(m.launches));
-    loaders.push_back(std::make_unique<TableLoader<Transfers>>(m.transfers));
-    loaders.push_back(std::make_unique<TableLoader<MemoryEvents>>(m.memory));
-    loaders.push_back(std::make_unique<TableLoader<Compiles>>(m.compiles));
-    loaders.push_back(std::make_unique<TableLoader<Steps>>(m.steps));
+#define LOUPE_LOADER(Row, Track, table, member) loaders.push_back(std::make_unique<TableLoader<Track>>(m.member));
+    LOUPE_EVENT_TABLES(LOUPE_LOADER)
+#undef LOUPE_LOADER
 
     // No claim can make us expect more rows than the file has room for
     // (a row takes at least 4 bytes on disk).
@@ -608,15 +532,9 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     for (auto& l : loaders) l->finish();
     store::exec(db.get(), "COMMIT");
 
-    validate_table(path, "host_spans", m, m.host_spans);
-    validate_table(path, "instants", m, m.instants);
-    validate_table(path, "counters", m, m.counters);
-    validate_table(path, "device_ops", m, m.device_ops);
-    validate_table(path, "launches", m, m.launches);
-    validate_table(path, "transfers", m, m.transfers);
-    validate_table(path, "memory_events", m, m.memory);
-    validate_table(path, "compiles", m, m.compiles);
-    validate_table(path, "steps", m, m.steps);
+#define LOUPE_VALIDATE(Row, Track, table, member) validate_table(path, #table, m, m.member);
+    LOUPE_EVENT_TABLES(LOUPE_VALIDATE)
+#undef LOUPE_VALIDATE
     // The rows are valid; the tracks table must describe exactly them.
     for (auto& l : loaders) l->verify(claims[l->name()]);
   } catch (const StoreError& e) {
@@ -637,31 +555,22 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
       m.end_ns = std::max(m.end_ns, e);
     }
   };
-  auto extend_spans = [&](const auto& tracks_of) {
+  auto extend_table = [&](const auto& tracks_of) {
     for (const auto& t : tracks_of) {
       if (t.size() == 0) continue;
-      int64_t last = 0;
-      for (size_t i = 0; i < t.size(); ++i) last = std::max(last, t.end(i));
-      extend(t.start.front(), last);
+      if constexpr (requires { t.dur; }) {
+        int64_t last = 0;
+        for (size_t i = 0; i < t.size(); ++i) last = std::max(last, t.end(i));
+        extend(t.start.front(), last);
+      } else {
+        extend(t.time.front(), t.time.back());
+      }
     }
   };
-  auto extend_times = [&](const auto& tracks_of) {
-    for (const auto& t : tracks_of) {
-      if (t.size() > 0) extend(t.time.front(), t.time.back());
-    }
-  };
-  extend_spans(m.host_spans);
-  extend_spans(m.device_ops);
-  extend_spans(m.launches);
-  extend_spans(m.transfers);
-  extend_spans(m.compiles);
-  extend_spans(m.steps);
-  extend_times(m.instants);
-  extend_times(m.counters);
-  extend_times(m.memory);
+#define LOUPE_EXTEND(Row, Track, table, member) extend_table(m.member);
+  LOUPE_EVENT_TABLES(LOUPE_EXTEND)
+#undef LOUPE_EXTEND
   return m;
 }
-
-void check_trace(const std::string& path) { store::open_trace(path); }
 
 }  // namespace loupe::prof

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
+#include <type_traits>
 #include <map>
 #include <string>
 #include <tuple>
@@ -26,8 +28,9 @@ namespace {
 // the statement so long that binding dominates (measured in bench/).
 constexpr int kRowsPerInsert = 50;
 
-// How each event table's row is keyed, bound and summarised. The columns
-// are bound in the order of the CREATE TABLE statement in schema.cpp.
+// How each event table's row is keyed, bound and summarised, generated
+// from trace_tables.h. The columns are bound in the order of the CREATE
+// TABLE statement (schema.cpp), `id` after the time.
 struct TrackKey {
   int64_t a = 0, b = 0;
   auto operator<=>(const TrackKey&) const = default;
@@ -39,166 +42,77 @@ struct TrackKeyHash {
   }
 };
 
+// A track's key from its one or two key columns.
+TrackKey key_of(std::initializer_list<int64_t> key) {
+  return {*key.begin(), key.size() > 1 ? *(key.begin() + 1) : 0};
+}
+
 template <typename Row>
 struct Staged {
   Row row;
   int64_t id;
 };
 
-#define LOUPE_TABLE_TRAITS(RowType, Table, Columns)        \
-  template <>                                             \
-  struct Traits<RowType> {                                \
-    static constexpr const char* table = Table;           \
-    static constexpr int columns = Columns;               \
-    static TrackKey track(const RowType& r);              \
-    static int64_t start(const RowType& r);               \
-    static int64_t end(const RowType& r);                 \
-    static void bind(Stmt& s, int i, const RowType& r, int64_t id); \
-  };
+// One value as the file stores it: text as TEXT, reals as REAL, anything
+// else (ids, enumerations, flags, 64-bit ids as their bit pattern) as an
+// INTEGER.
+template <typename T>
+void bind_value(Stmt& s, int i, const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) s.bind_static(i, v);
+  else if constexpr (std::is_floating_point_v<T>) s.bind(i, double(v));
+  else s.bind(i, int64_t(v));
+}
 
 template <typename Row>
 struct Traits;
-LOUPE_TABLE_TRAITS(HostSpanRow, "host_spans", 8)
-LOUPE_TABLE_TRAITS(InstantRow, "instants", 5)
-LOUPE_TABLE_TRAITS(CounterRow, "counters", 4)
-LOUPE_TABLE_TRAITS(DeviceOpRow, "device_ops", 10)
-LOUPE_TABLE_TRAITS(LaunchRow, "launches", 8)
-LOUPE_TABLE_TRAITS(TransferRow, "transfers", 12)
-LOUPE_TABLE_TRAITS(MemoryEventRow, "memory_events", 9)
-LOUPE_TABLE_TRAITS(CompileRow, "compiles", 16)
-LOUPE_TABLE_TRAITS(StepRow, "steps", 5)
-#undef LOUPE_TABLE_TRAITS
 
-TrackKey Traits<HostSpanRow>::track(const HostSpanRow& r) { return {r.thread, 0}; }
-int64_t Traits<HostSpanRow>::start(const HostSpanRow& r) { return r.start; }
-int64_t Traits<HostSpanRow>::end(const HostSpanRow& r) { return r.start + r.dur; }
-void Traits<HostSpanRow>::bind(Stmt& s, int i, const HostSpanRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.thread));
-  s.bind(i + 1, r.start);
-  s.bind(i + 2, id);
-  s.bind(i + 3, r.dur);
-  s.bind(i + 4, int64_t(r.name));
-  s.bind(i + 5, int64_t(r.kind));
-  s.bind(i + 6, int64_t(r.depth));
-  s.bind(i + 7, int64_t(r.callsite));
-}
-
-TrackKey Traits<InstantRow>::track(const InstantRow& r) { return {r.thread, 0}; }
-int64_t Traits<InstantRow>::start(const InstantRow& r) { return r.time; }
-int64_t Traits<InstantRow>::end(const InstantRow& r) { return r.time; }
-void Traits<InstantRow>::bind(Stmt& s, int i, const InstantRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.thread));
-  s.bind(i + 1, r.time);
-  s.bind(i + 2, id);
-  s.bind(i + 3, int64_t(r.name));
-  s.bind(i + 4, int64_t(r.kind));
-}
-
-TrackKey Traits<CounterRow>::track(const CounterRow& r) { return {r.name, 0}; }
-int64_t Traits<CounterRow>::start(const CounterRow& r) { return r.time; }
-int64_t Traits<CounterRow>::end(const CounterRow& r) { return r.time; }
-void Traits<CounterRow>::bind(Stmt& s, int i, const CounterRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.name));
-  s.bind(i + 1, r.time);
-  s.bind(i + 2, id);
-  s.bind(i + 3, r.value);
-}
-
-TrackKey Traits<DeviceOpRow>::track(const DeviceOpRow& r) { return {r.device, r.stream}; }
-int64_t Traits<DeviceOpRow>::start(const DeviceOpRow& r) { return r.start; }
-int64_t Traits<DeviceOpRow>::end(const DeviceOpRow& r) { return r.start + r.dur; }
-void Traits<DeviceOpRow>::bind(Stmt& s, int i, const DeviceOpRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.device));
-  s.bind(i + 1, int64_t(r.stream));
-  s.bind(i + 2, r.start);
-  s.bind(i + 3, id);
-  s.bind(i + 4, r.dur);
-  s.bind(i + 5, int64_t(r.kind));
-  s.bind(i + 6, int64_t(r.name));
-  s.bind(i + 7, r.bytes);
-  s.bind(i + 8, int64_t(r.copy_kind));
-  s.bind(i + 9, int64_t(r.correlation));
-}
-
-TrackKey Traits<LaunchRow>::track(const LaunchRow& r) { return {r.thread, 0}; }
-int64_t Traits<LaunchRow>::start(const LaunchRow& r) { return r.start; }
-int64_t Traits<LaunchRow>::end(const LaunchRow& r) { return r.start + r.dur; }
-void Traits<LaunchRow>::bind(Stmt& s, int i, const LaunchRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.thread));
-  s.bind(i + 1, r.start);
-  s.bind(i + 2, id);
-  s.bind(i + 3, r.dur);
-  s.bind(i + 4, int64_t(r.name));
-  s.bind(i + 5, int64_t(r.device));
-  s.bind(i + 6, int64_t(r.stream));
-  s.bind(i + 7, int64_t(r.correlation));
-}
-
-TrackKey Traits<TransferRow>::track(const TransferRow& r) { return {r.thread, 0}; }
-int64_t Traits<TransferRow>::start(const TransferRow& r) { return r.start; }
-int64_t Traits<TransferRow>::end(const TransferRow& r) { return r.start + r.dur; }
-void Traits<TransferRow>::bind(Stmt& s, int i, const TransferRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.thread));
-  s.bind(i + 1, r.start);
-  s.bind(i + 2, id);
-  s.bind(i + 3, r.dur);
-  s.bind(i + 4, int64_t(r.device));
-  s.bind(i + 5, int64_t(r.direction));
-  s.bind(i + 6, r.bytes);
-  s.bind(i + 7, int64_t(r.synchronous));
-  s.bind(i + 8, int64_t(r.implicit));
-  s.bind(i + 9, int64_t(r.host_memory));
-  s.bind(i + 10, int64_t(r.callsite));
-  s.bind(i + 11, int64_t(r.correlation));
-}
-
-TrackKey Traits<MemoryEventRow>::track(const MemoryEventRow& r) { return {r.device, 0}; }
-int64_t Traits<MemoryEventRow>::start(const MemoryEventRow& r) { return r.time; }
-int64_t Traits<MemoryEventRow>::end(const MemoryEventRow& r) { return r.time; }
-void Traits<MemoryEventRow>::bind(Stmt& s, int i, const MemoryEventRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.device));
-  s.bind(i + 1, r.time);
-  s.bind(i + 2, id);
-  s.bind(i + 3, int64_t(r.kind));
-  s.bind(i + 4, r.bytes);
-  s.bind(i + 5, int64_t(r.address));
-  s.bind(i + 6, r.allocated);
-  s.bind(i + 7, r.reserved);
-  s.bind(i + 8, int64_t(r.callsite));
-}
-
-TrackKey Traits<CompileRow>::track(const CompileRow& r) { return {r.thread, 0}; }
-int64_t Traits<CompileRow>::start(const CompileRow& r) { return r.start; }
-int64_t Traits<CompileRow>::end(const CompileRow& r) { return r.start + r.dur; }
-void Traits<CompileRow>::bind(Stmt& s, int i, const CompileRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.thread));
-  s.bind(i + 1, r.start);
-  s.bind(i + 2, id);
-  s.bind(i + 3, r.dur);
-  s.bind(i + 4, int64_t(r.function));
-  s.bind(i + 5, int64_t(r.signature));
-  s.bind(i + 6, int64_t(r.kind));
-  s.bind_static(i + 7, r.reason);
-  s.bind(i + 8, r.trace_ns);
-  s.bind(i + 9, r.optimize_ns);
-  s.bind(i + 10, r.codegen_ns);
-  s.bind(i + 11, int64_t(r.nodes));
-  s.bind(i + 12, int64_t(r.kernels));
-  s.bind_static(i + 13, r.ir);
-  s.bind(i + 14, int64_t(r.callsite));
-  s.bind(i + 15, int64_t(r.function_object));
-}
-
-TrackKey Traits<StepRow>::track(const StepRow& r) { return {r.thread, 0}; }
-int64_t Traits<StepRow>::start(const StepRow& r) { return r.start; }
-int64_t Traits<StepRow>::end(const StepRow& r) { return r.start + r.dur; }
-void Traits<StepRow>::bind(Stmt& s, int i, const StepRow& r, int64_t id) {
-  s.bind(i + 0, int64_t(r.thread));
-  s.bind(i + 1, r.start);
-  s.bind(i + 2, id);
-  s.bind(i + 3, r.dur);
-  s.bind(i + 4, r.number);
-}
+#define LOUPE_COUNT_FIELD(...) +1
+#define LOUPE_COUNT_SPAN(...) +3  // start, id, dur
+#define LOUPE_COUNT_POINT(...) +2  // time, id
+#define LOUPE_KEY_VALUE(name, type, check, init) int64_t(r.name),
+#define LOUPE_START_SPAN(start, dur) return r.start;
+#define LOUPE_START_POINT(time) return r.time;
+#define LOUPE_END_SPAN(start, dur) return r.start + r.dur;
+#define LOUPE_END_POINT(time) return r.time;
+#define LOUPE_BIND_FIELD(name, type, check, init) bind_value(s, c++, r.name);
+#define LOUPE_BIND_SPAN(start, dur) \
+  bind_value(s, c++, r.start);      \
+  bind_value(s, c++, id);           \
+  bind_value(s, c++, r.dur);
+#define LOUPE_BIND_POINT(time) \
+  bind_value(s, c++, r.time);  \
+  bind_value(s, c++, id);
+#define LOUPE_WRITER_TRAITS(Row, Track, tbl, member)                                                                 \
+  template <>                                                                                                        \
+  struct Traits<Row> {                                                                                               \
+    static constexpr const char* table = #tbl;                                                                       \
+    static constexpr int columns =                                                                                   \
+        0 LOUPE_COLUMNS_##tbl(LOUPE_COUNT_FIELD, LOUPE_COUNT_SPAN, LOUPE_COUNT_POINT, LOUPE_COUNT_FIELD);              \
+    static TrackKey track(const Row& r) {                                                                            \
+      return key_of({LOUPE_COLUMNS_##tbl(LOUPE_KEY_VALUE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)});               \
+    }                                                                                                                \
+    static int64_t start(const Row& r) {                                                                             \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_START_SPAN, LOUPE_START_POINT, LOUPE_IGNORE)                           \
+    }                                                                                                                \
+    static int64_t end(const Row& r) { LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_END_SPAN, LOUPE_END_POINT, LOUPE_IGNORE) } \
+    static void bind(Stmt& s, int i, const Row& r, int64_t id) {                                                     \
+      int c = i;                                                                                                     \
+      LOUPE_COLUMNS_##tbl(LOUPE_BIND_FIELD, LOUPE_BIND_SPAN, LOUPE_BIND_POINT, LOUPE_BIND_FIELD)                     \
+    }                                                                                                                \
+  };
+LOUPE_EVENT_TABLES(LOUPE_WRITER_TRAITS)
+#undef LOUPE_WRITER_TRAITS
+#undef LOUPE_BIND_POINT
+#undef LOUPE_BIND_SPAN
+#undef LOUPE_BIND_FIELD
+#undef LOUPE_END_POINT
+#undef LOUPE_END_SPAN
+#undef LOUPE_START_POINT
+#undef LOUPE_START_SPAN
+#undef LOUPE_KEY_VALUE
+#undef LOUPE_COUNT_POINT
+#undef LOUPE_COUNT_SPAN
+#undef LOUPE_COUNT_FIELD
 
 std::string insert_sql(const char* table, int columns, int rows) {
   std::string one = "(?";
@@ -358,15 +272,9 @@ struct TraceWriter::Impl {
   std::vector<std::pair<uint32_t, uint32_t>> dirty_streams;
   std::vector<std::string> dirty_meta;
 
-  EventTable<HostSpanRow> host_spans;
-  EventTable<InstantRow> instants;
-  EventTable<CounterRow> counters;
-  EventTable<DeviceOpRow> device_ops;
-  EventTable<LaunchRow> launches;
-  EventTable<TransferRow> transfers;
-  EventTable<MemoryEventRow> memory_events;
-  EventTable<CompileRow> compiles;
-  EventTable<StepRow> steps;
+#define LOUPE_EVENT_TABLE(Row, Track, table, member) EventTable<Row> table;
+  LOUPE_EVENT_TABLES(LOUPE_EVENT_TABLE)
+#undef LOUPE_EVENT_TABLE
   TrackMap tracks;
   uint64_t committed = 0;
 
@@ -375,8 +283,9 @@ struct TraceWriter::Impl {
 
   template <typename F>
   void for_each_table(F&& f) {
-    f(host_spans); f(instants); f(counters); f(device_ops); f(launches);
-    f(transfers); f(memory_events); f(compiles); f(steps);
+#define LOUPE_VISIT_TABLE(Row, Track, table, member) f(table);
+    LOUPE_EVENT_TABLES(LOUPE_VISIT_TABLE)
+#undef LOUPE_VISIT_TABLE
   }
   uint64_t staged() {
     uint64_t n = 0;
@@ -384,6 +293,7 @@ struct TraceWriter::Impl {
     return n;
   }
   void write_all();
+  void roll_back();
   void prepare_statements();
   void finalize_statements();
   void publish();
@@ -440,6 +350,16 @@ void TraceWriter::Impl::prepare_statements() {
   commit_tx = Stmt(d, "COMMIT");
   rollback = Stmt(d, "ROLLBACK");
   for_each_table([&](auto& t) { t.prepare(d); });
+}
+
+// Ends a failed transaction, if one is open, undoing what it wrote.
+void TraceWriter::Impl::roll_back() {
+  if (sqlite3_get_autocommit(db.get())) return;
+  try {
+    rollback.step();
+  } catch (const StoreError&) {
+  }
+  rollback.reset();
 }
 
 void TraceWriter::Impl::finalize_statements() {
@@ -543,15 +463,10 @@ void TraceWriter::set_meta(std::string_view key, std::string_view value) {
   impl_->dirty_meta.emplace_back(key);
 }
 
-void TraceWriter::add(const HostSpanRow& row) { impl_->host_spans.add(row); }
-void TraceWriter::add(const InstantRow& row) { impl_->instants.add(row); }
-void TraceWriter::add(const CounterRow& row) { impl_->counters.add(row); }
-void TraceWriter::add(const DeviceOpRow& row) { impl_->device_ops.add(row); }
-void TraceWriter::add(const LaunchRow& row) { impl_->launches.add(row); }
-void TraceWriter::add(const TransferRow& row) { impl_->transfers.add(row); }
-void TraceWriter::add(const MemoryEventRow& row) { impl_->memory_events.add(row); }
-void TraceWriter::add(CompileRow row) { impl_->compiles.add(std::move(row)); }
-void TraceWriter::add(const StepRow& row) { impl_->steps.add(row); }
+#define LOUPE_WRITER_ADD(Row, Track, table, member) \
+  void TraceWriter::add(Row row) { impl_->table.add(std::move(row)); }
+LOUPE_EVENT_TABLES(LOUPE_WRITER_ADD)
+#undef LOUPE_WRITER_ADD
 
 uint64_t TraceWriter::staged() const { return impl_->staged(); }
 uint64_t TraceWriter::committed() const { return impl_->committed; }
@@ -633,13 +548,7 @@ void TraceWriter::commit() {
     w.commit_tx.reset();
   } catch (const StoreError& e) {
     // Undo everything this transaction did; the staged events are lost.
-    if (!sqlite3_get_autocommit(w.db.get())) {
-      try {
-        w.rollback.step();
-      } catch (const StoreError&) {
-      }
-      w.rollback.reset();
-    }
+    w.roll_back();
     w.tracks = std::move(tracks_before);
     w.for_each_table([](auto& t) { t.discard(); });
     throw StoreError(fmt::format("cannot write trace '{}': {}", w.path, e.what()));
@@ -676,13 +585,7 @@ void TraceWriter::commit_meta_only() {
     w.commit_tx.step();
     w.commit_tx.reset();
   } catch (const StoreError& e) {
-    if (!sqlite3_get_autocommit(w.db.get())) {
-      try {
-        w.rollback.step();
-      } catch (const StoreError&) {
-      }
-      w.rollback.reset();
-    }
+    w.roll_back();
     throw StoreError(fmt::format("cannot write trace '{}': {}", w.path, e.what()));
   }
   w.dirty_meta.clear();

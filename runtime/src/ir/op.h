@@ -47,7 +47,6 @@ OpClass op_class(Op op);
 inline bool is_elementwise(Op op) { return op_class(op) == OpClass::elementwise; }
 inline bool is_reduction(Op op) { return op_class(op) == OpClass::reduction; }
 inline bool is_view(Op op) { return op_class(op) == OpClass::view; }
-inline bool is_comparison(Op op) { return op >= Op::eq && op <= Op::ge; }
 inline bool is_random(Op op) { return op == Op::random_bits || op == Op::random_uniform || op == Op::random_normal; }
 
 }  // namespace loupe::rt::ir

@@ -134,7 +134,6 @@ struct AnalysisParameter {
 std::vector<AnalysisParameter> analysis_parameters();
 // Sets one by name; throws std::invalid_argument naming the problem.
 void set_analysis_parameter(AnalysisOptions& options, const std::string& name, const std::string& value);
-std::string get_analysis_parameter(const AnalysisOptions& options, const std::string& name);
 
 // The rules, in the order docs/analyses.md describes them.
 std::vector<std::string> analysis_rules();

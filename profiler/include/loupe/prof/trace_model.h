@@ -31,144 +31,57 @@ struct TraceInfo {
   std::map<std::string, std::string> meta;  // every meta row, as written
 };
 
-struct Device {
-  uint32_t id = 0;
-  std::string name;
-  DeviceKind kind = DeviceKind::cpu;
-  int64_t memory_capacity = 0;
-  int64_t copy_bandwidth = 0;
+// The rows of the small tables, as written.
+using Device = DeviceRow;
+using Stream = StreamRow;
+using Thread = ThreadRow;
+using CallSite = CallSiteRow;
+
+// A model column's element type: a flag is a byte (never vector<bool>).
+template <typename T>
+struct ColumnOf {
+  using type = T;
+};
+template <>
+struct ColumnOf<bool> {
+  using type = uint8_t;
 };
 
-struct Stream {
-  uint32_t device = 0, stream = 0;
-  std::string name;
-};
-
-struct Thread {
-  uint32_t id = 0;
-  int64_t process = 0, os_tid = 0;
-  std::string name;
-  uint64_t dropped_events = 0;
-};
-
-struct CallSite {
-  uint32_t id = 0;
-  StringId file = 0;
-  uint32_t line = 0;
-  StringId function = 0;
-};
-
-// Every track type lists its columns in columns(), in one place, so that
-// generic code (loading, merging, sizing) can visit them all.
-struct HostSpans {
-  uint32_t thread = 0;
-  std::vector<int64_t> start, dur;
-  std::vector<StringId> name;
-  std::vector<SpanKind> kind;
-  std::vector<uint32_t> depth;
-  std::vector<uint32_t> callsite;
-  auto columns() { return std::tie(start, dur, name, kind, depth, callsite); }
-  size_t size() const { return start.size(); }
+// One track struct per event table of trace_tables.h: HostSpans,
+// Instants, Counter, DeviceOps, Launches, Transfers, MemoryEvents,
+// Compiles, Steps. The key columns are the track's fields; every other
+// column is an array, listed in columns() so that generic code (loading,
+// merging, sizing) can visit them all. size() counts the events; a track
+// of spans also has end(i).
+#define LOUPE_TRACK_KEY(name, type, check, init) type name = init;
+#define LOUPE_TRACK_SPAN(start, dur)                 \
+  std::vector<int64_t> start, dur;                  \
+  size_t size() const { return start.size(); }      \
   int64_t end(size_t i) const { return start[i] + dur[i]; }
-};
-
-struct Instants {
-  uint32_t thread = 0;
-  std::vector<int64_t> time;
-  std::vector<StringId> name;
-  std::vector<SpanKind> kind;
-  auto columns() { return std::tie(time, name, kind); }
+#define LOUPE_TRACK_POINT(time) \
+  std::vector<int64_t> time;   \
   size_t size() const { return time.size(); }
-};
-
-struct Counter {
-  StringId name = 0;
-  std::vector<int64_t> time;
-  std::vector<double> value;
-  auto columns() { return std::tie(time, value); }
-  size_t size() const { return time.size(); }
-};
-
-struct DeviceOps {
-  uint32_t device = 0, stream = 0;
-  std::vector<int64_t> start, dur;
-  std::vector<DeviceOpKind> kind;
-  std::vector<StringId> name;
-  std::vector<int64_t> bytes;
-  std::vector<CopyKind> copy_kind;
-  std::vector<uint64_t> correlation;
-  auto columns() { return std::tie(start, dur, kind, name, bytes, copy_kind, correlation); }
-  size_t size() const { return start.size(); }
-  int64_t end(size_t i) const { return start[i] + dur[i]; }
-};
-
-struct Launches {
-  uint32_t thread = 0;
-  std::vector<int64_t> start, dur;
-  std::vector<StringId> name;
-  std::vector<uint32_t> device, stream;
-  std::vector<uint64_t> correlation;
-  auto columns() { return std::tie(start, dur, name, device, stream, correlation); }
-  size_t size() const { return start.size(); }
-  int64_t end(size_t i) const { return start[i] + dur[i]; }
-};
-
-struct Transfers {
-  uint32_t thread = 0;
-  std::vector<int64_t> start, dur;
-  std::vector<uint32_t> device;
-  std::vector<CopyKind> direction;
-  std::vector<int64_t> bytes;
-  std::vector<uint8_t> synchronous, implicit;
-  std::vector<HostMemory> host_memory;
-  std::vector<uint32_t> callsite;
-  std::vector<uint64_t> correlation;
-  auto columns() {
-    return std::tie(start, dur, device, direction, bytes, synchronous, implicit, host_memory, callsite, correlation);
-  }
-  size_t size() const { return start.size(); }
-  int64_t end(size_t i) const { return start[i] + dur[i]; }
-};
-
-struct MemoryEvents {
-  uint32_t device = 0;
-  std::vector<int64_t> time;
-  std::vector<MemoryEventKind> kind;
-  std::vector<int64_t> bytes;
-  std::vector<uint64_t> address;
-  std::vector<int64_t> allocated, reserved;
-  std::vector<uint32_t> callsite;
-  auto columns() { return std::tie(time, kind, bytes, address, allocated, reserved, callsite); }
-  size_t size() const { return time.size(); }
-};
-
-struct Compiles {
-  uint32_t thread = 0;
-  std::vector<int64_t> start, dur;
-  std::vector<StringId> function, signature;
-  std::vector<CompileKind> kind;
-  std::vector<std::string> reason;
-  std::vector<int64_t> trace_ns, optimize_ns, codegen_ns;
-  std::vector<uint32_t> nodes, kernels;
-  std::vector<std::string> ir;
-  std::vector<uint32_t> callsite;
-  std::vector<uint64_t> function_object;
-  auto columns() {
-    return std::tie(start, dur, function, signature, kind, reason, trace_ns, optimize_ns, codegen_ns, nodes, kernels,
-                    ir, callsite, function_object);
-  }
-  size_t size() const { return start.size(); }
-  int64_t end(size_t i) const { return start[i] + dur[i]; }
-};
-
-struct Steps {
-  uint32_t thread = 0;
-  std::vector<int64_t> start, dur;
-  std::vector<int64_t> number;
-  auto columns() { return std::tie(start, dur, number); }
-  size_t size() const { return start.size(); }
-  int64_t end(size_t i) const { return start[i] + dur[i]; }
-};
+#define LOUPE_TRACK_COLUMN(name, cpp_type, check, init) std::vector<ColumnOf<cpp_type>::type> name;
+#define LOUPE_TIE_SPAN(start, dur) std::tie(start, dur),
+#define LOUPE_TIE_POINT(time) std::tie(time),
+#define LOUPE_TIE_COLUMN(name, type, check, init) std::tie(name),
+#define LOUPE_TRACK_STRUCT(Row, Track, table, member)                                                          \
+  struct Track {                                                                                               \
+    LOUPE_COLUMNS_##table(LOUPE_TRACK_KEY, LOUPE_TRACK_SPAN, LOUPE_TRACK_POINT, LOUPE_TRACK_COLUMN)            \
+    auto columns() {                                                                                           \
+      return std::tuple_cat(LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TIE_SPAN, LOUPE_TIE_POINT, LOUPE_TIE_COLUMN) \
+                                std::tuple<>());                                                               \
+    }                                                                                                          \
+  };
+LOUPE_EVENT_TABLES(LOUPE_TRACK_STRUCT)
+#undef LOUPE_TRACK_STRUCT
+#undef LOUPE_TIE_COLUMN
+#undef LOUPE_TIE_POINT
+#undef LOUPE_TIE_SPAN
+#undef LOUPE_TRACK_COLUMN
+#undef LOUPE_TRACK_POINT
+#undef LOUPE_TRACK_SPAN
+#undef LOUPE_TRACK_KEY
 
 struct TraceModel {
   std::string path;
@@ -180,15 +93,9 @@ struct TraceModel {
   std::vector<CallSite> callsites;   // sorted by id
 
   // One entry per track, sorted by the track's key; events sorted by time.
-  std::vector<HostSpans> host_spans;
-  std::vector<Instants> instants;
-  std::vector<Counter> counters;
-  std::vector<DeviceOps> device_ops;
-  std::vector<Launches> launches;
-  std::vector<Transfers> transfers;
-  std::vector<MemoryEvents> memory;
-  std::vector<Compiles> compiles;
-  std::vector<Steps> steps;
+#define LOUPE_MODEL_TABLE(Row, Track, table, member) std::vector<Track> member;
+  LOUPE_EVENT_TABLES(LOUPE_MODEL_TABLE)
+#undef LOUPE_MODEL_TABLE
 
   // Earliest start and latest end over all events (0, 0 when empty).
   int64_t start_ns = 0, end_ns = 0;

@@ -27,8 +27,4 @@ struct ReadOptions {
 
 TraceModel load_trace(const std::string& path, const ReadOptions& options = {});
 
-// Opens and checks the file (header, version, schema) without loading the
-// events: what `loupe sql` and `loupe info` need before they query it.
-void check_trace(const std::string& path);
-
 }  // namespace loupe::prof

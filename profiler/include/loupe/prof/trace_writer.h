@@ -71,15 +71,9 @@ class TraceWriter {
   void set_meta(std::string_view key, std::string_view value);
 
   // Event rows: staged until the next commit.
-  void add(const HostSpanRow& row);
-  void add(const InstantRow& row);
-  void add(const CounterRow& row);
-  void add(const DeviceOpRow& row);
-  void add(const LaunchRow& row);
-  void add(const TransferRow& row);
-  void add(const MemoryEventRow& row);
-  void add(CompileRow row);
-  void add(const StepRow& row);
+#define LOUPE_WRITER_ADD(Row, Track, table, member) void add(Row row);
+  LOUPE_EVENT_TABLES(LOUPE_WRITER_ADD)
+#undef LOUPE_WRITER_ADD
 
   // Event rows staged and not yet committed.
   uint64_t staged() const;
