@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "loupe/prof/import.h"
@@ -74,8 +76,11 @@ Command add_import_command(CLI::App& app) {
   auto args = std::make_shared<ImportArgs>();
   cmd->add_option("IN", args->in, "trace to import")->required();
   cmd->add_option("-o,--out", args->out, "loupe trace to write (default: IN with its extension replaced by .db)");
-  cmd->add_option("--format", args->format, "input format: auto (from the content), kineto, chrome, jax or nsys")
-      ->check(CLI::IsMember({"auto", "kineto", "chrome", "jax", "nsys"}));
+  std::vector<std::string> names;
+  for (const prof::ImportFormatName& f : prof::kImportFormats) names.emplace_back(f.name);
+  cmd->add_option("--format", args->format,
+                  fmt::format("input format: {} (from the content), {}", names.front(), prof::import_format_names(1)))
+      ->check(CLI::IsMember(names));
   cmd->add_flag("-q,--quiet", args->quiet, "print nothing on success");
   return {cmd, [args] { return run_import(*args); }};
 }

@@ -552,7 +552,7 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
       const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
       if (it.count == 1) {
         s.selection = {true, di, tl.kind, tl.table, tl.lane.event(it.first)};
-        s.tab = Tab::details;
+        s.tab = view::Panel::details;
         s.switch_tab = true;
       } else {
         // A merged run: zoom into the part of it in view, or, when that

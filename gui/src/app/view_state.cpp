@@ -24,19 +24,11 @@ bool open_span(const ViewState& s, double* lo, double* hi) {
 }  // namespace
 
 bool show_panel(ViewState& s, const std::string& name) {
-  static const std::pair<const char*, Tab> names[] = {{"findings", Tab::findings},
-                                                      {"statistics", Tab::statistics},
-                                                      {"compiles", Tab::compiles},
-                                                      {"details", Tab::details},
-                                                      {"diff", Tab::diff}};
-  for (const auto& [n, tab] : names) {
-    if (name == n) {
-      s.tab = tab;
-      s.switch_tab = true;
-      return true;
-    }
-  }
-  return false;
+  std::optional<view::Panel> panel = view::panel_named(name);
+  if (!panel) return false;
+  s.tab = *panel;
+  s.switch_tab = true;
+  return true;
 }
 
 void zoom_to_range(ViewState& s, double start, double end, double margin) {

@@ -11,6 +11,7 @@
 #include "document.h"
 #include "loupe/prof/trace_diff.h"
 #include "loupe/view/flows.h"
+#include "loupe/view/panel_list.h"
 #include "loupe/view/time_axis.h"
 
 namespace loupe::app {
@@ -36,7 +37,6 @@ struct FlowCache {
   view::EventRef to;
 };
 
-enum class Tab { findings, statistics, compiles, details, diff };
 
 struct ViewState {
   std::array<std::unique_ptr<Document>, 2> docs;  // [1]: the head trace with --compare
@@ -65,7 +65,7 @@ struct ViewState {
   std::string diff_error;
   std::vector<std::string> recent;
 
-  Tab tab = Tab::findings;
+  view::Panel tab = view::Panel::findings;
   bool switch_tab = false;      // select `tab` in the next frame
   float panel_height = 0;       // the bottom panel; 0 = default share
   bool show_open_popup = false;
@@ -83,8 +83,7 @@ inline view::TimeAxis doc_axis(const ViewState& s, const Document& d) {
   return a;
 }
 
-// Shows the panel named "findings", "statistics", "compiles", "details" or
-// "diff" (false for another name).
+// Shows the panel of that name (panel_list.h; false for another name).
 bool show_panel(ViewState& s, const std::string& name);
 
 // Zooms so that [start, end) (view time) fills the middle of the view.

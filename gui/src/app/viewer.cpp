@@ -22,8 +22,6 @@ bool ready(const std::future<T>& f) {
   return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
-const char* kTabNames[] = {"Findings", "Statistics", "Compiles", "Details", "Diff"};
-
 }  // namespace
 
 Viewer::Viewer(std::function<void()> wake) : wake_(std::move(wake)) {
@@ -271,18 +269,18 @@ void Viewer::frame_open_popup() {
 void Viewer::frame_panels(float height) {
   ImGui::BeginChild("##panels", ImVec2(0, height), false);
   if (ImGui::BeginTabBar("##tabs")) {
-    for (int t = 0; t < 5; ++t) {
-      Tab tab = Tab(t);
-      if (tab == Tab::diff && !s_.compare) continue;
+    for (const view::PanelInfo& p : view::kPanels) {
+      view::Panel tab = p.panel;
+      if (tab == view::Panel::diff && !s_.compare) continue;
       ImGuiTabItemFlags flags = s_.switch_tab && s_.tab == tab ? ImGuiTabItemFlags_SetSelected : 0;
-      if (ImGui::BeginTabItem(kTabNames[t], nullptr, flags)) {
+      if (ImGui::BeginTabItem(p.title, nullptr, flags)) {
         if (!s_.switch_tab) s_.tab = tab;
         switch (tab) {
-          case Tab::findings: draw_findings_panel(s_); break;
-          case Tab::statistics: draw_statistics_panel(s_); break;
-          case Tab::compiles: draw_compile_panel(s_); break;
-          case Tab::details: draw_details_panel(s_); break;
-          case Tab::diff: draw_diff_panel(s_); break;
+          case view::Panel::findings: draw_findings_panel(s_); break;
+          case view::Panel::statistics: draw_statistics_panel(s_); break;
+          case view::Panel::compiles: draw_compile_panel(s_); break;
+          case view::Panel::details: draw_details_panel(s_); break;
+          case view::Panel::diff: draw_diff_panel(s_); break;
         }
         ImGui::EndTabItem();
       }

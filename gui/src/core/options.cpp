@@ -3,6 +3,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "loupe/view/panel_list.h"
+
 namespace loupe::view {
 
 namespace {
@@ -30,7 +32,7 @@ std::string view_usage() {
          "  --size WxH           window size in pixels (default 1600x900)\n"
          "  --zoom START:END     show trace time [START, END) in ns\n"
          "  --select-finding N   select finding N (as numbered by `loupe analyze`) and zoom to it\n"
-         "  --panel NAME         the panel shown: findings, statistics, compiles, details or diff\n"
+         "  --panel NAME         the panel shown: " + panel_names(" or ") + "\n"
          "  --mouse X,Y          with --screenshot: rest the pointer at window pixel X,Y (tooltips, flows)\n"
          "  --bench-frames N     print time to first frame and frame build times (JSON lines), exit\n";
 }
@@ -72,9 +74,8 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       if (o.select_finding < 1) throw std::invalid_argument("--select-finding: findings are numbered from 1");
     } else if (a == "--panel") {
       o.panel = value(i);
-      if (o.panel != "findings" && o.panel != "statistics" && o.panel != "compiles" && o.panel != "details" &&
-          o.panel != "diff") {
-        throw std::invalid_argument("--panel: `" + o.panel + "` is none of findings, statistics, compiles, details, diff");
+      if (!panel_named(o.panel)) {
+        throw std::invalid_argument("--panel: `" + o.panel + "` is none of " + panel_names());
       }
     } else if (a == "--mouse") {
       const std::string& v = value(i);

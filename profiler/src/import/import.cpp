@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
 #include "import/byte_source.h"
 #include "import/chrome_events.h"
@@ -26,22 +27,26 @@ bool is_json_format(ImportFormat f) {
 }  // namespace
 
 std::string_view import_format_name(ImportFormat format) {
-  switch (format) {
-    case ImportFormat::auto_detect: return "auto";
-    case ImportFormat::kineto: return "kineto";
-    case ImportFormat::chrome: return "chrome";
-    case ImportFormat::jax: return "jax";
-    case ImportFormat::nsys: return "nsys";
+  for (const ImportFormatName& f : kImportFormats) {
+    if (f.format == format) return f.name;
   }
   return "?";
 }
 
 ImportFormat parse_import_format(std::string_view name) {
-  for (ImportFormat f : {ImportFormat::auto_detect, ImportFormat::kineto, ImportFormat::chrome, ImportFormat::jax,
-                         ImportFormat::nsys}) {
-    if (name == import_format_name(f)) return f;
+  for (const ImportFormatName& f : kImportFormats) {
+    if (name == f.name) return f.format;
   }
-  throw ImportError(fmt::format("unknown import format '{}' (expected auto, kineto, chrome, jax or nsys)", name));
+  throw ImportError(fmt::format("unknown import format '{}' (expected {})", name, import_format_names()));
+}
+
+std::string import_format_names(size_t first) {
+  std::string names;
+  const size_t n = std::size(kImportFormats);
+  for (size_t i = first; i < n; ++i) {
+    names += fmt::format("{}{}", i == first ? "" : i + 1 == n ? " or " : ", ", kImportFormats[i].name);
+  }
+  return names;
 }
 
 ImportFormat detect_import_format(const std::string& path) {

@@ -30,10 +30,23 @@ enum class ImportFormat : uint8_t {
   nsys = 4,         // Nsight Systems SQLite export
 };
 
+// Every format with its name (as `loupe import --format` takes it), in
+// the order help lists them.
+struct ImportFormatName {
+  ImportFormat format;
+  std::string_view name;
+};
+inline constexpr ImportFormatName kImportFormats[] = {
+    {ImportFormat::auto_detect, "auto"}, {ImportFormat::kineto, "kineto"}, {ImportFormat::chrome, "chrome"},
+    {ImportFormat::jax, "jax"},          {ImportFormat::nsys, "nsys"},
+};
+
 // "auto", "kineto", "chrome", "jax", "nsys".
 std::string_view import_format_name(ImportFormat format);
 // Parses a name as above; throws ImportError for anything else.
 ImportFormat parse_import_format(std::string_view name);
+// The names after `first`, "a, b, c or d": for messages and help.
+std::string import_format_names(size_t first = 0);
 
 struct ImportOptions {
   ImportFormat format = ImportFormat::auto_detect;
