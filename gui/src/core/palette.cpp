@@ -29,7 +29,8 @@ Color device_op_color(prof::DeviceOpKind kind, prof::CopyKind copy) {
         case CopyKind::device_to_host: return rgba(230, 110, 40);
         case CopyKind::device_to_device: return rgba(150, 100, 200);
         case CopyKind::peer_to_peer: return rgba(200, 90, 170);
-        default: return rgba(120, 160, 120);
+        case CopyKind::none:
+        case CopyKind::host_to_host: return rgba(120, 160, 120);
       }
   }
   return rgba(120, 120, 140);
@@ -39,7 +40,9 @@ Color span_color(prof::SpanKind kind, uint32_t hash) {
   switch (kind) {
     case prof::SpanKind::wait: return rgba(170, 60, 60);
     case prof::SpanKind::compile: return rgba(140, 70, 180);
-    default: break;
+    case prof::SpanKind::runtime:
+    case prof::SpanKind::user:
+    case prof::SpanKind::timing: break;
   }
   // Muted hues for user and runtime spans, picked by name.
   static constexpr Color hues[] = {

@@ -140,7 +140,8 @@ class KinetoMapper {
         case Cat::kernel: case Cat::memset: ++ops; break;
         case Cat::memcpy: ++ops; ++copies; break;
         case Cat::sync: case Cat::gpu_user_annotation: case Cat::overhead: break;
-        default: ++spans; break;
+        case Cat::other: case Cat::cpu_op: case Cat::user_annotation: case Cat::python_function:
+        case Cat::ac2g: ++spans; break;
       }
     }
     calls_.reserve(calls);

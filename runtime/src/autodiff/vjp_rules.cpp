@@ -153,11 +153,29 @@ std::vector<Array> vjp(const ir::Node& n, const std::vector<Array>& x, const Arr
       throw RuntimeError(fmt::format("attention at {}: the fused attention's gradient cannot be differentiated again; "
                                      "use AttentionImpl::naive for higher-order gradients",
                                      ir::format_loc(loc)));
-    default:
+    case Op::parameter:
+    case Op::constant:
+    case Op::full:
+    case Op::iota:
+    case Op::random_bits:
+    case Op::random_uniform:
+    case Op::random_normal:
+    case Op::logical_not:
+    case Op::stop_gradient:
+    case Op::eq:
+    case Op::ne:
+    case Op::lt:
+    case Op::le:
+    case Op::gt:
+    case Op::ge:
+    case Op::logical_and:
+    case Op::logical_or:
+    case Op::argmax:
       // Sources, comparisons, logic, argmax, random numbers, stop_gradient:
       // no gradient flows.
       return std::vector<Array>(x.size());
   }
+  throw RuntimeError(fmt::format("internal error: op {} has no gradient rule", int(n.op)));
 }
 
 }  // namespace loupe::rt::autodiff

@@ -251,7 +251,9 @@ void Grouper::form_groups() {
         groups_[size_t(joined)].reduce = n;
         break;
       }
-      default: {
+      case ir::OpClass::source:
+      case ir::OpClass::view:
+      case ir::OpClass::opaque: {
         int gid = new_group(Group::Kind::opaque, nd.shape);
         add_to(n, gid);
         break;

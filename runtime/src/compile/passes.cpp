@@ -142,8 +142,32 @@ bool evaluate(Op op, const std::vector<double>& x, Dtype in, double& out) {
     case Op::logical_and: out = a != 0 && b != 0; return true;
     case Op::logical_or: out = a != 0 || b != 0; return true;
     case Op::where: out = a != 0 ? x[1] : x[2]; return true;
-    default: return false;
+    case Op::parameter:
+    case Op::constant:
+    case Op::full:
+    case Op::iota:
+    case Op::random_bits:
+    case Op::random_uniform:
+    case Op::random_normal:
+    case Op::gelu:
+    case Op::stop_gradient:
+    case Op::reduce_sum:
+    case Op::reduce_max:
+    case Op::reduce_min:
+    case Op::argmax:
+    case Op::reshape:
+    case Op::transpose:
+    case Op::broadcast_to:
+    case Op::slice:
+    case Op::pad:
+    case Op::concat:
+    case Op::matmul:
+    case Op::gather:
+    case Op::scatter_add:
+    case Op::attention:
+    case Op::attention_bwd: return false;
   }
+  return false;  // not an Op
 }
 
 bool is_swap_last(const Node& t) {
@@ -259,7 +283,48 @@ Graph fold_constants(const Graph& g) {
           if (changed) r = out.add(std::move(c));
           break;
         }
-        default: break;
+        case Op::parameter:
+        case Op::constant:
+        case Op::full:
+        case Op::iota:
+        case Op::random_bits:
+        case Op::random_uniform:
+        case Op::random_normal:
+        case Op::exp:
+        case Op::log:
+        case Op::tanh:
+        case Op::sqrt:
+        case Op::rsqrt:
+        case Op::relu:
+        case Op::gelu:
+        case Op::sigmoid:
+        case Op::abs:
+        case Op::logical_not:
+        case Op::cast:
+        case Op::stop_gradient:
+        case Op::pow:
+        case Op::maximum:
+        case Op::minimum:
+        case Op::eq:
+        case Op::ne:
+        case Op::lt:
+        case Op::le:
+        case Op::gt:
+        case Op::ge:
+        case Op::logical_and:
+        case Op::logical_or:
+        case Op::where:
+        case Op::reduce_sum:
+        case Op::reduce_max:
+        case Op::reduce_min:
+        case Op::argmax:
+        case Op::slice:
+        case Op::pad:
+        case Op::concat:
+        case Op::gather:
+        case Op::scatter_add:
+        case Op::attention:
+        case Op::attention_bwd: break;
       }
     }
     if (r < 0) {

@@ -9,35 +9,55 @@
 
 namespace loupe::rt::ir {
 
+// Every primitive, once, with its class: how the compiler groups it.
+//   source       an input or a constant: no kernel of its own
+//   elementwise  one value out per index (full, iota and the random ops
+//                are elementwise sources)
+//   reduction    over `axes`
+//   view         a view of its operand (reshape aliases its buffer)
+//   opaque       a kernel of its own
+#define LOUPE_OPS(X)                                                                                  \
+  X(parameter, source)     /* an input of the traced function */                                     \
+  X(constant, source)      /* a concrete array captured by the trace */                              \
+  X(full, elementwise)     /* every element `value` */                                               \
+  X(iota, elementwise)     /* the index along `axis` */                                              \
+  X(random_bits, elementwise) /* counter-based, from a key operand, as the next two */               \
+  X(random_uniform, elementwise)                                                                      \
+  X(random_normal, elementwise)                                                                       \
+  /* Elementwise unary. */                                                                            \
+  X(neg, elementwise) X(exp, elementwise) X(log, elementwise) X(tanh, elementwise)                    \
+  X(sqrt, elementwise) X(rsqrt, elementwise) X(relu, elementwise) X(gelu, elementwise)                \
+  X(sigmoid, elementwise) X(abs, elementwise) X(logical_not, elementwise) X(cast, elementwise)        \
+  X(stop_gradient, elementwise)                                                                       \
+  /* Elementwise binary (operands of equal shape and dtype). */                                       \
+  X(add, elementwise) X(sub, elementwise) X(mul, elementwise) X(div, elementwise)                     \
+  X(pow, elementwise) X(maximum, elementwise) X(minimum, elementwise)                                 \
+  X(eq, elementwise) X(ne, elementwise) X(lt, elementwise) X(le, elementwise) X(gt, elementwise)      \
+  X(ge, elementwise) X(logical_and, elementwise) X(logical_or, elementwise)                           \
+  /* Elementwise ternary. */                                                                          \
+  X(where, elementwise)                                                                               \
+  /* Reductions over `axes`. */                                                                       \
+  X(reduce_sum, reduction) X(reduce_max, reduction) X(reduce_min, reduction) X(argmax, reduction)     \
+  /* Layout: views of their operand. */                                                               \
+  X(reshape, view) X(transpose, view) X(broadcast_to, view) X(slice, view)                            \
+  /* Kernels of their own. */                                                                         \
+  X(pad, opaque) /* inverse of slice: the operand placed at starts + i*steps, zeros elsewhere */      \
+  X(concat, opaque)                                                                                   \
+  X(matmul, opaque)                                                                                   \
+  X(gather, opaque)      /* rows of operand 0 picked by operand 1 */                                  \
+  X(scatter_add, opaque) /* zeros of `shape` plus operand 1 added at rows operand 0 */                \
+  X(attention, opaque)                                                                                \
+  X(attention_bwd, opaque) /* d(q), d(k), d(v) packed in one flat array */
+
 enum class Op : uint8_t {
-  // Sources.
-  parameter,  // an input of the traced function
-  constant,   // a concrete array captured by the trace
-  full,       // every element `value`
-  iota,       // the index along `axis`
-  random_bits, random_uniform, random_normal,  // counter-based, from a key operand
-  // Elementwise unary.
-  neg, exp, log, tanh, sqrt, rsqrt, relu, gelu, sigmoid, abs, logical_not, cast, stop_gradient,
-  // Elementwise binary (operands of equal shape and dtype).
-  add, sub, mul, div, pow, maximum, minimum,
-  eq, ne, lt, le, gt, ge, logical_and, logical_or,
-  // Elementwise ternary.
-  where,
-  // Reductions over `axes`.
-  reduce_sum, reduce_max, reduce_min, argmax,
-  // Layout: views of their operand (reshape aliases its buffer).
-  reshape, transpose, broadcast_to, slice,
-  // Kernels of their own.
-  pad,          // inverse of slice: the operand placed at starts + i*steps, zeros elsewhere
-  concat,
-  matmul,
-  gather,       // rows of operand 0 picked by operand 1
-  scatter_add,  // zeros of `shape` plus operand 1 added at rows operand 0
-  attention,
-  attention_bwd,  // d(q), d(k), d(v) packed in one flat array
+#define LOUPE_OP_ENUMERATOR(op, cls) op,
+  LOUPE_OPS(LOUPE_OP_ENUMERATOR)
+#undef LOUPE_OP_ENUMERATOR
 };
 
-inline constexpr int kOpCount = int(Op::attention_bwd) + 1;
+#define LOUPE_OP_ONE(op, cls) +1
+inline constexpr int kOpCount = 0 LOUPE_OPS(LOUPE_OP_ONE);
+#undef LOUPE_OP_ONE
 
 std::string_view op_name(Op op);
 

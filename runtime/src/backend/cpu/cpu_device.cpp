@@ -101,7 +101,8 @@ exec::Event CpuDevice::copy(exec::Stream& s, prof::CopyKind kind, void* dst, con
     case prof::CopyKind::device_to_host: t.name = "memcpy DtoH"; break;
     case prof::CopyKind::device_to_device: t.name = "memcpy DtoD"; break;
     case prof::CopyKind::peer_to_peer: t.name = "memcpy PtoP"; break;
-    default: t.name = "memcpy"; break;
+    case prof::CopyKind::none:
+    case prof::CopyKind::host_to_host: t.name = "memcpy"; break;
   }
   t.correlation = prof::next_correlation_id();
   t.dst = dst;

@@ -44,8 +44,10 @@ const char* copy_name(prof::CopyKind kind) {
     case prof::CopyKind::device_to_host: return "memcpy DtoH";
     case prof::CopyKind::device_to_device: return "memcpy DtoD";
     case prof::CopyKind::peer_to_peer: return "memcpy PtoP";
-    default: return "memcpy";
+    case prof::CopyKind::none:
+    case prof::CopyKind::host_to_host: break;
   }
+  return "memcpy";
 }
 
 }  // namespace
