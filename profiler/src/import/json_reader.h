@@ -11,6 +11,11 @@
 // event at the end of the buffer moves to its front before the next chunk
 // is read. Memory is the 4 MiB buffer (more only for a single larger
 // event), a few runs in flight, and the compact events.
+//
+// The scanner and the merge are here (json_reader.cpp); a run is a Batch
+// (json_batch.h), parsed by an EventParser (event_parser.h) on the threads
+// of a ParsePool (parse_pool.h), reading values through json_values.h;
+// strings reach the trace through an InternCache (intern_cache.h).
 #pragma once
 
 #include <string>

@@ -1,0 +1,341 @@
+#include "import/event_parser.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "import/decimal.h"
+#include "import/imported_trace.h"
+#include "import/json_values.h"
+#include "loupe/prof/trace_format.h"
+
+namespace loupe::prof::import {
+
+// Parses batches with simdjson's On-Demand API into compact events. One per
+// thread: it owns a simdjson parser and the batch-local string and lane
+// tables.
+struct EventParser::Impl {
+  void parse(Batch& batch) {
+    batch_ = &batch;
+    batch.clear_results();
+    strings_.clear();
+    lanes_.clear();
+    has_last_lane_ = false;
+    batch.strings.push_back("");
+    strings_.emplace("", 0);
+    uint64_t current = batch.offset;
+    try {
+      od::document doc = parser_.iterate(batch.bytes.data(), batch.length, batch.bytes.size());
+      for (auto element : doc.get_array()) {
+        od::value v = element.value();
+        current = batch.offset + uint64_t(v.raw_json_token().data() - batch.bytes.data());
+        od::object event = v.get_object();
+        read_event(event);
+      }
+    } catch (const simdjson::simdjson_error& e) {
+      batch.failed = true;
+      batch.error_offset = current;
+      batch.error = fmt::format("malformed JSON in this event: {}", e.what());
+    } catch (const TypeError& e) {
+      batch.failed = true;
+      batch.error_offset = current;
+      batch.error = fmt::format("bad event: {}", e.what);
+    } catch (const std::bad_alloc&) {
+      batch.failed = true;
+      batch.error_offset = current;
+      batch.error = "out of memory while reading the events";
+    }
+  }
+
+ private:
+  uint32_t intern(std::string_view s) {
+    auto [it, inserted] = strings_.try_emplace(s, uint32_t(batch_->strings.size()));
+    if (inserted) batch_->strings.push_back(s);
+    return it->second;
+  }
+
+  uint32_t lane(LaneId pid, LaneId tid) {
+    if (has_last_lane_ && pid == last_pid_ && tid == last_tid_) return last_lane_;  // runs of one lane
+    uint64_t key = uint64_t(pid.value) * 0x9e3779b97f4a7c15ull ^ uint64_t(tid.value) * 0xbf58476d1ce4e5b9ull ^
+                   (uint64_t(pid.is_string) << 1 | uint64_t(tid.is_string));
+    std::vector<uint32_t>& bucket = lanes_[key];
+    uint32_t id = ~0u;
+    for (uint32_t candidate : bucket) {
+      if (batch_->lanes[candidate].pid == pid && batch_->lanes[candidate].tid == tid) id = candidate;
+    }
+    if (id == ~0u) {
+      id = uint32_t(batch_->lanes.size());
+      batch_->lanes.push_back({pid, tid});
+      bucket.push_back(id);
+    }
+    has_last_lane_ = true;
+    last_pid_ = pid;
+    last_tid_ = tid;
+    last_lane_ = id;
+    return id;
+  }
+
+  LaneId lane_id(od::value& v, std::string_view field) {
+    std::string_view tok = v.raw_json_token();
+    if (!tok.empty() && tok[0] == '"') return {int64_t(intern(string_of(v, field, &batch_->owned))), true};
+    std::optional<int64_t> n = lenient_int(v);
+    if (!n) throw TypeError{fmt::format("'{}' is neither a number nor a string", field)};
+    return {*n, false};
+  }
+
+  // `numbers`: also collect the numeric arguments (a counter's series).
+  void read_args(od::object& args, ChromeEvent& e, std::string_view& name_arg, std::string_view& kind_arg,
+                 bool numbers) {
+    numeric_args_.clear();
+    for (auto f : args) {
+      od::field field = std::move(f);
+      std::string_view k = key_text(field);
+      od::value v = field.value();
+      od::json_type type = type_of(v);
+      if (type == od::json_type::object || type == od::json_type::array) continue;
+      bool is_string = type == od::json_type::string;
+      switch (k.size()) {
+        case 4:
+          if (k == "name" && is_string) {
+            name_arg = string_of(v, "args.name", &batch_->owned);
+            continue;
+          }
+          if (k == "kind" && is_string) {
+            if (kind_arg.empty()) kind_arg = string_of(v, "args.kind", &batch_->owned);
+            continue;
+          }
+          if (k == "Addr") {
+            e.addr = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "size") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 5:
+          if (k == "bytes" || k == "Bytes") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 6:
+          if (k == "device") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "stream") {
+            e.stream = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "labels" && is_string) {
+            kind_arg = string_of(v, "args.labels", &batch_->owned);
+            continue;
+          }
+          break;
+        case 8:
+          if (k == "step_num") {
+            e.step = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 9:
+          if (k == "device_id" || k == "Device Id") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "stream_id") {
+            e.stream = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "num_bytes") {
+            e.bytes = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 11:
+          if (k == "correlation") {
+            e.correlation = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "Device Type") {
+            e.device_type = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 14:
+          if (k == "correlation_id") {
+            e.correlation = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "device_ordinal") {
+            e.device = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          if (k == "cuda_sync_kind" && is_string) {
+            kind_arg = string_of(v, "args.cuda_sync_kind", &batch_->owned);
+            continue;
+          }
+          if ((k == "memcpy_details" || k == "memset_details") && is_string) {
+            kind_arg = string_of(v, "args.memcpy_details", &batch_->owned);
+            continue;
+          }
+          if (k == "Total Reserved") {
+            e.total_reserved = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        case 15:
+          if (k == "Total Allocated") {
+            e.total_allocated = lenient_int(v).value_or(kNone);
+            continue;
+          }
+          break;
+        default:
+          break;
+      }
+      if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
+    }
+  }
+
+  void read_event(od::object& object) {
+    ++batch_->total_events;
+    ChromeEvent e;
+    std::string_view ph, name, cat, ts, dur, id, bp, name_arg, kind_arg;
+    LaneId pid, tid;
+    bool any_field = false;
+    numeric_args_.clear();
+    for (auto f : object) {
+      any_field = true;
+      od::field field = std::move(f);
+      std::string_view k = key_text(field);
+      od::value v = field.value();
+      switch (k.size()) {
+        case 2:
+          if (k == "ph") ph = string_of(v, "ph", &batch_->owned);
+          else if (k == "ts") ts = number_text(v, "ts");
+          else if (k == "id") id = v.raw_json_token();
+          else if (k == "bp") bp = string_of(v, "bp", &batch_->owned);
+          break;
+        case 3:
+          if (k == "pid") pid = lane_id(v, "pid");
+          else if (k == "tid") tid = lane_id(v, "tid");
+          else if (k == "cat") cat = text_of(v, "cat", &batch_->owned);
+          else if (k == "dur") dur = number_text(v, "dur");
+          break;
+        case 4:
+          if (k == "name") name = text_of(v, "name", &batch_->owned);
+          else if (k == "args" && type_of(v) == od::json_type::object) {
+            od::object args = v.get_object();
+            // Counter series are only needed for "C" events (or when "ph"
+            // comes after "args", as some writers order them).
+            read_args(args, e, name_arg, kind_arg, ph.empty() || ph == "C");
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    if (!any_field) {
+      --batch_->total_events;  // "{}": XLA ends its event list with one
+      return;
+    }
+    if (ph.empty()) throw TypeError{"the event has no 'ph'"};
+    char kind = ph.size() == 1 ? ph[0] : '?';
+    if (kind == 'M') {
+      ++batch_->metadata_events;
+      if (name == "process_name") {
+        batch_->metadata.push_back({Batch::Meta::process_name, pid, tid, intern(name_arg)});
+      } else if (name == "process_labels") {
+        batch_->metadata.push_back({Batch::Meta::process_labels, pid, tid, intern(kind_arg)});
+      } else if (name == "thread_name") {
+        batch_->metadata.push_back({Batch::Meta::thread_name, pid, tid, intern(name_arg)});
+      }
+      return;
+    }
+    switch (kind) {
+      case 'X': case 'B': case 'E': case 'i': case 'I': case 'n': case 'b': case 'e':
+      case 's': case 't': case 'f': case 'C':
+        break;
+      default:
+        ++batch_->skipped[fmt::format("events of phase '{}'", ph)];
+        return;
+    }
+    if (ts.empty()) throw TypeError{fmt::format("the event (ph '{}') has no 'ts'", ph)};
+    std::optional<int64_t> t = micros_to_nanos(ts);
+    if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", ts)};
+    e.ts = *t;
+    if (!is_trace_time(e.ts)) {
+      ++batch_->skipped[kTimeOutOfRange];
+      return;
+    }
+    e.lane = lane(pid, tid);
+    if (kind == 'C') {
+      StringId base = intern(name);
+      for (const auto& [key, text] : numeric_args_) {
+        std::optional<int64_t> milli = scaled_decimal(text, 3);
+        double value = milli ? double(*milli) / 1000.0 : 0.0;
+        if (!milli) {
+          value = std::strtod(std::string(text).c_str(), nullptr);  // huge or tiny: a double is all it is
+        }
+        if (!std::isfinite(value)) {
+          ++batch_->skipped["counter values that are not finite"];
+          continue;
+        }
+        StringId series =
+            numeric_args_.size() == 1 ? base : intern(batch_->owned.emplace_back(fmt::format("{}.{}", name, key)));
+        batch_->counters.push_back({e.ts, e.lane, series, value});
+      }
+      return;
+    }
+    if (kind == 'X') {
+      if (dur.empty()) throw TypeError{"the complete event (ph 'X') has no 'dur'"};
+      std::optional<int64_t> d = micros_to_nanos(dur);
+      if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
+      e.dur = *d;
+      int64_t end = 0;
+      if (__builtin_add_overflow(e.ts, e.dur, &end) || !is_trace_time(end)) {
+        ++batch_->skipped[kTimeOutOfRange];
+        return;
+      }
+    }
+    if (kind == 's' || kind == 't' || kind == 'f') {
+      if (!id.empty()) {
+        std::string_view idt = id;
+        if (idt[0] == '"') idt = idt.substr(1, idt.find_last_of('"') - 1);
+        e.correlation = parse_integer(idt).value_or(kNone);
+      }
+      if (!bp.empty()) e.bp = bp[0];
+    }
+    e.ph = kind;
+    batch_->min_ts = std::min(batch_->min_ts, e.ts);
+    if (kind == 'B' || kind == 'E') ++batch_->begin_end_events;
+    e.name = intern(name);
+    e.cat = cat.empty() ? 0 : intern(cat);
+    if (!kind_arg.empty()) e.arg_kind = intern(kind_arg);
+    if (!name_arg.empty()) e.arg_name = intern(name_arg);
+    batch_->events.push_back(e);
+  }
+
+  Batch* batch_ = nullptr;
+  od::parser parser_;
+  std::unordered_map<std::string_view, uint32_t> strings_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> lanes_;
+  bool has_last_lane_ = false;
+  LaneId last_pid_, last_tid_;
+  uint32_t last_lane_ = 0;
+  std::vector<std::pair<std::string_view, std::string_view>> numeric_args_;
+};
+
+EventParser::EventParser() : impl_(std::make_unique<Impl>()) {}
+EventParser::~EventParser() = default;
+void EventParser::parse(Batch& batch) { impl_->parse(batch); }
+
+}  // namespace loupe::prof::import
