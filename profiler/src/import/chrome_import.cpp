@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "import/chrome_common.h"
+#include "import/kineto_vocabulary.h"
 #include "import/mappings.h"
 
 namespace loupe::prof::import {
@@ -18,11 +19,7 @@ ImportFormat detect_json_dialect(const ChromeTrace& raw, const TraceWriter& stri
     if (e.cat == 0 || seen.count(e.cat)) continue;
     std::string_view c = strings.text(e.cat);
     seen[e.cat] = true;
-    if (c == "cpu_op" || c == "cuda_runtime" || c == "cuda_driver" || c == "kernel" || c == "gpu_memcpy" ||
-        c == "gpu_memset" || c == "user_annotation" || c == "python_function" || c == "cpu_instant_event" ||
-        c == "ac2g" || c == "cuda_sync") {
-      return ImportFormat::kineto;
-    }
+    if (is_kineto_marker(c)) return ImportFormat::kineto;
   }
   for (const auto& [pid, name] : raw.process_names) {
     if (name.starts_with("/host:") || name.starts_with("/device:")) return ImportFormat::jax;

@@ -19,43 +19,12 @@
 
 #include "import/chrome_common.h"
 #include "import/decimal.h"
+#include "import/kineto_vocabulary.h"
 #include "import/mappings.h"
 
 namespace loupe::prof::import {
 
 namespace {
-
-enum class Cat : uint8_t {
-  other,
-  cpu_op,
-  user_annotation,
-  python_function,
-  runtime,
-  kernel,
-  memcpy,
-  memset,
-  sync,
-  gpu_user_annotation,
-  ac2g,
-  overhead,
-};
-
-Cat classify(std::string_view c) {
-  if (c == "cpu_op" || c == "operator" || c == "Operator") return Cat::cpu_op;
-  if (c == "user_annotation" || c == "User annotation") return Cat::user_annotation;
-  if (c == "python_function" || c == "Python function") return Cat::python_function;
-  // cuda_runtime, cuda_driver and their cousins (xpu_runtime,
-  // privateuse1_runtime, mtia_runtime); ROCm builds keep "cuda_runtime".
-  if (c == "Runtime" || c == "Driver" || c.ends_with("_runtime") || c.ends_with("_driver")) return Cat::runtime;
-  if (c == "kernel" || c == "Kernel") return Cat::kernel;
-  if (c == "gpu_memcpy" || c == "Memcpy") return Cat::memcpy;
-  if (c == "gpu_memset" || c == "Memset") return Cat::memset;
-  if (c == "cuda_sync") return Cat::sync;
-  if (c == "gpu_user_annotation") return Cat::gpu_user_annotation;
-  if (c == "ac2g") return Cat::ac2g;
-  if (c == "overhead") return Cat::overhead;
-  return Cat::other;
-}
 
 CopyKind copy_kind_of(std::string_view token) {
   if (token == "HtoD" || token == "HtoA") return CopyKind::host_to_device;
@@ -136,12 +105,12 @@ class KinetoMapper {
       }
       if (e.ph != 'X') continue;
       switch (cat(e.cat)) {
-        case Cat::runtime: ++calls; break;
-        case Cat::kernel: case Cat::memset: ++ops; break;
-        case Cat::memcpy: ++ops; ++copies; break;
-        case Cat::sync: case Cat::gpu_user_annotation: case Cat::overhead: break;
-        case Cat::other: case Cat::cpu_op: case Cat::user_annotation: case Cat::python_function:
-        case Cat::ac2g: ++spans; break;
+        case KinetoCat::runtime: ++calls; break;
+        case KinetoCat::kernel: case KinetoCat::memset: ++ops; break;
+        case KinetoCat::memcpy: ++ops; ++copies; break;
+        case KinetoCat::sync: case KinetoCat::gpu_user_annotation: case KinetoCat::overhead: break;
+        case KinetoCat::other: case KinetoCat::cpu_op: case KinetoCat::user_annotation: case KinetoCat::python_function:
+        case KinetoCat::ac2g: ++spans; break;
       }
     }
     calls_.reserve(calls);
@@ -153,10 +122,10 @@ class KinetoMapper {
     out_.memory.reserve(points);
   }
 
-  Cat cat(StringId id) {
+  KinetoCat cat(StringId id) {
     if (id == last_cat_id_) return last_cat_;  // runs of one category are the rule
-    auto [it, inserted] = cats_.try_emplace(id, Cat::other);
-    if (inserted) it->second = classify(strings_.text(id));
+    auto [it, inserted] = cats_.try_emplace(id, KinetoCat::other);
+    if (inserted) it->second = kineto_category(strings_.text(id));
     last_cat_id_ = id;
     last_cat_ = it->second;
     return it->second;
@@ -171,9 +140,9 @@ class KinetoMapper {
 
   void event(const ChromeEvent& e) {
     const Lane& lane = raw_.lanes[e.lane];
-    Cat c = cat(e.cat);
+    KinetoCat c = cat(e.cat);
     if (e.ph == 's' || e.ph == 't' || e.ph == 'f') {
-      if (c == Cat::ac2g && e.correlation != kNone) {
+      if (c == KinetoCat::ac2g && e.correlation != kNone) {
         // The flow's ends sit where the launch and the device op are: a
         // fallback link for events that lack args.correlation.
         flows_.push_back(&e);
@@ -205,40 +174,40 @@ class KinetoMapper {
       return;
     }
     switch (c) {
-      case Cat::cpu_op:
+      case KinetoCat::cpu_op:
         span(e, SpanKind::runtime);
         break;
-      case Cat::user_annotation:
+      case KinetoCat::user_annotation:
         if (auto n = step_number(strings_.text(e.name))) {
           out_.steps.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = e.dur, .number = *n});
         } else {
           span(e, SpanKind::user);
         }
         break;
-      case Cat::python_function:
+      case KinetoCat::python_function:
         span(e, SpanKind::user);
         break;
-      case Cat::runtime:
+      case KinetoCat::runtime:
         calls_.push_back({threads_.thread(e.lane), e.ts, e.dur, e.name, e.correlation, e.bytes, e.lane});
         if (strings_.text(e.name).starts_with("hip")) rocm_ = true;
         break;
-      case Cat::kernel:
-      case Cat::memcpy:
-      case Cat::memset:
+      case KinetoCat::kernel:
+      case KinetoCat::memcpy:
+      case KinetoCat::memset:
         device_op(e, c);
         break;
-      case Cat::sync:
+      case KinetoCat::sync:
         if (e.correlation != kNone) sync_correlations_.insert(e.correlation);
         syncs_.push_back(e.correlation);
         break;
-      case Cat::gpu_user_annotation:
+      case KinetoCat::gpu_user_annotation:
         skip("gpu_user_annotation (user annotations repeated on GPU lanes)");
         break;
-      case Cat::overhead:
+      case KinetoCat::overhead:
         skip("overhead (profiler overhead on GPU lanes)");
         break;
-      case Cat::ac2g:
-      case Cat::other:
+      case KinetoCat::ac2g:
+      case KinetoCat::other:
         // Kept: a host span of an unknown category on its lane.
         span(e, SpanKind::runtime);
         ++unknown_kept_;
@@ -246,7 +215,7 @@ class KinetoMapper {
     }
   }
 
-  void device_op(const ChromeEvent& e, Cat c) {
+  void device_op(const ChromeEvent& e, KinetoCat c) {
     const Lane& lane = raw_.lanes[e.lane];
     int64_t device = e.device != kNone ? e.device : lane_number(lane.pid).value_or(-1);
     int64_t stream = e.stream != kNone ? e.stream : lane_number(lane.tid).value_or(-1);
@@ -260,12 +229,12 @@ class KinetoMapper {
     op.row.start = e.ts;
     op.row.dur = e.dur;
     op.row.name = e.name;
-    op.row.kind = c == Cat::kernel ? DeviceOpKind::kernel : c == Cat::memcpy ? DeviceOpKind::memcpy
+    op.row.kind = c == KinetoCat::kernel ? DeviceOpKind::kernel : c == KinetoCat::memcpy ? DeviceOpKind::memcpy
                                                                              : DeviceOpKind::memset;
-    op.bytes = c == Cat::kernel ? 0 : e.bytes;
+    op.bytes = c == KinetoCat::kernel ? 0 : e.bytes;
     op.correlation = e.correlation;
     op.lane = e.lane;
-    if (c == Cat::memcpy) {
+    if (c == KinetoCat::memcpy) {
       parse_memcpy_name(strings_.text(e.name), op.row.copy_kind, op.host_memory);
       if (op.row.copy_kind == CopyKind::none && e.arg_kind != 0) {
         op.row.copy_kind = copy_kind_of(strings_.text(e.arg_kind));  // ROCm: args.kind "HtoD"
@@ -375,9 +344,9 @@ class KinetoMapper {
   TraceWriter& strings_;
   ImportedTrace& out_;
   LaneThreads threads_;
-  std::unordered_map<StringId, Cat> cats_;
+  std::unordered_map<StringId, KinetoCat> cats_;
   StringId last_cat_id_ = ~StringId(0);
-  Cat last_cat_ = Cat::other;
+  KinetoCat last_cat_ = KinetoCat::other;
   std::vector<ApiCall> calls_;
   std::vector<PendingOp> ops_;
   std::vector<int64_t> syncs_;
