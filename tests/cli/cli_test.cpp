@@ -159,7 +159,11 @@ TEST_F(Commands, AnalyzeNamesTheMistakesWithCallSites) {
   std::string path = recorded();
   auto r = loupe({"analyze", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("[warning] recompile"), std::string::npos) << r.out;
+  // A warning, or an error when compiling took a tenth of the window: how
+  // long the five recompiles take depends on the machine (and on ASan).
+  EXPECT_TRUE(r.out.find("[warning] recompile") != std::string::npos ||
+              r.out.find("[error] recompile") != std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("synchronous device-to-host read at samples/record_workload.cpp:"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\033["), std::string::npos) << "no colour when not a terminal";
   auto json = loupe({"analyze", path, "--format", "json"});
