@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loupe/prof/analysis.h"
@@ -108,9 +109,11 @@ inline SampleRun run_sample(const TempDir& dir, const std::string& sample, const
 }
 
 // Both variants of a sample, run `rounds` times in turn (mistake, fixed,
-// mistake, ...): the first runs for the findings, and the median loop time
-// per step of each variant, so that one disturbed run cannot decide a
-// comparison on a busy machine.
+// mistake, ...). Of each variant, the run with the median loop time per
+// step is the one whose findings the tests read, and that median is the
+// variant's time: one run disturbed by a busy machine (which slows the CPU
+// device's kernels until they no longer look tiny, or hide host work)
+// decides neither a finding nor a comparison.
 struct VariantPair {
   SampleRun mistake, fixed;
   double mistake_ns = 0, fixed_ns = 0;  // median loop time per step
@@ -121,20 +124,29 @@ inline double median_of(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// The run whose loop time per step is the median of `runs`.
+inline SampleRun median_run(std::vector<SampleRun>& runs) {
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t x, size_t y) { return runs[x].loop_ns_per_step() < runs[y].loop_ns_per_step(); });
+  return std::move(runs[order[order.size() / 2]]);
+}
+
 inline VariantPair run_both(const TempDir& dir, const std::string& sample, int rounds = 1) {
   VariantPair p;
+  std::vector<SampleRun> mistakes, fixes;
   std::vector<double> m, f;
   for (int i = 0; i < rounds; ++i) {
-    SampleRun a = run_sample(dir, sample, "mistake"), b = run_sample(dir, sample, "fixed");
-    m.push_back(a.loop_ns_per_step());
-    f.push_back(b.loop_ns_per_step());
-    if (i == 0) {
-      p.mistake = std::move(a);
-      p.fixed = std::move(b);
-    }
+    mistakes.push_back(run_sample(dir, sample, "mistake"));
+    fixes.push_back(run_sample(dir, sample, "fixed"));
+    m.push_back(mistakes.back().loop_ns_per_step());
+    f.push_back(fixes.back().loop_ns_per_step());
   }
   p.mistake_ns = median_of(m);
   p.fixed_ns = median_of(f);
+  p.mistake = median_run(mistakes);
+  p.fixed = median_run(fixes);
   if (rounds > 1) {
     std::printf("%s: loop %.3f ms per step with the mistake, %.3f ms fixed (medians of %d runs)\n", sample.c_str(),
                 p.mistake_ns / 1e6, p.fixed_ns / 1e6, rounds);
