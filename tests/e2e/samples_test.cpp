@@ -157,8 +157,32 @@ TEST_F(Samples, InputPipelineStarvesTheDeviceAndPrefetchingFeedsIt) {
 
 // ---- tiny_kernels: tiny-kernels, eager element-wise update -------------------
 
+// Whether the CPU device's own thread was kept from running: most of the
+// gap time is device waits (ops that started well after their launch
+// returned). The CPU device runs each op on a thread of its own; when every
+// core is busy (other tests running beside this one) that thread waits for
+// a core, and the device's gaps are its own waits, not waits for launches.
+// A run like that cannot show whether the program is launch-bound.
+bool device_thread_starved(const SampleRun& r) {
+  int64_t waits = 0, gaps = 0;
+  for (const prof::DeviceIdle& d : r.report.devices) {
+    waits += d.cause_ns[size_t(prof::GapCause::device_wait)];
+    for (int64_t ns : d.cause_ns) gaps += ns;
+  }
+  return gaps > 0 && waits * 2 > gaps;
+}
+
 TEST_F(Samples, TinyKernelsFromAnEagerUpdateFuseUnderJit) {
   VariantPair runs = run_both(dir, "tiny_kernels", 3);
+  // Up to four more runs of the mistake for one whose device was not
+  // starved of a core; if none, the finding cannot be judged here.
+  for (int retry = 0; retry < 4 && device_thread_starved(runs.mistake); ++retry) {
+    runs.mistake = run_sample(dir, "tiny_kernels", "mistake");
+  }
+  if (device_thread_starved(runs.mistake)) {
+    GTEST_SKIP() << "the CPU device's thread waited for a core in every run (device waits are most of its idle "
+                    "time): this machine is too busy to show launch-boundness";
+  }
   const SampleRun& mistake = runs.mistake;
   const SampleRun& fixed = runs.fixed;
   ASSERT_EQ(mistake.command.exit_code, 0) << mistake.command.err;
