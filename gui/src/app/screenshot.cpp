@@ -29,7 +29,7 @@ const char* kind_name(view::TrackKind k) {
 // Where the frame put things, so that scripts (and the screenshot test)
 // can find them in the picture: one JSON line on stdout.
 std::string layout_json(ViewState& s, const std::string& png, int width, int height) {
-  const TimelineLayout& l = last_timeline_layout();
+  const TimelineLayout& l = s.layout;
   nlohmann::json doc;
   doc["png"] = png;
   doc["width"] = width;

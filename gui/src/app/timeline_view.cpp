@@ -25,8 +25,6 @@ using view::TrackKind;
 using view::TrackLane;
 namespace palette = view::palette;
 
-TimelineLayout g_layout;
-
 Color scale(Color c, float f) {
   auto ch = [&](int shift) { return Color(std::min(255.0f, float((c >> shift) & 0xff) * f)) << shift; };
   return ch(0) | ch(8) | ch(16) | (c & 0xff000000u);
@@ -287,17 +285,70 @@ void draw_ruler(ViewState& s, ImVec2 pos, float width) {
   dl->PopClipRect();
 }
 
-// One trace's tracks, in a child window that scrolls vertically.
-void draw_document(ViewState& s, int di, ImVec2 size) {
+// One trace's part of a frame: what every step of drawing it reads.
+struct DocFrame {
+  ViewState& s;
+  int di;
+  Document& d;
+  Canvas cv;
+  TimeAxis axis;        // in this trace's time
+  float scroll = 0;     // the child's vertical scroll
+  float vis0 = 0, vis1 = 0;  // layout y in view
+};
+
+// The mouse over one trace's tracks this frame.
+struct Pointer {
+  ImVec2 mouse;
+  bool hovered = false;       // over the canvas
+  bool active = false;        // the canvas holds the mouse (a drag)
+  bool over_axis = false;     // hovered, right of the gutter
+  bool click = false;         // the left button released without dragging
+  bool double_click = false;
+};
+
+// What is under the mouse, as drawn this frame: an item of a lane, or,
+// failing that, an idle gap of a device.
+struct Hover {
+  const TrackLane* lane = nullptr;
+  const DrawItem* item = nullptr;
+  const view::DeviceGaps* gaps = nullptr;
+  long gap = -1;  // index into gaps->lane's events
+  bool on_item() const { return item != nullptr; }
+  bool on_event() const { return item && item->count == 1; }
+  size_t event() const { return lane->lane.event(item->first); }
+};
+
+// Each device's idle gaps as draw items, made on first use in a frame.
+class GapItems {
+ public:
+  GapItems(const Document& d, const TimeAxis& axis) : d_(d), axis_(axis) {}
+  const view::DeviceGaps* gaps(uint32_t device) const { return d_.analysis ? d_.analysis->gaps_of(device) : nullptr; }
+  const std::vector<DrawItem>* items(uint32_t device) {
+    const view::DeviceGaps* g = gaps(device);
+    if (!g) return nullptr;
+    for (auto& [dev, items] : items_)
+      if (dev == device) return &items;
+    items_.push_back({device, {}});
+    view::lane_items(g->lane, axis_, 1, items_.back().second);
+    return &items_.back().second;
+  }
+
+ private:
+  const Document& d_;
+  const TimeAxis& axis_;
+  std::deque<std::pair<uint32_t, std::vector<DrawItem>>> items_;  // stable addresses
+};
+
+// The scrolling child window and its canvas, an invisible button as tall
+// as the tracks that takes the mouse.
+DocFrame begin_document(ViewState& s, int di, ImVec2 size) {
   Document& d = *s.docs[size_t(di)];
-  ImGuiIO& io = ImGui::GetIO();
   ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::ColorConvertU32ToFloat4(palette::background));
   ImGui::BeginChild(di == 0 ? "##timeline0" : "##timeline1", size, false,
                     ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_AlwaysVerticalScrollbar |
                         ImGuiWindowFlags_NoMove);
   ImGui::PopStyleColor();
   const float view_h = ImGui::GetWindowHeight();
-  const float scroll = ImGui::GetScrollY();
   Canvas cv;
   cv.dl = ImGui::GetWindowDrawList();
   cv.left = ImGui::GetCursorScreenPos().x;
@@ -306,336 +357,415 @@ void draw_document(ViewState& s, int di, ImVec2 size) {
   cv.x1 = s.axis.x0 + s.axis.width;
   cv.clip_top = ImGui::GetWindowPos().y;
   cv.clip_bottom = cv.clip_top + view_h;
-  const float canvas_h = std::max(d.tracks.height, view_h - 4);
-  ImGui::InvisibleButton("##canvas", ImVec2(cv.x1 - cv.left, canvas_h),
-                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
-  const bool hovered = ImGui::IsItemHovered();
-  const bool active = ImGui::IsItemActive();
-  const ImVec2 mouse = io.MousePos;
-  const bool over_axis = hovered && mouse.x >= cv.x0 && mouse.x < cv.x1;
+  const float scroll = ImGui::GetScrollY();
+  return DocFrame{s, di, d, cv, doc_axis(s, d), scroll, scroll - 2, scroll + view_h + 2};
+}
 
-  // --- input: zoom, pan, range selection, click ------------------------------
-  if (hovered && io.MouseWheel != 0) {
-    if (io.KeyShift) ImGui::SetScrollY(scroll - io.MouseWheel * 40);
-    else view::zoom_at(s.axis, std::clamp(mouse.x, cv.x0, cv.x1), std::pow(0.8, double(io.MouseWheel)));
+Pointer read_pointer(const DocFrame& f) {
+  const ImGuiIO& io = ImGui::GetIO();
+  const float canvas_h = std::max(f.d.tracks.height, f.cv.clip_bottom - f.cv.clip_top - 4);
+  ImGui::InvisibleButton("##canvas", ImVec2(f.cv.x1 - f.cv.left, canvas_h),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  Pointer p;
+  p.mouse = io.MousePos;
+  p.hovered = ImGui::IsItemHovered();
+  p.active = ImGui::IsItemActive();
+  p.over_axis = p.hovered && p.mouse.x >= f.cv.x0 && p.mouse.x < f.cv.x1;
+  p.double_click = p.hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+  return p;
+}
+
+// Wheel zoom, drag to pan, shift- or right-drag to select a range; ends a
+// drag on release, noting whether it was a click.
+void handle_drag(const DocFrame& f, Pointer& p) {
+  ViewState& s = f.s;
+  const ImGuiIO& io = ImGui::GetIO();
+  if (p.hovered && io.MouseWheel != 0) {
+    if (io.KeyShift) ImGui::SetScrollY(f.scroll - io.MouseWheel * 40);
+    else view::zoom_at(s.axis, std::clamp(p.mouse.x, f.cv.x0, f.cv.x1), std::pow(0.8, double(io.MouseWheel)));
   }
-  if (hovered && (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Right))) {
+  if (p.hovered && (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Right))) {
     bool range = io.KeyShift || ImGui::IsMouseClicked(ImGuiMouseButton_Right);
     s.drag = range ? ViewState::Drag::range : ViewState::Drag::pan;
-    s.range_anchor = s.axis.time(mouse.x);
+    s.range_anchor = s.axis.time(p.mouse.x);
   }
-  if (active && s.drag == ViewState::Drag::pan && (io.MouseDelta.x != 0 || io.MouseDelta.y != 0)) {
+  if (p.active && s.drag == ViewState::Drag::pan && (io.MouseDelta.x != 0 || io.MouseDelta.y != 0)) {
     view::pan(s.axis, io.MouseDelta.x);
-    ImGui::SetScrollY(scroll - io.MouseDelta.y);
+    ImGui::SetScrollY(f.scroll - io.MouseDelta.y);
   }
-  if (active && s.drag == ViewState::Drag::range &&
+  if (p.active && s.drag == ViewState::Drag::range &&
       (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3) || ImGui::IsMouseDragging(ImGuiMouseButton_Right, 3))) {
     s.has_range = true;
     s.range_start = s.range_anchor;
-    s.range_end = s.axis.time(std::clamp(mouse.x, cv.x0, cv.x1));
+    s.range_end = s.axis.time(std::clamp(p.mouse.x, f.cv.x0, f.cv.x1));
   }
   const bool released = ImGui::IsMouseReleased(ImGuiMouseButton_Left);
-  const bool was_click = released && hovered && s.drag == ViewState::Drag::pan &&
-                         io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 9;
+  p.click = released && p.hovered && s.drag == ViewState::Drag::pan &&
+            io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 9;
   if (released || ImGui::IsMouseReleased(ImGuiMouseButton_Right)) s.drag = ViewState::Drag::none;
-  const bool double_click = hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+}
 
-  // --- level of detail for the visible tracks ------------------------------
-  const TimeAxis axis = doc_axis(s, d);
-  const float vis0 = scroll - 2, vis1 = scroll + view_h + 2;  // layout y in view
+bool is_visible(const DocFrame& f, const Track& tr) { return tr.y1 >= f.vis0 && tr.y0 <= f.vis1; }
+
+// Level of detail: the items of every visible lane for this frame.
+void make_items(DocFrame& f) {
+  Document& d = f.d;
   d.frame.reset(d.tracks);
   for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
     const Track& tr = d.tracks.tracks[t];
-    bool visible = tr.y1 >= vis0 && tr.y0 <= vis1;
     for (size_t l = 0; l < tr.lanes.size(); ++l) {
       // Recompile markers draw a line across every track: always needed.
-      if (visible || tr.lanes[l].kind == LaneKind::recompiles) {
-        view::lane_items(tr.lanes[l].lane, axis, kMergePx, d.frame.items[t][l]);
+      if (is_visible(f, tr) || tr.lanes[l].kind == LaneKind::recompiles) {
+        view::lane_items(tr.lanes[l].lane, f.axis, kMergePx, d.frame.items[t][l]);
       }
     }
   }
+}
 
-  // --- hover ----------------------------------------------------------------
-  view::Hit hit;
-  long gap_hit = -1;
-  const view::DeviceGaps* hit_gaps = nullptr;
-  if (over_axis && s.drag == ViewState::Drag::none) {
-    hit = view::hit_test(d.tracks, d.frame, mouse.x, mouse.y - cv.top, 2);
-    if (hit.ok()) {
-      const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
-      const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
-      if (it.count == 1) {
-        s.hover = {true, di, tl.kind, tl.table, tl.lane.event(it.first)};
-      }
+// The one hit test: the item under the mouse, else the idle gap under it
+// on a stream track. Only while the mouse rests over the axis.
+Hover find_hover(const DocFrame& f, const Pointer& p, GapItems& gap_items) {
+  Hover h;
+  if (!p.over_axis || f.s.drag != ViewState::Drag::none) return h;
+  const Document& d = f.d;
+  const float y = p.mouse.y - f.cv.top;
+  view::Hit hit = view::hit_test(d.tracks, d.frame, p.mouse.x, y, 2);
+  if (hit.ok()) {
+    h.lane = &d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
+    h.item = &d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
+    return h;
+  }
+  for (const Track& tr : d.tracks.tracks) {
+    if (tr.kind != TrackKind::stream || y < tr.y0 || y >= tr.y1) continue;
+    const std::vector<DrawItem>* items = gap_items.items(tr.device);
+    long k = items ? view::hit_item(*items, p.mouse.x, 1) : -1;
+    if (k < 0) continue;
+    h.gaps = gap_items.gaps(tr.device);
+    h.gap = long(h.gaps->lane.event((*items)[size_t(k)].first));
+  }
+  return h;
+}
+
+// A highlighted name: outlines over its events in track t.
+void draw_highlight(const DocFrame& f, size_t t, std::vector<DrawItem>& scratch) {
+  const Document& d = f.d;
+  if (d.highlight.empty() || t >= d.highlight.lanes.size()) return;
+  const Track& tr = d.tracks.tracks[t];
+  for (size_t l = 0; l < tr.lanes.size() && l < d.highlight.lanes[t].size(); ++l) {
+    const view::Lane& hl = d.highlight.lanes[t][l];
+    if (hl.size() == 0) continue;
+    scratch.clear();
+    view::lane_items(hl, f.axis, kMergePx, scratch);
+    const TrackLane& tl = tr.lanes[l];
+    for (const DrawItem& it : scratch) {
+      float x0 = std::max(it.x0, f.cv.x0 - 2), x1 = std::min(std::max(it.x1, it.x0 + 3), f.cv.x1 + 2);
+      f.cv.dl->AddRect(ImVec2(x0, f.cv.top + tl.y0), ImVec2(x1, f.cv.top + tl.y1), palette::highlight, 0, 0, 2);
     }
   }
+}
 
-  // --- drawing --------------------------------------------------------------
-  ImDrawList* dl = cv.dl;
+// A device's idle gaps behind its operations, coloured by cause.
+void draw_gaps(const DocFrame& f, const Track& tr, GapItems& gap_items) {
+  const std::vector<DrawItem>* items = gap_items.items(tr.device);
+  if (!items) return;
+  const view::DeviceGaps* g = gap_items.gaps(tr.device);
+  const float ty0 = f.cv.top + tr.y0, ty1 = f.cv.top + tr.y1;
+  for (const DrawItem& it : *items) {
+    Color col = view::gap_color(g->cause[g->lane.event(it.first)]);
+    f.cv.dl->AddRectFilled(ImVec2(std::max(it.x0, f.cv.x0), ty0), ImVec2(std::min(it.x1, f.cv.x1), ty1), col);
+  }
+}
+
+// Where the tracks lie on screen, for the screenshot's layout line.
+void record_layout(const DocFrame& f) {
+  std::vector<DrawnTrack>& drawn = f.s.layout.tracks;
+  std::erase_if(drawn, [&](const DrawnTrack& t) { return t.doc == f.di; });
+  for (size_t t = 0; t < f.d.tracks.tracks.size(); ++t) {
+    const Track& tr = f.d.tracks.tracks[t];
+    drawn.push_back({f.di, t, f.cv.top + tr.y0, f.cv.top + tr.y1});
+  }
+}
+
+void draw_tracks(const DocFrame& f, GapItems& gap_items) {
+  const Document& d = f.d;
   std::vector<DrawItem> scratch;
-  std::deque<std::pair<uint32_t, std::vector<DrawItem>>> gap_items;  // per device, this frame (stable addresses)
-  auto gaps_for = [&](uint32_t device) -> const std::vector<DrawItem>* {
-    if (!d.analysis) return nullptr;
-    for (auto& [dev, items] : gap_items)
-      if (dev == device) return &items;
-    const view::DeviceGaps* g = d.analysis->gaps_of(device);
-    if (!g) return nullptr;
-    gap_items.push_back({device, {}});
-    view::lane_items(g->lane, axis, 1, gap_items.back().second);
-    return &gap_items.back().second;
-  };
-  g_layout.tracks.erase(std::remove_if(g_layout.tracks.begin(), g_layout.tracks.end(),
-                                       [&](const DrawnTrack& t) { return t.doc == di; }),
-                        g_layout.tracks.end());
   for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
     const Track& tr = d.tracks.tracks[t];
-    g_layout.tracks.push_back({di, t, cv.top + tr.y0, cv.top + tr.y1});
-    if (tr.y1 < vis0 || tr.y0 > vis1) continue;
-    const float ty0 = cv.top + tr.y0, ty1 = cv.top + tr.y1;
-    dl->AddRectFilled(ImVec2(cv.x0, ty0), ImVec2(cv.x1, ty1), palette::track_background);
-    // Idle gaps of the device, behind its operations.
-    if (tr.kind == TrackKind::stream) {
-      if (const auto* gi = gaps_for(tr.device)) {
-        const view::DeviceGaps* g = d.analysis->gaps_of(tr.device);
-        for (const DrawItem& it : *gi) {
-          Color col = view::gap_color(g->cause[g->lane.event(it.first)]);
-          dl->AddRectFilled(ImVec2(std::max(it.x0, cv.x0), ty0), ImVec2(std::min(it.x1, cv.x1), ty1), col);
-        }
-        if (over_axis && !hit.ok() && mouse.y - cv.top >= tr.y0 && mouse.y - cv.top < tr.y1) {
-          long k = view::hit_item(*gi, mouse.x, 1);
-          if (k >= 0) {
-            gap_hit = long(g->lane.event((*gi)[size_t(k)].first));
-            hit_gaps = g;
-          }
-        }
-      }
-    }
-    for (size_t l = 0; l < tr.lanes.size(); ++l) draw_lane(cv, d, tr.lanes[l], d.frame.items[t][l]);
-    // A highlighted name: outlines over its events.
-    if (!d.highlight.empty() && t < d.highlight.lanes.size()) {
-      for (size_t l = 0; l < tr.lanes.size() && l < d.highlight.lanes[t].size(); ++l) {
-        const view::Lane& hl = d.highlight.lanes[t][l];
-        if (hl.size() == 0) continue;
-        scratch.clear();
-        view::lane_items(hl, axis, kMergePx, scratch);
-        const TrackLane& tl = tr.lanes[l];
-        for (const DrawItem& it : scratch) {
-          float x0 = std::max(it.x0, cv.x0 - 2), x1 = std::min(std::max(it.x1, it.x0 + 3), cv.x1 + 2);
-          dl->AddRect(ImVec2(x0, cv.top + tl.y0), ImVec2(x1, cv.top + tl.y1), palette::highlight, 0, 0, 2);
-        }
-      }
-    }
-    if (tr.kind == TrackKind::memory) draw_memory(cv, d, tr, axis);
-    if (tr.kind == TrackKind::counter) draw_counter(cv, d, tr, axis);
+    if (!is_visible(f, tr)) continue;
+    f.cv.dl->AddRectFilled(ImVec2(f.cv.x0, f.cv.top + tr.y0), ImVec2(f.cv.x1, f.cv.top + tr.y1),
+                           palette::track_background);
+    if (tr.kind == TrackKind::stream) draw_gaps(f, tr, gap_items);
+    for (size_t l = 0; l < tr.lanes.size(); ++l) draw_lane(f.cv, d, tr.lanes[l], d.frame.items[t][l]);
+    draw_highlight(f, t, scratch);
+    if (tr.kind == TrackKind::memory) draw_memory(f.cv, d, tr, f.axis);
+    if (tr.kind == TrackKind::counter) draw_counter(f.cv, d, tr, f.axis);
   }
+}
 
-  // Recompiles: a thin line across every track.
+// Recompiles: a thin line across every track.
+void draw_recompile_lines(const DocFrame& f) {
+  const Document& d = f.d;
   for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
     const Track& tr = d.tracks.tracks[t];
     for (size_t l = 0; l < tr.lanes.size(); ++l) {
       if (tr.lanes[l].kind != LaneKind::recompiles) continue;
       for (const DrawItem& it : d.frame.items[t][l]) {
-        dl->AddLine(ImVec2(it.x0, cv.clip_top), ImVec2(it.x0, cv.clip_bottom), with_alpha(palette::recompile, 150));
+        f.cv.dl->AddLine(ImVec2(it.x0, f.cv.clip_top), ImVec2(it.x0, f.cv.clip_bottom),
+                         with_alpha(palette::recompile, 150));
       }
     }
   }
-  // The selected finding's ranges.
-  if (s.selected_finding >= 0 && s.finding_doc == di && d.analysis &&
-      size_t(s.selected_finding) < d.analysis->report.findings.size()) {
-    for (const prof::TimeRange& r : d.analysis->report.findings[size_t(s.selected_finding)].ranges) {
-      float a = axis.x(double(r.start)), b = std::max(axis.x(double(r.end)), a + 2);
+}
+
+// The finding picked in the findings panel, when it is this trace's.
+const prof::Finding* selected_finding(const DocFrame& f) {
+  const ViewState& s = f.s;
+  if (s.selected_finding < 0 || s.finding_doc != f.di || !f.d.analysis) return nullptr;
+  const std::vector<prof::Finding>& all = f.d.analysis->report.findings;
+  return size_t(s.selected_finding) < all.size() ? &all[size_t(s.selected_finding)] : nullptr;
+}
+
+// Bands over every track: the selected finding's ranges, the range
+// selection; outlines: the hovered item, the selected event.
+void draw_overlays(const DocFrame& f, const Hover& h) {
+  const ViewState& s = f.s;
+  const Canvas& cv = f.cv;
+  if (const prof::Finding* finding = selected_finding(f)) {
+    for (const prof::TimeRange& r : finding->ranges) {
+      float a = f.axis.x(double(r.start)), b = std::max(f.axis.x(double(r.end)), a + 2);
       if (b < cv.x0 || a > cv.x1) continue;
-      dl->AddRectFilled(ImVec2(std::max(a, cv.x0), cv.clip_top), ImVec2(std::min(b, cv.x1), cv.clip_bottom),
-                        palette::finding_band);
-      dl->AddLine(ImVec2(a, cv.clip_top), ImVec2(a, cv.clip_bottom), with_alpha(palette::peak, 160));
+      cv.dl->AddRectFilled(ImVec2(std::max(a, cv.x0), cv.clip_top), ImVec2(std::min(b, cv.x1), cv.clip_bottom),
+                           palette::finding_band);
+      cv.dl->AddLine(ImVec2(a, cv.clip_top), ImVec2(a, cv.clip_bottom), with_alpha(palette::peak, 160));
     }
   }
-  // The range selection.
   if (s.has_range) {
     float a = s.axis.x(std::min(s.range_start, s.range_end)), b = s.axis.x(std::max(s.range_start, s.range_end));
-    dl->AddRectFilled(ImVec2(std::max(a, cv.x0), cv.clip_top), ImVec2(std::min(b, cv.x1), cv.clip_bottom),
-                      palette::range_band);
+    cv.dl->AddRectFilled(ImVec2(std::max(a, cv.x0), cv.clip_top), ImVec2(std::min(b, cv.x1), cv.clip_bottom),
+                         palette::range_band);
   }
-  // The hovered item and the selection.
-  if (hit.ok()) {
-    const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
-    const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
-    dl->AddRect(ImVec2(std::max(it.x0, cv.x0) - 1, cv.top + tl.y0), ImVec2(std::min(it.x1, cv.x1) + 1, cv.top + tl.y1),
-                with_alpha(palette::selection, 160));
+  if (h.on_item()) {
+    cv.dl->AddRect(ImVec2(std::max(h.item->x0, cv.x0) - 1, cv.top + h.lane->y0),
+                   ImVec2(std::min(h.item->x1, cv.x1) + 1, cv.top + h.lane->y1), with_alpha(palette::selection, 160));
   }
   ImVec2 a, b;
-  if (s.selection.active && s.selection.doc == di &&
-      event_rect(cv, d, axis, s.selection.kind, s.selection.table, s.selection.index, &a, &b)) {
-    dl->AddRect(ImVec2(a.x - 1, a.y), ImVec2(b.x + 1, b.y), palette::selection, 0, 0, 2);
+  const Selection& sel = s.selection;
+  if (sel.active && sel.doc == f.di && event_rect(cv, f.d, f.axis, sel.kind, sel.table, sel.index, &a, &b)) {
+    cv.dl->AddRect(ImVec2(a.x - 1, a.y), ImVec2(b.x + 1, b.y), palette::selection, 0, 0, 2);
   }
-  // A flow between a launch and its device operation.
-  const Selection* flow_from = nullptr;
-  if (s.hover.active && s.hover.doc == di && is_flow_kind(s.hover.kind)) flow_from = &s.hover;
-  else if (s.selection.active && s.selection.doc == di && is_flow_kind(s.selection.kind)) flow_from = &s.selection;
-  if (flow_from) {
-    update_flow(s, *flow_from);
-    ImVec2 fa, fb, ta, tb;
-    if (s.flow.found &&
-        event_rect(cv, d, axis, flow_from->kind, flow_from->table, flow_from->index, &fa, &fb) &&
-        event_rect(cv, d, axis, s.flow.to_kind, s.flow.to.table, s.flow.to.index, &ta, &tb)) {
-      bool down = ta.y > fa.y;
-      ImVec2 p0(flow_from->kind == LaneKind::device_ops ? fa.x : fb.x, down ? fb.y : fa.y);
-      ImVec2 p1(s.flow.to_kind == LaneKind::device_ops ? ta.x : tb.x, down ? ta.y : tb.y);
-      // An end off screen is pinned to the edge, and says how far it is.
-      const float target_x = p1.x;
-      p0.x = std::clamp(p0.x, cv.x0, cv.x1);
-      p1.x = std::clamp(p1.x, cv.x0, cv.x1);
-      p0.y = std::clamp(p0.y, cv.clip_top, cv.clip_bottom);
-      p1.y = std::clamp(p1.y, cv.clip_top, cv.clip_bottom);
-      float bend = std::fabs(p1.y - p0.y) * 0.4f;
-      dl->AddBezierCubic(p0, ImVec2(p0.x, p0.y + (down ? bend : -bend)), ImVec2(p1.x, p1.y - (down ? bend : -bend)),
-                         p1, palette::flow, 2);
-      dl->AddCircleFilled(p1, 3.5f, palette::flow);
-      dl->AddRect(ta, tb, palette::flow, 0, 0, 2);
-      if (target_x != p1.x) {
-        const prof::TraceModel& m = d.model;
-        int64_t from_t = flow_from->kind == LaneKind::launches    ? m.launches[flow_from->table].start[flow_from->index]
-                         : flow_from->kind == LaneKind::transfers ? m.transfers[flow_from->table].start[flow_from->index]
-                                                                  : m.device_ops[flow_from->table].start[flow_from->index];
-        int64_t to_t = s.flow.to_kind == LaneKind::launches ? m.launches[s.flow.to.table].start[s.flow.to.index]
-                                                             : m.device_ops[s.flow.to.table].start[s.flow.to.index];
-        std::string text = fmt::format("{}{}", to_t >= from_t ? "+" : "-", prof::format_duration(std::abs(to_t - from_t)));
-        ImVec2 ts = ImGui::CalcTextSize(text.c_str());
-        float tx = target_x > cv.x1 ? p1.x - ts.x - 6 : p1.x + 6;
-        dl->AddRectFilled(ImVec2(tx - 2, p1.y - ts.y - 2), ImVec2(tx + ts.x + 2, p1.y), palette::background);
-        dl->AddText(ImVec2(tx, p1.y - ts.y - 1), palette::flow, text.c_str());
-      }
-    }
-  }
+}
 
-  if (d.tracks.tracks.empty()) {
-    dl->AddText(ImVec2(cv.x0 + 12, cv.top + 12), palette::text_dim, "this trace holds no events");
-  }
-  // Gutter: the track titles, drawn last so that nothing covers them.
-  dl->AddRectFilled(ImVec2(cv.left, cv.clip_top), ImVec2(cv.x0, cv.clip_bottom), palette::gutter);
-  for (size_t t = 0; t < d.tracks.tracks.size(); ++t) {
-    const Track& tr = d.tracks.tracks[t];
-    if (tr.y1 < vis0 || tr.y0 > vis1) continue;
+int64_t event_start(const prof::TraceModel& m, LaneKind kind, uint32_t table, size_t index) {
+  if (kind == LaneKind::launches) return m.launches[table].start[index];
+  if (kind == LaneKind::transfers) return m.transfers[table].start[index];
+  return m.device_ops[table].start[index];
+}
+
+// How far away a flow's end is, written beside it where it is pinned to
+// the edge of the view.
+void draw_flow_distance(const DocFrame& f, const Selection& from, ImVec2 end, float target_x) {
+  const prof::TraceModel& m = f.d.model;
+  const FlowCache& flow = f.s.flow;
+  int64_t from_t = event_start(m, from.kind, from.table, from.index);
+  int64_t to_t = event_start(m, flow.to_kind, flow.to.table, flow.to.index);
+  std::string text = fmt::format("{}{}", to_t >= from_t ? "+" : "-", prof::format_duration(std::abs(to_t - from_t)));
+  ImVec2 ts = ImGui::CalcTextSize(text.c_str());
+  float tx = target_x > f.cv.x1 ? end.x - ts.x - 6 : end.x + 6;
+  f.cv.dl->AddRectFilled(ImVec2(tx - 2, end.y - ts.y - 2), ImVec2(tx + ts.x + 2, end.y), palette::background);
+  f.cv.dl->AddText(ImVec2(tx, end.y - ts.y - 1), palette::flow, text.c_str());
+}
+
+// A flow between a launch (or transfer) and its device operation, from the
+// hovered event, else the selected one.
+void draw_flow(const DocFrame& f) {
+  ViewState& s = f.s;
+  const Selection* from = nullptr;
+  if (s.hover.active && s.hover.doc == f.di && is_flow_kind(s.hover.kind)) from = &s.hover;
+  else if (s.selection.active && s.selection.doc == f.di && is_flow_kind(s.selection.kind)) from = &s.selection;
+  if (!from) return;
+  update_flow(s, *from);
+  ImVec2 fa, fb, ta, tb;
+  if (!s.flow.found || !event_rect(f.cv, f.d, f.axis, from->kind, from->table, from->index, &fa, &fb) ||
+      !event_rect(f.cv, f.d, f.axis, s.flow.to_kind, s.flow.to.table, s.flow.to.index, &ta, &tb))
+    return;
+  const Canvas& cv = f.cv;
+  bool down = ta.y > fa.y;
+  ImVec2 p0(from->kind == LaneKind::device_ops ? fa.x : fb.x, down ? fb.y : fa.y);
+  ImVec2 p1(s.flow.to_kind == LaneKind::device_ops ? ta.x : tb.x, down ? ta.y : tb.y);
+  // An end off screen is pinned to the edge, and says how far it is.
+  const float target_x = p1.x;
+  p0.x = std::clamp(p0.x, cv.x0, cv.x1);
+  p1.x = std::clamp(p1.x, cv.x0, cv.x1);
+  p0.y = std::clamp(p0.y, cv.clip_top, cv.clip_bottom);
+  p1.y = std::clamp(p1.y, cv.clip_top, cv.clip_bottom);
+  float bend = std::fabs(p1.y - p0.y) * 0.4f;
+  cv.dl->AddBezierCubic(p0, ImVec2(p0.x, p0.y + (down ? bend : -bend)), ImVec2(p1.x, p1.y - (down ? bend : -bend)),
+                        p1, palette::flow, 2);
+  cv.dl->AddCircleFilled(p1, 3.5f, palette::flow);
+  cv.dl->AddRect(ta, tb, palette::flow, 0, 0, 2);
+  if (target_x != p1.x) draw_flow_distance(f, *from, p1, target_x);
+}
+
+// Whether the selected finding names the track's thread or device.
+bool concerns(const prof::Finding& f, const Track& tr) {
+  if (tr.kind == TrackKind::thread) return std::find(f.threads.begin(), f.threads.end(), tr.thread) != f.threads.end();
+  if (tr.kind == TrackKind::counter) return false;
+  return std::find(f.devices.begin(), f.devices.end(), tr.device) != f.devices.end();
+}
+
+// The track titles, drawn last so that nothing covers them; those the
+// selected finding concerns stand out.
+void draw_gutter(const DocFrame& f) {
+  const Canvas& cv = f.cv;
+  const prof::Finding* finding = selected_finding(f);
+  const float font = ImGui::GetFontSize();
+  cv.dl->AddRectFilled(ImVec2(cv.left, cv.clip_top), ImVec2(cv.x0, cv.clip_bottom), palette::gutter);
+  for (const Track& tr : f.d.tracks.tracks) {
+    if (!is_visible(f, tr)) continue;
     ImVec4 clip(cv.left + 4, cv.top + tr.y0, cv.x0 - 4, cv.top + tr.y1);
-    Color col = palette::text;
-    if (s.selected_finding >= 0 && s.finding_doc == di && d.analysis &&
-        size_t(s.selected_finding) < d.analysis->report.findings.size()) {
-      const prof::Finding& f = d.analysis->report.findings[size_t(s.selected_finding)];
-      bool concerned = (tr.kind == TrackKind::thread &&
-                        std::find(f.threads.begin(), f.threads.end(), tr.thread) != f.threads.end()) ||
-                       (tr.kind != TrackKind::thread && tr.kind != TrackKind::counter &&
-                        std::find(f.devices.begin(), f.devices.end(), tr.device) != f.devices.end());
-      if (concerned) col = palette::peak;
+    Color col = finding && concerns(*finding, tr) ? palette::peak : palette::text;
+    cv.dl->AddText(ImGui::GetFont(), font, ImVec2(cv.left + 6, cv.top + tr.y0 + 2), col, tr.title.c_str(), nullptr, 0,
+                   &clip);
+    if (!tr.subtitle.empty() && tr.y1 - tr.y0 >= 2 * font + 6) {
+      cv.dl->AddText(ImGui::GetFont(), font, ImVec2(cv.left + 6, cv.top + tr.y0 + 4 + font), palette::text_dim,
+                     tr.subtitle.c_str(), nullptr, 0, &clip);
     }
-    dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(cv.left + 6, cv.top + tr.y0 + 2), col,
-                tr.title.c_str(), nullptr, 0, &clip);
-    if (!tr.subtitle.empty() && tr.y1 - tr.y0 >= 2 * ImGui::GetFontSize() + 6) {
-      dl->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(cv.left + 6, cv.top + tr.y0 + 4 + ImGui::GetFontSize()),
-                  palette::text_dim, tr.subtitle.c_str(), nullptr, 0, &clip);
-    }
-    dl->AddLine(ImVec2(cv.left, cv.top + tr.y1 + 2), ImVec2(cv.x0, cv.top + tr.y1 + 2), palette::grid);
+    cv.dl->AddLine(ImVec2(cv.left, cv.top + tr.y1 + 2), ImVec2(cv.x0, cv.top + tr.y1 + 2), palette::grid);
   }
+}
 
-  // The gutter's tooltip: a title in full.
-  if (hovered && mouse.x < cv.x0 && s.drag == ViewState::Drag::none) {
-    for (const Track& tr : d.tracks.tracks) {
-      if (mouse.y - cv.top < tr.y0 || mouse.y - cv.top >= tr.y1) continue;
-      if (tr.subtitle.empty()) ImGui::SetTooltip("%s", tr.title.c_str());
-      else ImGui::SetTooltip("%s\n%s", tr.title.c_str(), tr.subtitle.c_str());
-    }
-  }
+// The track under the mouse's y, or null.
+const Track* track_at(const DocFrame& f, const Pointer& p) {
+  const float y = p.mouse.y - f.cv.top;
+  for (const Track& tr : f.d.tracks.tracks)
+    if (y >= tr.y0 && y < tr.y1) return &tr;
+  return nullptr;
+}
 
-  // --- clicks and tooltips -------------------------------------------------
-  if (was_click && over_axis) {
-    if (hit.ok()) {
-      const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
-      const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
-      if (it.count == 1) {
-        s.selection = {true, di, tl.kind, tl.table, tl.lane.event(it.first)};
-        s.tab = view::Panel::details;
-        s.switch_tab = true;
-      } else {
-        // A merged run: zoom into the part of it in view, or, when that
-        // is most of the view, four times around the mouse.
-        double lo = std::max(double(it.start - d.origin), s.axis.start_ns);
-        double hi = std::min(double(it.end - d.origin), s.axis.end_ns());
-        if (hi - lo < 0.5 * (s.axis.end_ns() - s.axis.start_ns)) zoom_to_range(s, lo, hi, 0.05);
-        else view::zoom_at(s.axis, mouse.x, 0.25);
-      }
+// A click selects the event under it (and shows its details), zooms into
+// a merged run, or clears the selection; a double click zooms to the event.
+void handle_click(const DocFrame& f, const Pointer& p, const Hover& h) {
+  ViewState& s = f.s;
+  if (p.click && p.over_axis) {
+    if (h.on_event()) {
+      s.selection = {true, f.di, h.lane->kind, h.lane->table, h.event()};
+      s.tab = view::Panel::details;
+      s.switch_tab = true;
+    } else if (h.on_item()) {
+      // A merged run: zoom into the part of it in view, or, when that is
+      // most of the view, four times around the mouse.
+      double lo = std::max(double(h.item->start - f.d.origin), s.axis.start_ns);
+      double hi = std::min(double(h.item->end - f.d.origin), s.axis.end_ns());
+      if (hi - lo < 0.5 * (s.axis.end_ns() - s.axis.start_ns)) zoom_to_range(s, lo, hi, 0.05);
+      else view::zoom_at(s.axis, p.mouse.x, 0.25);
     } else {
       s.selection = {};
       s.has_range = false;
     }
   }
-  if (double_click && hit.ok()) {
-    const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
-    if (it.count == 1) zoom_to_range(s, double(it.start - d.origin), double(it.end - d.origin), 0.1);
+  if (p.double_click && h.on_event()) {
+    zoom_to_range(s, double(h.item->start - f.d.origin), double(h.item->end - f.d.origin), 0.1);
   }
-  if (over_axis && s.drag == ViewState::Drag::none) {
-    const float my = mouse.y - cv.top;
-    if (hit.ok()) {
-      const TrackLane& tl = d.tracks.tracks[size_t(hit.track)].lanes[size_t(hit.lane)];
-      const DrawItem& it = d.frame.items[size_t(hit.track)][size_t(hit.lane)][size_t(hit.item)];
-      ImGui::BeginTooltip();
-      if (it.count > 1) {
-        ImGui::Text("%s events merged", prof::format_count(it.count).c_str());
-        ImGui::Separator();
-        ImGui::Text("from %s to %s (%s)", prof::format_duration(it.start).c_str(),
-                    prof::format_duration(it.end).c_str(), prof::format_duration(it.end - it.start).c_str());
-        ImGui::Text("first: %s", event_name(d, tl.kind, tl.table, tl.lane.event(it.first)).c_str());
-        ImGui::TextDisabled("click to zoom in");
-      } else {
-        tooltip_lines(view::describe_event(d.model, tl.kind, tl.table, tl.lane.event(it.first)));
-      }
-      ImGui::EndTooltip();
-    } else if (gap_hit >= 0 && hit_gaps && d.analysis) {
-      for (const prof::DeviceIdle& dev : d.analysis->report.devices) {
-        if (dev.device != hit_gaps->device || size_t(gap_hit) >= dev.gaps.size()) continue;
-        const prof::IdleGap& g = dev.gaps[size_t(gap_hit)];
-        ImGui::BeginTooltip();
-        ImGui::Text("device %u idle for %s", dev.device, prof::format_duration(g.end - g.start).c_str());
-        ImGui::Separator();
-        ImGui::Text("cause: %s", std::string(prof::name_of(g.cause)).c_str());
-        if (!g.detail.empty()) ImGui::TextUnformatted(g.detail.c_str());
-        ImGui::EndTooltip();
-      }
-    } else {
-      // Memory and counters: the values at the mouse.
-      for (const Track& tr : d.tracks.tracks) {
-        if (my < tr.y0 || my >= tr.y1) continue;
-        double t = axis.time(mouse.x), v = 0, r = 0;
-        if (tr.kind == TrackKind::memory && series_at(tr.allocated, t, &v)) {
-          series_at(tr.reserved, t, &r);
-          ImGui::BeginTooltip();
-          ImGui::TextUnformatted(tr.title.c_str());
-          ImGui::Separator();
-          ImGui::Text("allocated  %s", prof::format_bytes(int64_t(v)).c_str());
-          ImGui::Text("reserved   %s", prof::format_bytes(int64_t(r)).c_str());
-          ImGui::Text("peak       %s", prof::format_bytes(int64_t(tr.allocated.max_value)).c_str());
-          if (tr.capacity) ImGui::Text("capacity   %s", prof::format_bytes(tr.capacity).c_str());
-          ImGui::EndTooltip();
-        } else if (tr.kind == TrackKind::counter && series_at(tr.value, t, &v)) {
-          ImGui::SetTooltip("%s = %.6g", tr.title.c_str(), v);
-        }
-      }
-    }
+}
+
+void item_tooltip(const DocFrame& f, const Hover& h) {
+  const TrackLane& tl = *h.lane;
+  const DrawItem& it = *h.item;
+  ImGui::BeginTooltip();
+  if (it.count > 1) {
+    ImGui::Text("%s events merged", prof::format_count(it.count).c_str());
+    ImGui::Separator();
+    ImGui::Text("from %s to %s (%s)", prof::format_duration(it.start).c_str(), prof::format_duration(it.end).c_str(),
+                prof::format_duration(it.end - it.start).c_str());
+    ImGui::Text("first: %s", event_name(f.d, tl.kind, tl.table, h.event()).c_str());
+    ImGui::TextDisabled("click to zoom in");
+  } else {
+    tooltip_lines(view::describe_event(f.d.model, tl.kind, tl.table, h.event()));
   }
+  ImGui::EndTooltip();
+}
+
+void gap_tooltip(const DocFrame& f, const Hover& h) {
+  for (const prof::DeviceIdle& dev : f.d.analysis->report.devices) {
+    if (dev.device != h.gaps->device || size_t(h.gap) >= dev.gaps.size()) continue;
+    const prof::IdleGap& g = dev.gaps[size_t(h.gap)];
+    ImGui::BeginTooltip();
+    ImGui::Text("device %u idle for %s", dev.device, prof::format_duration(g.end - g.start).c_str());
+    ImGui::Separator();
+    ImGui::Text("cause: %s", std::string(prof::name_of(g.cause)).c_str());
+    if (!g.detail.empty()) ImGui::TextUnformatted(g.detail.c_str());
+    ImGui::EndTooltip();
+  }
+}
+
+// Memory and counters: the values at the mouse.
+void series_tooltip(const DocFrame& f, const Track& tr, float mouse_x) {
+  double t = f.axis.time(mouse_x), v = 0, r = 0;
+  if (tr.kind == TrackKind::memory && series_at(tr.allocated, t, &v)) {
+    series_at(tr.reserved, t, &r);
+    ImGui::BeginTooltip();
+    ImGui::TextUnformatted(tr.title.c_str());
+    ImGui::Separator();
+    ImGui::Text("allocated  %s", prof::format_bytes(int64_t(v)).c_str());
+    ImGui::Text("reserved   %s", prof::format_bytes(int64_t(r)).c_str());
+    ImGui::Text("peak       %s", prof::format_bytes(int64_t(tr.allocated.max_value)).c_str());
+    if (tr.capacity) ImGui::Text("capacity   %s", prof::format_bytes(tr.capacity).c_str());
+    ImGui::EndTooltip();
+  } else if (tr.kind == TrackKind::counter && series_at(tr.value, t, &v)) {
+    ImGui::SetTooltip("%s = %.6g", tr.title.c_str(), v);
+  }
+}
+
+// The tooltip for what the mouse rests on; in the gutter, a title in full.
+void show_tooltip(const DocFrame& f, const Pointer& p, const Hover& h) {
+  if (f.s.drag != ViewState::Drag::none) return;
+  const Track* tr = track_at(f, p);
+  if (p.hovered && p.mouse.x < f.cv.x0) {
+    if (!tr) return;
+    if (tr->subtitle.empty()) ImGui::SetTooltip("%s", tr->title.c_str());
+    else ImGui::SetTooltip("%s\n%s", tr->title.c_str(), tr->subtitle.c_str());
+    return;
+  }
+  if (!p.over_axis) return;
+  if (h.on_item()) item_tooltip(f, h);
+  else if (h.gap >= 0 && f.d.analysis) gap_tooltip(f, h);
+  else if (tr) series_tooltip(f, *tr, p.mouse.x);
+}
+
+// One trace's tracks, in a child window that scrolls vertically.
+void draw_document(ViewState& s, int di, ImVec2 size) {
+  DocFrame f = begin_document(s, di, size);
+  Pointer p = read_pointer(f);
+  handle_drag(f, p);
+  make_items(f);
+  GapItems gap_items(f.d, f.axis);
+  const Hover h = find_hover(f, p, gap_items);
+  if (h.on_event()) s.hover = {true, di, h.lane->kind, h.lane->table, h.event()};
+  record_layout(f);
+  draw_tracks(f, gap_items);
+  draw_recompile_lines(f);
+  draw_overlays(f, h);
+  draw_flow(f);
+  if (f.d.tracks.tracks.empty()) {
+    f.cv.dl->AddText(ImVec2(f.cv.x0 + 12, f.cv.top + 12), palette::text_dim, "this trace holds no events");
+  }
+  draw_gutter(f);
+  handle_click(f, p, h);
+  show_tooltip(f, p, h);
   ImGui::EndChild();
 }
 
 }  // namespace
-
-const TimelineLayout& last_timeline_layout() { return g_layout; }
 
 void draw_timelines(ViewState& s, ImVec2 size) {
   const ImVec2 pos = ImGui::GetCursorScreenPos();
   const float scrollbar = ImGui::GetStyle().ScrollbarSize;
   s.axis.x0 = pos.x + kGutterWidth;
   s.axis.width = std::max(10.0f, size.x - kGutterWidth - scrollbar);
-  g_layout.x0 = s.axis.x0;
-  g_layout.width = s.axis.width;
-  g_layout.top = pos.y;
-  g_layout.bottom = pos.y + size.y;
+  s.layout.x0 = s.axis.x0;
+  s.layout.width = s.axis.width;
+  s.layout.top = pos.y;
+  s.layout.bottom = pos.y + size.y;
   s.hover = {};
   if (!s.fitted) {
     // The first frame with every trace: show all of them.

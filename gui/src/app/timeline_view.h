@@ -13,21 +13,8 @@ inline constexpr float kGutterWidth = 210;  // track titles, left of the time ax
 inline constexpr float kRulerHeight = 24;
 inline constexpr float kMergePx = 3;        // events narrower than this merge into runs
 
-// Draws into the current window at the cursor, `size` in all.
+// Draws into the current window at the cursor, `size` in all, and keeps
+// where it drew the tracks in `s.layout`.
 void draw_timelines(ViewState& s, ImVec2 size);
-
-// Where the last frame drew things, in window pixels: for --screenshot's
-// layout line and the screenshot test.
-struct DrawnTrack {
-  int doc = 0;
-  size_t track = 0;
-  float y0 = 0, y1 = 0;  // on screen, clipped to nothing: may lie outside the window
-};
-struct TimelineLayout {
-  float x0 = 0, width = 0;  // the time axis
-  float top = 0, bottom = 0;
-  std::vector<DrawnTrack> tracks;
-};
-const TimelineLayout& last_timeline_layout();
 
 }  // namespace loupe::app

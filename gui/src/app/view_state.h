@@ -37,6 +37,18 @@ struct FlowCache {
   view::EventRef to;
 };
 
+// Where the last frame drew things, in window pixels: for --screenshot's
+// layout line and the screenshot test.
+struct DrawnTrack {
+  int doc = 0;
+  size_t track = 0;
+  float y0 = 0, y1 = 0;  // on screen, clipped to nothing: may lie outside the window
+};
+struct TimelineLayout {
+  float x0 = 0, width = 0;  // the time axis
+  float top = 0, bottom = 0;
+  std::vector<DrawnTrack> tracks;
+};
 
 struct ViewState {
   std::array<std::unique_ptr<Document>, 2> docs;  // [1]: the head trace with --compare
@@ -56,6 +68,7 @@ struct ViewState {
   Selection selection;
   Selection hover;  // what the mouse is on this frame
   FlowCache flow;
+  TimelineLayout layout;  // where the last frame drew the tracks
   int finding_doc = 0;          // whose findings the panel lists
   int selected_finding = -1;    // index into that report's findings
   size_t finding_range = 0;     // which of its ranges the view shows
