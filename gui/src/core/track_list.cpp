@@ -74,6 +74,119 @@ std::vector<uint32_t> recompile_indices(const TraceModel& model, uint32_t table)
   return out;
 }
 
+namespace {
+
+// A host thread's track: its instants, recompiles, spans (packed into
+// lanes by depth), launches and transfers.
+Track thread_track(const TraceModel& model, uint32_t id) {
+  Track track;
+  track.kind = TrackKind::thread;
+  track.thread = id;
+  track.title = thread_title(model, id);
+  uint32_t table = 0;
+  if (const auto* inst = by_thread(model.instants, id, &table); inst && inst->size()) {
+    TrackLane tl{LaneKind::instants, table};
+    tl.marker_row = true;
+    tl.lane = whole_lane(inst->time.data(), nullptr, inst->size());
+    track.lanes.push_back(std::move(tl));
+  }
+  if (const auto* comp = by_thread(model.compiles, id, &table); comp && comp->size()) {
+    std::vector<uint32_t> idx = recompile_indices(model, table);
+    if (!idx.empty()) {
+      TrackLane tl{LaneKind::recompiles, table};
+      tl.marker_row = true;
+      tl.lane.start = comp->start.data();
+      tl.lane.dur = nullptr;  // a marker at the compile's start
+      tl.lane.count = idx.size();
+      tl.lane.index = std::move(idx);
+      index_lane(tl.lane);
+      track.lanes.push_back(std::move(tl));
+    }
+  }
+  if (const auto* spans = by_thread(model.host_spans, id, &table); spans && spans->size()) {
+    PackedLanes p = pack_lanes(spans->start.data(), spans->dur.data(), spans->size(), spans->depth.data());
+    for (size_t i = 0; i < p.lanes.size(); ++i) {
+      TrackLane tl{LaneKind::spans, table, p.group[i]};
+      tl.lane = std::move(p.lanes[i]);
+      track.lanes.push_back(std::move(tl));
+    }
+  }
+  if (const auto* l = by_thread(model.launches, id, &table); l && l->size()) {
+    PackedLanes p = pack_lanes(l->start.data(), l->dur.data(), l->size(), nullptr, 4);
+    for (auto& lane : p.lanes) {
+      TrackLane tl{LaneKind::launches, table};
+      tl.lane = std::move(lane);
+      track.lanes.push_back(std::move(tl));
+    }
+  }
+  if (const auto* tr = by_thread(model.transfers, id, &table); tr && tr->size()) {
+    // Synchronous transfers in lanes of their own, so that a merged run
+    // of them is still known to be synchronous.
+    std::vector<uint32_t> sync(tr->size());
+    for (size_t i = 0; i < tr->size(); ++i) sync[i] = tr->synchronous[i] ? 1 : 0;
+    PackedLanes p = pack_lanes(tr->start.data(), tr->dur.data(), tr->size(), sync.data(), 4);
+    for (size_t i = 0; i < p.lanes.size(); ++i) {
+      TrackLane tl{LaneKind::transfers, table};
+      tl.synchronous = p.group[i] == 1;
+      tl.lane = std::move(p.lanes[i]);
+      track.lanes.push_back(std::move(tl));
+    }
+  }
+  return track;
+}
+
+// A device's tracks: one per stream, then its memory.
+void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
+  for (uint32_t table = 0; table < model.device_ops.size(); ++table) {
+    const prof::DeviceOps& ops = model.device_ops[table];
+    if (ops.device != dev || ops.size() == 0) continue;
+    Track track;
+    track.kind = TrackKind::stream;
+    track.device = dev;
+    track.stream = ops.stream;
+    const prof::Stream* s = model.stream(dev, ops.stream);
+    track.title = "device " + std::to_string(dev) + " / " +
+                  (s && !s->name.empty() ? s->name : "stream " + std::to_string(ops.stream));
+    track.subtitle = device_name(model, dev);
+    PackedLanes p = pack_lanes(ops.start.data(), ops.dur.data(), ops.size(), nullptr, 8);
+    for (auto& lane : p.lanes) {
+      TrackLane tl{LaneKind::device_ops, table};
+      tl.lane = std::move(lane);
+      track.lanes.push_back(std::move(tl));
+    }
+    list.tracks.push_back(std::move(track));
+  }
+  for (uint32_t table = 0; table < model.memory.size(); ++table) {
+    const prof::MemoryEvents& me = model.memory[table];
+    if (me.device != dev || me.size() == 0) continue;
+    Track track;
+    track.kind = TrackKind::memory;
+    track.device = dev;
+    track.table = table;
+    track.title = "device " + std::to_string(dev) + " / memory";
+    track.subtitle = device_name(model, dev);
+    track.allocated = make_series(me.time, me.allocated.data(), nullptr);
+    track.reserved = make_series(me.time, me.reserved.data(), nullptr);
+    if (const prof::Device* d = model.device(dev)) track.capacity = d->memory_capacity;
+    list.tracks.push_back(std::move(track));
+  }
+}
+
+void add_counter_tracks(const TraceModel& model, TrackList& list) {
+  for (uint32_t table = 0; table < model.counters.size(); ++table) {
+    const prof::Counter& c = model.counters[table];
+    if (c.size() == 0) continue;
+    Track track;
+    track.kind = TrackKind::counter;
+    track.table = table;
+    track.title = model.str(c.name);
+    track.value = make_series(c.time, nullptr, c.value.data());
+    list.tracks.push_back(std::move(track));
+  }
+}
+
+}  // namespace
+
 TrackList build_track_list(const TraceModel& model) {
   TrackList list;
   // Host threads: every thread that has any event, in id order.
@@ -90,59 +203,7 @@ TrackList build_track_list(const TraceModel& model) {
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
   for (uint32_t id : threads) {
-    Track track;
-    track.kind = TrackKind::thread;
-    track.thread = id;
-    track.title = thread_title(model, id);
-    uint32_t table = 0;
-    if (const auto* inst = by_thread(model.instants, id, &table); inst && inst->size()) {
-      TrackLane tl{LaneKind::instants, table};
-      tl.marker_row = true;
-      tl.lane = whole_lane(inst->time.data(), nullptr, inst->size());
-      track.lanes.push_back(std::move(tl));
-    }
-    if (const auto* comp = by_thread(model.compiles, id, &table); comp && comp->size()) {
-      std::vector<uint32_t> idx = recompile_indices(model, table);
-      if (!idx.empty()) {
-        TrackLane tl{LaneKind::recompiles, table};
-        tl.marker_row = true;
-        tl.lane.start = comp->start.data();
-        tl.lane.dur = nullptr;  // a marker at the compile's start
-        tl.lane.count = idx.size();
-        tl.lane.index = std::move(idx);
-        index_lane(tl.lane);
-        track.lanes.push_back(std::move(tl));
-      }
-    }
-    if (const auto* spans = by_thread(model.host_spans, id, &table); spans && spans->size()) {
-      PackedLanes p = pack_lanes(spans->start.data(), spans->dur.data(), spans->size(), spans->depth.data());
-      for (size_t i = 0; i < p.lanes.size(); ++i) {
-        TrackLane tl{LaneKind::spans, table, p.group[i]};
-        tl.lane = std::move(p.lanes[i]);
-        track.lanes.push_back(std::move(tl));
-      }
-    }
-    if (const auto* l = by_thread(model.launches, id, &table); l && l->size()) {
-      PackedLanes p = pack_lanes(l->start.data(), l->dur.data(), l->size(), nullptr, 4);
-      for (auto& lane : p.lanes) {
-        TrackLane tl{LaneKind::launches, table};
-        tl.lane = std::move(lane);
-        track.lanes.push_back(std::move(tl));
-      }
-    }
-    if (const auto* tr = by_thread(model.transfers, id, &table); tr && tr->size()) {
-      // Synchronous transfers in lanes of their own, so that a merged run
-      // of them is still known to be synchronous.
-      std::vector<uint32_t> sync(tr->size());
-      for (size_t i = 0; i < tr->size(); ++i) sync[i] = tr->synchronous[i] ? 1 : 0;
-      PackedLanes p = pack_lanes(tr->start.data(), tr->dur.data(), tr->size(), sync.data(), 4);
-      for (size_t i = 0; i < p.lanes.size(); ++i) {
-        TrackLane tl{LaneKind::transfers, table};
-        tl.synchronous = p.group[i] == 1;
-        tl.lane = std::move(p.lanes[i]);
-        track.lanes.push_back(std::move(tl));
-      }
-    }
+    Track track = thread_track(model, id);
     if (!track.lanes.empty()) list.tracks.push_back(std::move(track));
   }
 
@@ -153,52 +214,8 @@ TrackList build_track_list(const TraceModel& model) {
   for (const auto& m : model.memory) devices.push_back(m.device);
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-  for (uint32_t dev : devices) {
-    for (uint32_t table = 0; table < model.device_ops.size(); ++table) {
-      const prof::DeviceOps& ops = model.device_ops[table];
-      if (ops.device != dev || ops.size() == 0) continue;
-      Track track;
-      track.kind = TrackKind::stream;
-      track.device = dev;
-      track.stream = ops.stream;
-      const prof::Stream* s = model.stream(dev, ops.stream);
-      track.title = "device " + std::to_string(dev) + " / " +
-                    (s && !s->name.empty() ? s->name : "stream " + std::to_string(ops.stream));
-      track.subtitle = device_name(model, dev);
-      PackedLanes p = pack_lanes(ops.start.data(), ops.dur.data(), ops.size(), nullptr, 8);
-      for (auto& lane : p.lanes) {
-        TrackLane tl{LaneKind::device_ops, table};
-        tl.lane = std::move(lane);
-        track.lanes.push_back(std::move(tl));
-      }
-      list.tracks.push_back(std::move(track));
-    }
-    for (uint32_t table = 0; table < model.memory.size(); ++table) {
-      const prof::MemoryEvents& me = model.memory[table];
-      if (me.device != dev || me.size() == 0) continue;
-      Track track;
-      track.kind = TrackKind::memory;
-      track.device = dev;
-      track.table = table;
-      track.title = "device " + std::to_string(dev) + " / memory";
-      track.subtitle = device_name(model, dev);
-      track.allocated = make_series(me.time, me.allocated.data(), nullptr);
-      track.reserved = make_series(me.time, me.reserved.data(), nullptr);
-      if (const prof::Device* d = model.device(dev)) track.capacity = d->memory_capacity;
-      list.tracks.push_back(std::move(track));
-    }
-  }
-
-  for (uint32_t table = 0; table < model.counters.size(); ++table) {
-    const prof::Counter& c = model.counters[table];
-    if (c.size() == 0) continue;
-    Track track;
-    track.kind = TrackKind::counter;
-    track.table = table;
-    track.title = model.str(c.name);
-    track.value = make_series(c.time, nullptr, c.value.data());
-    list.tracks.push_back(std::move(track));
-  }
+  for (uint32_t dev : devices) add_device_tracks(model, dev, list);
+  add_counter_tracks(model, list);
   return list;
 }
 

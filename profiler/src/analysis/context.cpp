@@ -72,9 +72,17 @@ const EventRef* CorrelationIndex::find(uint64_t correlation) const {
 }
 
 Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), options(opt) {
-  // Devices: busy time as the union over all streams, never a per-stream
-  // sum. A stream waiting on an event (a sync op) is not busy: the device
-  // does no work for it.
+  index_devices();
+  index_correlations();
+  index_threads();
+  index_steps();
+}
+
+// Devices: busy time as the union over all streams, never a per-stream
+// sum. A stream waiting on an event (a sync op) is not busy: the device
+// does no work for it.
+void Context::index_devices() {
+  const TraceModel& m = model;
   std::map<uint32_t, DeviceActivity> by_device;
   // Whether each string names a collective, decided once per name.
   std::vector<int8_t> collective(m.strings.size(), -1);
@@ -118,8 +126,11 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
     window_start = m.start_ns;
     window_end = m.end_ns;
   }
+}
 
-  // Correlation ids, both ways.
+// Correlation ids, both ways.
+void Context::index_correlations() {
+  const TraceModel& m = model;
   std::vector<std::pair<uint64_t, EventRef>> launches, ops;
   for (uint32_t t = 0; t < m.launches.size(); ++t) {
     const Launches& l = m.launches[t];
@@ -135,8 +146,11 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
   }
   launch_by_correlation_.build(std::move(launches));
   op_by_correlation_.build(std::move(ops));
+}
 
-  // Host threads: what blocked them and what compiled on them.
+// Host threads: what blocked them and what compiled on them.
+void Context::index_threads() {
+  const TraceModel& m = model;
   std::map<uint32_t, ThreadActivity> by_thread;
   std::map<uint32_t, std::vector<Interval>> compile, blocked;
   for (const HostSpans& s : m.host_spans) {
@@ -170,8 +184,11 @@ Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), op
     blocked_all = IntervalSet::unite(blocked_all, t.blocked);
     threads.push_back(std::move(t));
   }
+}
 
-  // Steps: the steps table, else host spans named like steps.
+// Steps: the steps table, else host spans named like steps.
+void Context::index_steps() {
+  const TraceModel& m = model;
   for (const Steps& s : m.steps) {
     for (size_t i = 0; i < s.size(); ++i) steps.push_back({s.thread, s.number[i], s.start[i], s.end(i)});
   }

@@ -138,6 +138,10 @@ class Context {
   double per_step(double count) const { return distinct_steps == 0 ? count : count / double(distinct_steps); }
 
  private:
+  void index_devices();
+  void index_correlations();
+  void index_threads();
+  void index_steps();
   void drop_stub_steps();
   CorrelationIndex launch_by_correlation_, op_by_correlation_;
 };

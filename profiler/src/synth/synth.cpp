@@ -69,6 +69,278 @@ struct DeviceState {
   std::vector<std::pair<uint64_t, int64_t>> live;  // activations: address, bytes
 };
 
+// The strings the synthetic program uses, interned once, in a fixed order
+// (string ids follow it, so files stay reproducible).
+struct SynthNames {
+  StringId forward_kernels[kForwardKernels.size()], backward_kernels[kBackwardKernels.size()];
+  StringId layers[kLayers];
+  StringId step, forward, backward, optimizer, launch, memcpy, sync, adamw, h2d, d2h, allreduce, next, collate, ckpt,
+      compile, fn, loss, throughput, epoch;
+  StringId signatures[3];
+
+  void intern_all(TraceWriter& w) {
+    for (size_t i = 0; i < kForwardKernels.size(); ++i) forward_kernels[i] = w.intern(kForwardKernels[i]);
+    for (size_t i = 0; i < kBackwardKernels.size(); ++i) backward_kernels[i] = w.intern(kBackwardKernels[i]);
+    for (int i = 0; i < kLayers; ++i) layers[i] = w.intern(fmt::format("layer{}", i));
+    step = w.intern("train_step"), forward = w.intern("forward"), backward = w.intern("backward");
+    optimizer = w.intern("optimizer"), launch = w.intern("cudaLaunchKernel"), memcpy = w.intern("cudaMemcpyAsync");
+    sync = w.intern("cudaStreamSynchronize"), adamw = w.intern("adamw_update");
+    h2d = w.intern("Memcpy HtoD (Pinned -> Device)"), d2h = w.intern("Memcpy DtoH (Device -> Pageable)");
+    allreduce = w.intern("ncclAllReduce_sum_f32"), next = w.intern("dataloader.next"), collate = w.intern("collate");
+    ckpt = w.intern("save_checkpoint"), compile = w.intern("jit compile"), fn = w.intern("train_step");
+    loss = w.intern("loss"), throughput = w.intern("samples_per_second"), epoch = w.intern("epoch");
+    const StringId file = w.intern("examples/train.cpp"), fn_main = w.intern("int main()"),
+                   fn_step = w.intern("train_step(Params&, Batch const&)");
+    w.put(CallSiteRow{1, file, 88, fn_main});   // loss.item()
+    w.put(CallSiteRow{2, file, 61, fn_step});   // activations
+    w.put(CallSiteRow{3, file, 74, fn_main});   // batch upload
+    signatures[0] = w.intern("f32[256,784], i32[256]");
+    signatures[1] = w.intern("f32[255,784], i32[255]");
+    signatures[2] = w.intern("f32[128,784], i32[128]");
+  }
+};
+
+constexpr uint32_t kLoader = 2;  // the data loader's thread
+constexpr int64_t kBatchBytes = 256 * 784 * 4;
+
+// A data-parallel training loop on two devices, one host thread each, fed
+// by a loader thread: written step by step until the event budget is spent.
+class SyntheticProgram {
+ public:
+  SyntheticProgram(TraceWriter& w, const SynthOptions& options) : w_(w), rng_(options.seed), out_(w, options.events) {
+    write_header(options);
+    names_.intern_all(w);
+  }
+
+  SynthResult run() {
+    while (!out_.full()) {
+      load_batch();
+      if (step_ % 500 == 0) out_.add(InstantRow{0, host_t_[0], names_.epoch, SpanKind::user});
+      for (uint32_t d = 0; d < kDevices; ++d) train_step(d);
+      ++step_;
+    }
+    int64_t end = std::max({host_t_[0], host_t_[1], loader_t_, dev_[0].compute_free, dev_[1].compute_free});
+    w_.set_meta("status", "complete");
+    w_.set_meta("capture_start_ns", "0");
+    w_.set_meta("capture_end_ns", std::to_string(end));
+    w_.set_meta("dropped_events", "0");
+    w_.set_meta("lost_events", "0");
+    w_.close();
+    return {out_.emitted(), uint64_t(step_), end};
+  }
+
+ private:
+  TraceWriter& w_;
+  Rng rng_;
+  Emitter out_;
+  SynthNames names_;
+  DeviceState dev_[kDevices];
+  int64_t host_t_[kDevices] = {1'000'000, 1'050'000};
+  int64_t loader_t_ = 500'000;
+  int64_t step_ = 0;
+  uint64_t correlation_ = 1;
+  int last_signature_ = 0;
+  // The step being written: its device (and host thread) and host time.
+  uint32_t d_ = 0;
+  int64_t t_ = 0;
+
+  void write_header(const SynthOptions& options) {
+    w_.set_meta("status", "recording");
+    w_.set_meta("synth_seed", std::to_string(options.seed));
+    w_.set_meta("synth_events", std::to_string(options.events));
+    for (uint32_t d = 0; d < kDevices; ++d) {
+      w_.put(DeviceRow{d, fmt::format("Synthetic GPU {}", d), DeviceKind::cuda, 16 * kGiB, 24'000'000'000});
+      w_.put(StreamRow{d, 0, "compute"});
+      w_.put(StreamRow{d, 1, "copy HtoD"});
+      w_.put(StreamRow{d, 2, "copy DtoH"});
+      w_.put(StreamRow{d, 3, "aux compute"});
+    }
+    // Thread 0 drives device 0, thread 1 device 1, thread 2 loads data.
+    w_.put(ThreadRow{0, 4242, 4242, "main", 0});
+    w_.put(ThreadRow{1, 4242, 4250, "replica 1", 0});
+    w_.put(ThreadRow{kLoader, 4242, 4251, "data loader", 0});
+  }
+
+  // The loader prepares the next batch.
+  void load_batch() {
+    int64_t dur = rng_.uniform(300'000, 900'000);
+    out_.add(HostSpanRow{kLoader, loader_t_, dur, names_.next, SpanKind::user, 0, 0});
+    out_.add(HostSpanRow{kLoader, loader_t_ + dur / 4, dur / 2, names_.collate, SpanKind::user, 1, 0});
+    loader_t_ += dur + rng_.uniform(50'000, 200'000);
+  }
+
+  void train_step(uint32_t d) {
+    d_ = d;
+    t_ = host_t_[d];
+    const int64_t step_start = t_;
+    if (d == 0) compile();
+    upload_batch();
+    forward();
+    backward();
+    optimizer();
+    read_loss();
+    if (d == 0) out_.add(CounterRow{names_.loss, t_, 2.5 / (1.0 + double(step_) * 0.01)});
+    if (d == 0) out_.add(CounterRow{names_.throughput, t_, 256e9 / double(t_ - step_start)});
+    // Host work between steps: logging, and a checkpoint now and then.
+    t_ += rng_.uniform(20'000, 80'000);
+    if (step_ % 200 == 199) {
+      int64_t dur = rng_.uniform(2'000'000, 4'000'000);
+      out_.add(HostSpanRow{d, t_, dur, names_.ckpt, SpanKind::user, 1, 0});
+      t_ += dur;
+    }
+    out_.add(HostSpanRow{d, step_start, t_ - step_start, names_.step, SpanKind::user, 0, 0});
+    out_.add(StepRow{d, step_start, t_ - step_start, step_});
+    host_t_[d] = t_;
+  }
+
+  // Compile cache: a miss on the first step and when the batch shape
+  // changes (a ragged final batch); otherwise a hit.
+  void compile() {
+    static const char* shapes[3] = {"f32[256,784]", "f32[255,784]", "f32[128,784]"};
+    int signature = (step_ % 97 == 96) ? 1 : (step_ % 389 == 388 ? 2 : 0);
+    bool miss = step_ == 0 || signature != last_signature_;
+    CompileRow c;
+    c.thread = d_;
+    c.start = t_;
+    c.function = names_.fn;
+    c.signature = names_.signatures[signature];
+    c.function_object = 0x5a5a;
+    c.callsite = 2;
+    if (miss) {
+      c.kind = CompileKind::miss;
+      c.trace_ns = rng_.uniform(800'000, 1'500'000);
+      c.optimize_ns = rng_.uniform(2'000'000, 6'000'000);
+      c.codegen_ns = rng_.uniform(10'000'000, 40'000'000);
+      c.dur = c.trace_ns + c.optimize_ns + c.codegen_ns;
+      c.nodes = 412;
+      c.kernels = 57;
+      c.reason = step_ == 0 ? std::string("first compile")
+                            : fmt::format("arg 0 `x`: now {}, before {}", shapes[signature], shapes[last_signature_]);
+      c.ir = fmt::format("func @train_step(%x: {}) {{ ... 412 nodes ... }}", shapes[signature]);
+      out_.add(HostSpanRow{d_, t_, c.dur, names_.compile, SpanKind::compile, 1, 0});
+    } else {
+      c.kind = CompileKind::hit;
+      c.dur = rng_.uniform(2'000, 6'000);
+    }
+    t_ += c.dur;
+    out_.add(std::move(c));
+    last_signature_ = signature;
+  }
+
+  // Upload the batch (pinned, asynchronous).
+  void upload_batch() {
+    DeviceState& ds = dev_[d_];
+    uint64_t corr = correlation_++;
+    int64_t dur = rng_.uniform(8'000, 15'000);
+    out_.add(LaunchRow{d_, t_, dur, names_.memcpy, d_, 1, corr});
+    out_.add(TransferRow{d_, t_, dur, d_, CopyKind::host_to_device, kBatchBytes, false, false, HostMemory::pinned, 3,
+                         corr});
+    int64_t copy_start = t_ + dur + rng_.uniform(2'000, 6'000);
+    int64_t copy_dur = kBatchBytes / 12;  // ~12 GB/s
+    out_.add(DeviceOpRow{d_, 1, copy_start, copy_dur, DeviceOpKind::memcpy, names_.h2d, kBatchBytes,
+                         CopyKind::host_to_device, corr});
+    ds.compute_free = std::max(ds.compute_free, copy_start + copy_dur);
+    t_ += dur;
+  }
+
+  void run_kernel(StringId name, int64_t min_dur, int64_t max_dur) {
+    DeviceState& ds = dev_[d_];
+    uint64_t corr = correlation_++;
+    int64_t launch_dur = rng_.uniform(3'000, 9'000);
+    out_.add(LaunchRow{d_, t_, launch_dur, names_.launch, d_, 0, corr});
+    int64_t start = std::max(ds.compute_free, t_ + launch_dur + rng_.uniform(1'500, 4'000));
+    int64_t dur = rng_.uniform(min_dur, max_dur);
+    uint32_t stream = rng_.chance(0.1) ? 3 : 0;
+    out_.add(DeviceOpRow{d_, stream, start, dur, DeviceOpKind::kernel, name, 0, CopyKind::none, corr});
+    if (stream == 0) ds.compute_free = start + dur;
+    t_ += launch_dur + rng_.uniform(500, 2'000);
+  }
+
+  void alloc(int64_t bytes) {
+    DeviceState& ds = dev_[d_];
+    uint64_t addr = ds.next_address;
+    ds.next_address += uint64_t(bytes + 511) & ~uint64_t(511);
+    if (ds.allocated + bytes > ds.reserved) {
+      int64_t grow = std::max<int64_t>(bytes, 2 << 20);
+      ds.reserved += grow;
+      out_.add(MemoryEventRow{d_, t_, MemoryEventKind::reserve, grow, addr, ds.allocated, ds.reserved, 2});
+    }
+    ds.allocated += bytes;
+    ds.live.push_back({addr, bytes});
+    out_.add(MemoryEventRow{d_, t_, MemoryEventKind::alloc, bytes, addr, ds.allocated, ds.reserved, 2});
+  }
+
+  void free_last() {
+    DeviceState& ds = dev_[d_];
+    if (ds.live.empty()) return;
+    auto [addr, bytes] = ds.live.back();
+    ds.live.pop_back();
+    ds.allocated -= bytes;
+    out_.add(MemoryEventRow{d_, t_, MemoryEventKind::free, bytes, addr, ds.allocated, ds.reserved, 2});
+  }
+
+  // Forward: per layer a span, its kernels and its activations.
+  void forward() {
+    int64_t fwd_start = t_;
+    for (int layer = 0; layer < kLayers && !out_.full(); ++layer) {
+      int64_t layer_start = t_;
+      int kernels = int(rng_.uniform(3, 5));
+      for (int k = 0; k < kernels; ++k) {
+        run_kernel(names_.forward_kernels[rng_.next() % kForwardKernels.size()], 10'000, 120'000);
+      }
+      alloc(int64_t(rng_.uniform(4, 24)) << 20);
+      out_.add(HostSpanRow{d_, layer_start, t_ - layer_start, names_.layers[layer], SpanKind::user, 2, 0});
+    }
+    out_.add(HostSpanRow{d_, fwd_start, t_ - fwd_start, names_.forward, SpanKind::user, 1, 0});
+  }
+
+  // Backward: kernels, activations freed in reverse, then the gradient
+  // all-reduce on the aux stream.
+  void backward() {
+    DeviceState& ds = dev_[d_];
+    int64_t bwd_start = t_;
+    for (int layer = kLayers - 1; layer >= 0 && !out_.full(); --layer) {
+      int kernels = int(rng_.uniform(4, 7));
+      for (int k = 0; k < kernels; ++k) {
+        run_kernel(names_.backward_kernels[rng_.next() % kBackwardKernels.size()], 15'000, 200'000);
+      }
+      free_last();
+    }
+    uint64_t corr = correlation_++;
+    out_.add(LaunchRow{d_, t_, 12'000, names_.launch, d_, 3, corr});
+    int64_t start = std::max(ds.compute_free, t_ + 15'000);
+    out_.add(DeviceOpRow{d_, 3, start, rng_.uniform(200'000, 600'000), DeviceOpKind::kernel, names_.allreduce, 0,
+                         CopyKind::none, corr});
+    t_ += 14'000;
+    out_.add(HostSpanRow{d_, bwd_start, t_ - bwd_start, names_.backward, SpanKind::user, 1, 0});
+  }
+
+  // Optimizer: one fused update per parameter group.
+  void optimizer() {
+    int64_t opt_start = t_;
+    for (int g = 0; g < 4; ++g) run_kernel(names_.adamw, 20'000, 60'000);
+    out_.add(HostSpanRow{d_, opt_start, t_ - opt_start, names_.optimizer, SpanKind::user, 1, 0});
+  }
+
+  // loss.item(): a synchronous, pageable read-back that waits for the
+  // whole step's kernels: the device idles while the host catches up.
+  void read_loss() {
+    DeviceState& ds = dev_[d_];
+    uint64_t corr = correlation_++;
+    int64_t copy_start = std::max(ds.compute_free, t_ + 10'000);
+    int64_t copy_dur = rng_.uniform(3'000, 6'000);
+    int64_t done = copy_start + copy_dur + rng_.uniform(2'000, 5'000);
+    out_.add(LaunchRow{d_, t_, 9'000, names_.memcpy, d_, 2, corr});
+    out_.add(DeviceOpRow{d_, 2, copy_start, copy_dur, DeviceOpKind::memcpy, names_.d2h, 4, CopyKind::device_to_host,
+                         corr});
+    out_.add(HostSpanRow{d_, t_ + 9'000, done - (t_ + 9'000), names_.sync, SpanKind::wait, 1, 0});
+    out_.add(TransferRow{d_, t_, done - t_, d_, CopyKind::device_to_host, 4, true, true, HostMemory::pageable, 1,
+                         corr});
+    t_ = done;
+    ds.compute_free = done;
+  }
+};
+
 }  // namespace
 
 SynthResult write_synthetic_trace(const std::string& path, const SynthOptions& options) {
@@ -77,230 +349,7 @@ SynthResult write_synthetic_trace(const std::string& path, const SynthOptions& o
   wo.origin_wall_ns = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z: fixed, so files are reproducible
   wo.live = false;  // written in one go: the path gets the trace when it is complete
   TraceWriter w(path, wo);
-  Rng rng(options.seed);
-  Emitter out(w, options.events);
-
-  w.set_meta("status", "recording");
-  w.set_meta("synth_seed", std::to_string(options.seed));
-  w.set_meta("synth_events", std::to_string(options.events));
-  for (uint32_t d = 0; d < kDevices; ++d) {
-    w.put(DeviceRow{d, fmt::format("Synthetic GPU {}", d), DeviceKind::cuda, 16 * kGiB, 24'000'000'000});
-    w.put(StreamRow{d, 0, "compute"});
-    w.put(StreamRow{d, 1, "copy HtoD"});
-    w.put(StreamRow{d, 2, "copy DtoH"});
-    w.put(StreamRow{d, 3, "aux compute"});
-  }
-  // Thread 0 drives device 0, thread 1 device 1, thread 2 loads data.
-  w.put(ThreadRow{0, 4242, 4242, "main", 0});
-  w.put(ThreadRow{1, 4242, 4250, "replica 1", 0});
-  w.put(ThreadRow{2, 4242, 4251, "data loader", 0});
-  const uint32_t kLoader = 2;
-
-  StringId fwd_names[kForwardKernels.size()], bwd_names[kBackwardKernels.size()];
-  for (size_t i = 0; i < kForwardKernels.size(); ++i) fwd_names[i] = w.intern(kForwardKernels[i]);
-  for (size_t i = 0; i < kBackwardKernels.size(); ++i) bwd_names[i] = w.intern(kBackwardKernels[i]);
-  StringId layer_names[kLayers];
-  for (int i = 0; i < kLayers; ++i) layer_names[i] = w.intern(fmt::format("layer{}", i));
-  const StringId s_step = w.intern("train_step"), s_forward = w.intern("forward"),
-                 s_backward = w.intern("backward"), s_optimizer = w.intern("optimizer"),
-                 s_launch = w.intern("cudaLaunchKernel"), s_memcpy = w.intern("cudaMemcpyAsync"),
-                 s_sync = w.intern("cudaStreamSynchronize"), s_adamw = w.intern("adamw_update"),
-                 s_h2d = w.intern("Memcpy HtoD (Pinned -> Device)"), s_d2h = w.intern("Memcpy DtoH (Device -> Pageable)"),
-                 s_allreduce = w.intern("ncclAllReduce_sum_f32"), s_next = w.intern("dataloader.next"),
-                 s_collate = w.intern("collate"), s_ckpt = w.intern("save_checkpoint"),
-                 s_compile = w.intern("jit compile"), s_fn = w.intern("train_step"),
-                 s_loss = w.intern("loss"), s_throughput = w.intern("samples_per_second"),
-                 s_epoch = w.intern("epoch");
-  const StringId s_file = w.intern("examples/train.cpp"), s_fn_main = w.intern("int main()"),
-                 s_fn_step = w.intern("train_step(Params&, Batch const&)");
-  w.put(CallSiteRow{1, s_file, 88, s_fn_main});    // loss.item()
-  w.put(CallSiteRow{2, s_file, 61, s_fn_step});    // activations
-  w.put(CallSiteRow{3, s_file, 74, s_fn_main});    // batch upload
-  const StringId sigs[3] = {w.intern("f32[256,784], i32[256]"), w.intern("f32[255,784], i32[255]"),
-                            w.intern("f32[128,784], i32[128]")};
-
-  DeviceState dev[kDevices];
-  int64_t host_t[kDevices] = {1'000'000, 1'050'000};
-  int64_t loader_t = 500'000;
-  int64_t step = 0;
-  const int64_t batch_bytes = 256 * 784 * 4;
-  uint64_t correlation = 1;
-  int last_signature = 0;
-
-  while (!out.full()) {
-    // The loader prepares the next batch.
-    {
-      int64_t dur = rng.uniform(300'000, 900'000);
-      out.add(HostSpanRow{kLoader, loader_t, dur, s_next, SpanKind::user, 0, 0});
-      out.add(HostSpanRow{kLoader, loader_t + dur / 4, dur / 2, s_collate, SpanKind::user, 1, 0});
-      loader_t += dur + rng.uniform(50'000, 200'000);
-    }
-    if (step % 500 == 0) out.add(InstantRow{0, host_t[0], s_epoch, SpanKind::user});
-
-    for (uint32_t d = 0; d < kDevices; ++d) {
-      DeviceState& ds = dev[d];
-      int64_t t = host_t[d];
-      const int64_t step_start = t;
-
-      // Compile cache: a miss on the first step and when the batch shape
-      // changes (a ragged final batch); otherwise a hit.
-      int signature = (step % 97 == 96) ? 1 : (step % 389 == 388 ? 2 : 0);
-      bool miss = step == 0 || signature != last_signature;
-      if (d == 0) {
-        CompileRow c;
-        c.thread = d;
-        c.start = t;
-        c.function = s_fn;
-        c.signature = sigs[signature];
-        c.function_object = 0x5a5a;
-        c.callsite = 2;
-        if (miss) {
-          c.kind = CompileKind::miss;
-          c.trace_ns = rng.uniform(800'000, 1'500'000);
-          c.optimize_ns = rng.uniform(2'000'000, 6'000'000);
-          c.codegen_ns = rng.uniform(10'000'000, 40'000'000);
-          c.dur = c.trace_ns + c.optimize_ns + c.codegen_ns;
-          c.nodes = 412;
-          c.kernels = 57;
-          static const char* shapes[3] = {"f32[256,784]", "f32[255,784]", "f32[128,784]"};
-          c.reason = step == 0 ? std::string("first compile")
-                               : fmt::format("arg 0 `x`: now {}, before {}", shapes[signature], shapes[last_signature]);
-          c.ir = fmt::format("func @train_step(%x: {}) {{ ... 412 nodes ... }}", shapes[signature]);
-          out.add(HostSpanRow{d, t, c.dur, s_compile, SpanKind::compile, 1, 0});
-          t += c.dur;
-        } else {
-          c.kind = CompileKind::hit;
-          c.dur = rng.uniform(2'000, 6'000);
-          t += c.dur;
-        }
-        out.add(std::move(c));
-        last_signature = signature;
-      }
-
-      // Upload the batch (pinned, asynchronous).
-      {
-        uint64_t corr = correlation++;
-        int64_t dur = rng.uniform(8'000, 15'000);
-        out.add(LaunchRow{d, t, dur, s_memcpy, d, 1, corr});
-        out.add(TransferRow{d, t, dur, d, CopyKind::host_to_device, batch_bytes, false, false, HostMemory::pinned, 3,
-                            corr});
-        int64_t copy_start = t + dur + rng.uniform(2'000, 6'000);
-        int64_t copy_dur = batch_bytes / 12;  // ~12 GB/s
-        out.add(DeviceOpRow{d, 1, copy_start, copy_dur, DeviceOpKind::memcpy, s_h2d, batch_bytes,
-                            CopyKind::host_to_device, corr});
-        ds.compute_free = std::max(ds.compute_free, copy_start + copy_dur);
-        t += dur;
-      }
-
-      auto run_kernel = [&](StringId name, int64_t min_dur, int64_t max_dur) {
-        uint64_t corr = correlation++;
-        int64_t launch_dur = rng.uniform(3'000, 9'000);
-        out.add(LaunchRow{d, t, launch_dur, s_launch, d, 0, corr});
-        int64_t start = std::max(ds.compute_free, t + launch_dur + rng.uniform(1'500, 4'000));
-        int64_t dur = rng.uniform(min_dur, max_dur);
-        uint32_t stream = rng.chance(0.1) ? 3 : 0;
-        out.add(DeviceOpRow{d, stream, start, dur, DeviceOpKind::kernel, name, 0, CopyKind::none, corr});
-        if (stream == 0) ds.compute_free = start + dur;
-        t += launch_dur + rng.uniform(500, 2'000);
-      };
-      auto alloc = [&](int64_t bytes) {
-        uint64_t addr = ds.next_address;
-        ds.next_address += uint64_t(bytes + 511) & ~uint64_t(511);
-        if (ds.allocated + bytes > ds.reserved) {
-          int64_t grow = std::max<int64_t>(bytes, 2 << 20);
-          ds.reserved += grow;
-          out.add(MemoryEventRow{d, t, MemoryEventKind::reserve, grow, addr, ds.allocated, ds.reserved, 2});
-        }
-        ds.allocated += bytes;
-        ds.live.push_back({addr, bytes});
-        out.add(MemoryEventRow{d, t, MemoryEventKind::alloc, bytes, addr, ds.allocated, ds.reserved, 2});
-      };
-      auto free_last = [&] {
-        if (ds.live.empty()) return;
-        auto [addr, bytes] = ds.live.back();
-        ds.live.pop_back();
-        ds.allocated -= bytes;
-        out.add(MemoryEventRow{d, t, MemoryEventKind::free, bytes, addr, ds.allocated, ds.reserved, 2});
-      };
-
-      // Forward: per layer a span, its kernels and its activations.
-      int64_t fwd_start = t;
-      for (int layer = 0; layer < kLayers && !out.full(); ++layer) {
-        int64_t layer_start = t;
-        int kernels = int(rng.uniform(3, 5));
-        for (int k = 0; k < kernels; ++k) {
-          run_kernel(fwd_names[rng.next() % kForwardKernels.size()], 10'000, 120'000);
-        }
-        alloc(int64_t(rng.uniform(4, 24)) << 20);
-        out.add(HostSpanRow{d, layer_start, t - layer_start, layer_names[layer], SpanKind::user, 2, 0});
-      }
-      out.add(HostSpanRow{d, fwd_start, t - fwd_start, s_forward, SpanKind::user, 1, 0});
-
-      // Backward: kernels, activations freed in reverse.
-      int64_t bwd_start = t;
-      for (int layer = kLayers - 1; layer >= 0 && !out.full(); --layer) {
-        int kernels = int(rng.uniform(4, 7));
-        for (int k = 0; k < kernels; ++k) {
-          run_kernel(bwd_names[rng.next() % kBackwardKernels.size()], 15'000, 200'000);
-        }
-        free_last();
-      }
-      // Gradient all-reduce on the aux stream.
-      {
-        uint64_t corr = correlation++;
-        out.add(LaunchRow{d, t, 12'000, s_launch, d, 3, corr});
-        int64_t start = std::max(ds.compute_free, t + 15'000);
-        out.add(DeviceOpRow{d, 3, start, rng.uniform(200'000, 600'000), DeviceOpKind::kernel, s_allreduce, 0,
-                            CopyKind::none, corr});
-        t += 14'000;
-      }
-      out.add(HostSpanRow{d, bwd_start, t - bwd_start, s_backward, SpanKind::user, 1, 0});
-
-      // Optimizer: one fused update per parameter group.
-      int64_t opt_start = t;
-      for (int g = 0; g < 4; ++g) run_kernel(s_adamw, 20'000, 60'000);
-      out.add(HostSpanRow{d, opt_start, t - opt_start, s_optimizer, SpanKind::user, 1, 0});
-
-      // loss.item(): a synchronous, pageable read-back that waits for the
-      // whole step's kernels: the device idles while the host catches up.
-      {
-        uint64_t corr = correlation++;
-        int64_t copy_start = std::max(ds.compute_free, t + 10'000);
-        int64_t copy_dur = rng.uniform(3'000, 6'000);
-        int64_t done = copy_start + copy_dur + rng.uniform(2'000, 5'000);
-        out.add(LaunchRow{d, t, 9'000, s_memcpy, d, 2, corr});
-        out.add(DeviceOpRow{d, 2, copy_start, copy_dur, DeviceOpKind::memcpy, s_d2h, 4, CopyKind::device_to_host,
-                            corr});
-        out.add(HostSpanRow{d, t + 9'000, done - (t + 9'000), s_sync, SpanKind::wait, 1, 0});
-        out.add(TransferRow{d, t, done - t, d, CopyKind::device_to_host, 4, true, true, HostMemory::pageable, 1,
-                            corr});
-        t = done;
-        ds.compute_free = done;
-      }
-      if (d == 0) out.add(CounterRow{s_loss, t, 2.5 / (1.0 + double(step) * 0.01)});
-      if (d == 0) out.add(CounterRow{s_throughput, t, 256e9 / double(t - step_start)});
-      // Host work between steps: logging, and a checkpoint now and then.
-      t += rng.uniform(20'000, 80'000);
-      if (step % 200 == 199) {
-        int64_t dur = rng.uniform(2'000'000, 4'000'000);
-        out.add(HostSpanRow{d, t, dur, s_ckpt, SpanKind::user, 1, 0});
-        t += dur;
-      }
-      out.add(HostSpanRow{d, step_start, t - step_start, s_step, SpanKind::user, 0, 0});
-      out.add(StepRow{d, step_start, t - step_start, step});
-      host_t[d] = t;
-    }
-    ++step;
-  }
-
-  int64_t end = std::max({host_t[0], host_t[1], loader_t, dev[0].compute_free, dev[1].compute_free});
-  w.set_meta("status", "complete");
-  w.set_meta("capture_start_ns", "0");
-  w.set_meta("capture_end_ns", std::to_string(end));
-  w.set_meta("dropped_events", "0");
-  w.set_meta("lost_events", "0");
-  w.close();
-  return {out.emitted(), uint64_t(step), end};
+  return SyntheticProgram(w, options).run();
 }
 
 }  // namespace loupe::prof
