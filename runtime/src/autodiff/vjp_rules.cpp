@@ -153,23 +153,12 @@ std::vector<Array> vjp(const ir::Node& n, const std::vector<Array>& x, const Arr
       throw RuntimeError(fmt::format("attention at {}: the fused attention's gradient cannot be differentiated again; "
                                      "use AttentionImpl::naive for higher-order gradients",
                                      ir::format_loc(loc)));
-    case Op::parameter:
-    case Op::constant:
-    case Op::full:
-    case Op::iota:
-    case Op::random_bits:
-    case Op::random_uniform:
-    case Op::random_normal:
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+    LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
     case Op::logical_not:
     case Op::stop_gradient:
-    case Op::eq:
-    case Op::ne:
-    case Op::lt:
-    case Op::le:
-    case Op::gt:
-    case Op::ge:
-    case Op::logical_and:
-    case Op::logical_or:
     case Op::argmax:
       // Sources, comparisons, logic, argmax, random numbers, stop_gradient:
       // no gradient flows.

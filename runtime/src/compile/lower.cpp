@@ -155,54 +155,11 @@ Source Lowering::resolve(NodeId x, int reader) {
         out.view.strides.push_back(n.attrs.steps[d] * in.view.strides[d]);
       }
       break;
-    case Op::parameter:
-    case Op::constant:
-    case Op::full:
-    case Op::iota:
-    case Op::random_bits:
-    case Op::random_uniform:
-    case Op::random_normal:
-    case Op::neg:
-    case Op::exp:
-    case Op::log:
-    case Op::tanh:
-    case Op::sqrt:
-    case Op::rsqrt:
-    case Op::relu:
-    case Op::gelu:
-    case Op::sigmoid:
-    case Op::abs:
-    case Op::logical_not:
-    case Op::cast:
-    case Op::stop_gradient:
-    case Op::add:
-    case Op::sub:
-    case Op::mul:
-    case Op::div:
-    case Op::pow:
-    case Op::maximum:
-    case Op::minimum:
-    case Op::eq:
-    case Op::ne:
-    case Op::lt:
-    case Op::le:
-    case Op::gt:
-    case Op::ge:
-    case Op::logical_and:
-    case Op::logical_or:
-    case Op::where:
-    case Op::reduce_sum:
-    case Op::reduce_max:
-    case Op::reduce_min:
-    case Op::argmax:
-    case Op::reshape:
-    case Op::pad:
-    case Op::concat:
-    case Op::matmul:
-    case Op::gather:
-    case Op::scatter_add:
-    case Op::attention:
-    case Op::attention_bwd: throw RuntimeError(fmt::format("internal error: {} is not a strided view", ir::op_name(n.op)));
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
+    case Op::reshape: throw RuntimeError(fmt::format("internal error: {} is not a strided view", ir::op_name(n.op)));
   }
   return out;
 }
@@ -486,50 +443,11 @@ std::shared_ptr<KernelSpec> Lowering::build_opaque(int gid, std::vector<int>& in
       else spec->body = AttentionBwdKernel{k};
       break;
     }
-    case Op::parameter:
-    case Op::constant:
-    case Op::full:
-    case Op::iota:
-    case Op::random_bits:
-    case Op::random_uniform:
-    case Op::random_normal:
-    case Op::neg:
-    case Op::exp:
-    case Op::log:
-    case Op::tanh:
-    case Op::sqrt:
-    case Op::rsqrt:
-    case Op::relu:
-    case Op::gelu:
-    case Op::sigmoid:
-    case Op::abs:
-    case Op::logical_not:
-    case Op::cast:
-    case Op::stop_gradient:
-    case Op::add:
-    case Op::sub:
-    case Op::mul:
-    case Op::div:
-    case Op::pow:
-    case Op::maximum:
-    case Op::minimum:
-    case Op::eq:
-    case Op::ne:
-    case Op::lt:
-    case Op::le:
-    case Op::gt:
-    case Op::ge:
-    case Op::logical_and:
-    case Op::logical_or:
-    case Op::where:
-    case Op::reduce_sum:
-    case Op::reduce_max:
-    case Op::reduce_min:
-    case Op::argmax:
-    case Op::reshape:
-    case Op::transpose:
-    case Op::broadcast_to:
-    case Op::slice: throw RuntimeError(fmt::format("internal error: no kernel for {}", ir::op_name(n.op)));
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+      throw RuntimeError(fmt::format("internal error: no kernel for {}", ir::op_name(n.op)));
   }
   return spec;
 }

@@ -142,30 +142,13 @@ bool evaluate(Op op, const std::vector<double>& x, Dtype in, double& out) {
     case Op::logical_and: out = a != 0 && b != 0; return true;
     case Op::logical_or: out = a != 0 || b != 0; return true;
     case Op::where: out = a != 0 ? x[1] : x[2]; return true;
-    case Op::parameter:
-    case Op::constant:
-    case Op::full:
-    case Op::iota:
-    case Op::random_bits:
-    case Op::random_uniform:
-    case Op::random_normal:
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
+    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
     case Op::gelu:
-    case Op::stop_gradient:
-    case Op::reduce_sum:
-    case Op::reduce_max:
-    case Op::reduce_min:
-    case Op::argmax:
-    case Op::reshape:
-    case Op::transpose:
-    case Op::broadcast_to:
-    case Op::slice:
-    case Op::pad:
-    case Op::concat:
-    case Op::matmul:
-    case Op::gather:
-    case Op::scatter_add:
-    case Op::attention:
-    case Op::attention_bwd: return false;
+    case Op::stop_gradient: return false;
   }
   return false;  // not an Op
 }
@@ -283,13 +266,11 @@ Graph fold_constants(const Graph& g) {
           if (changed) r = out.add(std::move(c));
           break;
         }
-        case Op::parameter:
-        case Op::constant:
-        case Op::full:
-        case Op::iota:
-        case Op::random_bits:
-        case Op::random_uniform:
-        case Op::random_normal:
+        LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+        LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+        LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
+        LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+        LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
         case Op::exp:
         case Op::log:
         case Op::tanh:
@@ -305,19 +286,7 @@ Graph fold_constants(const Graph& g) {
         case Op::pow:
         case Op::maximum:
         case Op::minimum:
-        case Op::eq:
-        case Op::ne:
-        case Op::lt:
-        case Op::le:
-        case Op::gt:
-        case Op::ge:
-        case Op::logical_and:
-        case Op::logical_or:
         case Op::where:
-        case Op::reduce_sum:
-        case Op::reduce_max:
-        case Op::reduce_min:
-        case Op::argmax:
         case Op::slice:
         case Op::pad:
         case Op::concat:

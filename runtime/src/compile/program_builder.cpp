@@ -247,23 +247,11 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
       if (f && opnds[1].is_const && !opnds[2].is_const)
         return b.op_imm(Code::where_f_imm_a, RegClass::f, reg(0), reg(2), opnds[1].value);
       return b.op(f ? Code::where_f : Code::where_i, f ? RegClass::f : RegClass::i, reg(0), reg(1), reg(2));
-    case Op::parameter:
-    case Op::constant:
-    case Op::reduce_sum:
-    case Op::reduce_max:
-    case Op::reduce_min:
-    case Op::argmax:
-    case Op::reshape:
-    case Op::transpose:
-    case Op::broadcast_to:
-    case Op::slice:
-    case Op::pad:
-    case Op::concat:
-    case Op::matmul:
-    case Op::gather:
-    case Op::scatter_add:
-    case Op::attention:
-    case Op::attention_bwd: break;
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
+      break;
   }
   throw RuntimeError(fmt::format("internal error: {} is not elementwise", ir::op_name(n.op)));
 }

@@ -59,39 +59,14 @@ std::string attrs_text(const Node& n) {
       return "";
     case Op::attention:
     case Op::attention_bwd: return fmt::format("scale={:.4g}{}", a.value, a.causal ? " causal" : "");
-    case Op::parameter:
-    case Op::constant:
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_UNARY_OPS(LOUPE_OP_CASE)
+    LOUPE_ARITHMETIC_OPS(LOUPE_OP_CASE)
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+    LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
     case Op::random_bits:
     case Op::random_uniform:
     case Op::random_normal:
-    case Op::neg:
-    case Op::exp:
-    case Op::log:
-    case Op::tanh:
-    case Op::sqrt:
-    case Op::rsqrt:
-    case Op::relu:
-    case Op::gelu:
-    case Op::sigmoid:
-    case Op::abs:
-    case Op::logical_not:
-    case Op::cast:
-    case Op::stop_gradient:
-    case Op::add:
-    case Op::sub:
-    case Op::mul:
-    case Op::div:
-    case Op::pow:
-    case Op::maximum:
-    case Op::minimum:
-    case Op::eq:
-    case Op::ne:
-    case Op::lt:
-    case Op::le:
-    case Op::gt:
-    case Op::ge:
-    case Op::logical_and:
-    case Op::logical_or:
     case Op::where:
     case Op::reshape:
     case Op::broadcast_to:

@@ -143,12 +143,7 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
       c.same_shape(0, 1);
       c.floating(0);
       return in[0];
-    case Op::eq:
-    case Op::ne:
-    case Op::lt:
-    case Op::le:
-    case Op::gt:
-    case Op::ge:
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
       c.arity(2);
       c.same_dtype(0, 1);
       c.same_shape(0, 1);
