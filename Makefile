@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 
 LOUPE = $(BUILD)/bin/loupe
 
-.PHONY: all setup build demo test bench gpu-check test-asan test-tsan clean
+.PHONY: all setup build demo test lint bench gpu-check test-asan test-tsan clean
 
 all: build
 
@@ -29,6 +29,10 @@ demo: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# clang-format and clang-tidy, with zero findings (scripts/lint).
+lint: setup $(BUILD)/build.ninja
+	scripts/lint $(BUILD)
 
 # Benchmarks run in a Release build of their own and print one table, in
 # .venv-bench (scripts/setup-python), which has what the comparisons with

@@ -48,8 +48,8 @@ int run_import(const std::string& in, const std::string& out, unsigned threads) 
       "{{\"format\": \"{}\", \"input_bytes\": {}, \"events\": {}, \"rows\": {}, \"seconds\": {:.4f}, "
       "\"read_seconds\": {:.4f}, \"map_seconds\": {:.4f}, \"write_seconds\": {:.4f}, \"mb_per_s\": {:.1f}, "
       "\"peak_rss_bytes\": {}, \"rss_before_bytes\": {}, \"peak_over_input\": {:.3f}}}\n",
-      loupe::prof::import_format_name(r.format), r.input_bytes, r.source_events, r.rows_written, secs,
-      r.read_seconds, r.map_seconds, r.write_seconds, double(r.input_bytes) / 1e6 / secs, peak, rss_before,
+      loupe::prof::import_format_name(r.format), r.input_bytes, r.source_events, r.rows_written, secs, r.read_seconds,
+      r.map_seconds, r.write_seconds, double(r.input_bytes) / 1e6 / secs, peak, rss_before,
       double(peak) / double(std::max<uint64_t>(r.input_bytes, 1)));
   return 0;
 }
@@ -119,16 +119,24 @@ int run_generate(const std::string& path, uint64_t target_bytes) {
   };
   const int64_t pid = 3911, tid = 3911, bwd_tid = 4012;
   auto us = [](int64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); };
-  buf += "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA A100-SXM4-80GB\", "
-         "\"totalGlobalMem\": 85899345920, \"computeMajor\": 8, \"computeMinor\": 0, \"numSms\": 108}],\n"
-         "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n  \"traceEvents\": [\n";
-  static const char* kOps[] = {"aten::linear", "aten::addmm", "aten::layer_norm", "aten::gelu", "aten::softmax",
-                               "aten::dropout", "aten::add", "aten::mul", "aten::matmul", "aten::copy_"};
+  buf +=
+      "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA A100-SXM4-80GB\", "
+      "\"totalGlobalMem\": 85899345920, \"computeMajor\": 8, \"computeMinor\": 0, \"numSms\": 108}],\n"
+      "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n  \"traceEvents\": [\n";
+  static const char* kOps[] = {"aten::linear",  "aten::addmm", "aten::layer_norm", "aten::gelu",   "aten::softmax",
+                               "aten::dropout", "aten::add",   "aten::mul",        "aten::matmul", "aten::copy_"};
   static const char* kKernels[] = {
-      "ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)",
-      "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, float const*, float const*, float*, float*, float*)",
+      "ampere_sgemm_128x64_tn",
+      "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+      "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, "
+      "at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+      "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, "
+      "at::detail::Array<char*, 2>)",
+      "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, "
+      "float const*, float const*, float*, float*, float*)",
       "void cunn_SoftMaxForward<4, float, float, float, cunn::SoftMaxForwardEpilogue>(float*, float const*, int)",
-      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"};
+      "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, "
+      "3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"};
   Rng rng{42};
   int64_t t = 1'700'000'000'000'000'000ll / 1000 * 1000;  // ns; printed as us with 3 decimals
   int64_t gpu = t;
@@ -153,13 +161,15 @@ int run_generate(const std::string& path, uint64_t target_bytes) {
         int64_t ls = inner, ld = rng.uniform(3000, 9000);
         bool copy = rng.next() % 10 == 0, set = !copy && rng.next() % 25 == 0;
         const char* api = copy ? "cudaMemcpyAsync" : set ? "cudaMemsetAsync" : "cudaLaunchKernel";
-        event(fmt::format("{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, "
-                          "\"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"cbid\": 211, \"correlation\": "
-                          "{}}}}}",
-                          api, pid, tid, us(ls), us(ld), ext, corr));
-        event(fmt::format("{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": {}, \"cat\": \"ac2g\", "
-                          "\"name\": \"ac2g\"}}",
-                          corr, pid, tid, us(ls)));
+        event(
+            fmt::format("{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, "
+                        "\"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}, \"cbid\": 211, \"correlation\": "
+                        "{}}}}}",
+                        api, pid, tid, us(ls), us(ld), ext, corr));
+        event(
+            fmt::format("{{\"ph\": \"s\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": {}, \"cat\": \"ac2g\", "
+                        "\"name\": \"ac2g\"}}",
+                        corr, pid, tid, us(ls)));
         gpu = std::max(gpu, ls + ld + rng.uniform(2000, 20000));
         int64_t gd = rng.uniform(2000, 80000);
         if (copy) {
@@ -176,16 +186,18 @@ int run_generate(const std::string& path, uint64_t target_bytes) {
               us(gpu), us(gd / 10), ext, corr, rng.uniform(4, 1 << 20)));
         } else {
           later.push_back(fmt::format(
-              "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{}\", \"pid\": 0, \"tid\": 7, \"ts\": {}, \"dur\": {}, "
+              "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{}\", \"pid\": 0, \"tid\": 7, \"ts\": {}, \"dur\": "
+              "{}, "
               "\"args\": {{\"External id\": {}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, "
               "\"correlation\": {}, \"registers per thread\": 64, \"shared memory\": 0, \"blocks per SM\": 2.4, "
               "\"warps per SM\": 19.2, \"grid\": [264, 1, 1], \"block\": [256, 1, 1], "
               "\"est. achieved occupancy %\": 25}}}}",
               kKernels[rng.next() % 5], us(gpu), us(gd), ext, corr));
         }
-        later.push_back(fmt::format("{{\"ph\": \"f\", \"id\": {}, \"pid\": 0, \"tid\": 7, \"ts\": {}, \"cat\": "
-                                    "\"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
-                                    corr, us(gpu)));
+        later.push_back(
+            fmt::format("{{\"ph\": \"f\", \"id\": {}, \"pid\": 0, \"tid\": 7, \"ts\": {}, \"cat\": "
+                        "\"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
+                        corr, us(gpu)));
         gpu += gd;
         ++corr;
         inner = ls + ld + rng.uniform(500, 2000);
@@ -195,24 +207,27 @@ int run_generate(const std::string& path, uint64_t target_bytes) {
         bool alloc = rng.next() % 2 == 0 || allocated < (int64_t(1) << 30);
         allocated += alloc ? bytes : -bytes;
         reserved = std::max<int64_t>(reserved, allocated + (int64_t(2) << 30));
-        event(fmt::format("{{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", "
-                          "\"pid\": {}, \"tid\": {}, \"ts\": {}, \"args\": {{\"Device Type\": 1, \"Device Id\": 0, "
-                          "\"Addr\": {}, \"Bytes\": {}, \"Total Allocated\": {}, \"Total Reserved\": {}}}}}",
-                          pid, tid, us(inner), 139926520725504 + int64_t(rng.next() % (1ull << 32)),
-                          alloc ? bytes : -bytes, allocated, reserved));
+        event(
+            fmt::format("{{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", "
+                        "\"pid\": {}, \"tid\": {}, \"ts\": {}, \"args\": {{\"Device Type\": 1, \"Device Id\": 0, "
+                        "\"Addr\": {}, \"Bytes\": {}, \"Total Allocated\": {}, \"Total Reserved\": {}}}}}",
+                        pid, tid, us(inner), 139926520725504 + int64_t(rng.next() % (1ull << 32)),
+                        alloc ? bytes : -bytes, allocated, reserved));
       }
       int64_t op_end = inner + rng.uniform(1000, 5000);
-      event(fmt::format("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": "
-                        "{}, \"dur\": {}, \"args\": {{\"External id\": {}, \"Record function id\": 0, \"Sequence "
-                        "number\": {}, \"Fwd thread id\": 0, \"Ev Idx\": {}}}}}",
-                        name, pid, op % 4 == 3 ? bwd_tid : tid, us(op_start), us(op_end - op_start), ext, ext, ext));
+      event(
+          fmt::format("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": "
+                      "{}, \"dur\": {}, \"args\": {{\"External id\": {}, \"Record function id\": 0, \"Sequence "
+                      "number\": {}, \"Fwd thread id\": 0, \"Ev Idx\": {}}}}}",
+                      name, pid, op % 4 == 3 ? bwd_tid : tid, us(op_start), us(op_end - op_start), ext, ext, ext));
       ++ext;
       t = op_end + rng.uniform(500, 4000);
     }
     for (const std::string& e : later) event(e);
-    event(fmt::format("{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{}\", \"pid\": {}, "
-                      "\"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}}}}}",
-                      step++, pid, tid, us(step_start), us(t - step_start), ext++));
+    event(
+        fmt::format("{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{}\", \"pid\": {}, "
+                    "\"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {}}}}}",
+                    step++, pid, tid, us(step_start), us(t - step_start), ext++));
     t = std::max(t, gpu) + 100000;
   }
   buf += fmt::format(

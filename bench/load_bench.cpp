@@ -38,8 +38,9 @@ int main(int argc, char** argv) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int64_t peak = proc_status_kib("VmHWM:") - rss_before;
   uint64_t model = m.memory_bytes();
-  fmt::print("{{\"events\": {}, \"seconds\": {:.3f}, \"events_per_second\": {:.0f}, \"model_bytes\": {}, "
-             "\"peak_growth_bytes\": {}, \"peak_over_model\": {:.3f}}}\n",
-             m.total_events(), secs, double(m.total_events()) / secs, model, peak, double(peak) / double(model));
+  fmt::print(
+      "{{\"events\": {}, \"seconds\": {:.3f}, \"events_per_second\": {:.0f}, \"model_bytes\": {}, "
+      "\"peak_growth_bytes\": {}, \"peak_over_model\": {:.3f}}}\n",
+      m.total_events(), secs, double(m.total_events()) / secs, model, peak, double(peak) / double(model));
   return 0;
 }

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
-#include <string>
 
 #include "loupe/prof/capture.h"
 #include "loupe/prof/record.h"

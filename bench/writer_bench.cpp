@@ -35,7 +35,7 @@ std::vector<prof::DeviceOpRow> make_rows() {
 uint64_t file_bytes(const std::string& path) {
   uint64_t total = 0;
   for (const char* suffix : {"", "-wal"}) {
-    struct stat st{};
+    struct stat st {};
     if (::stat((path + suffix).c_str(), &st) == 0) total += uint64_t(st.st_size);
   }
   return total;

@@ -33,8 +33,9 @@ int run_analyze(const AnalyzeArgs& args) {
 }  // namespace
 
 Command add_analyze_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("analyze", "Find what made a run slow: recompiles, transfers, idle gaps, memory, "
-                                            "tiny kernels, async timing, steps, communication (docs/analyses.md)");
+  auto* cmd = app.add_subcommand("analyze",
+                                 "Find what made a run slow: recompiles, transfers, idle gaps, memory, "
+                                 "tiny kernels, async timing, steps, communication (docs/analyses.md)");
   auto args = std::make_shared<AnalyzeArgs>();
   cmd->add_option("FILE", args->path, "trace file")->required();
   cmd->add_option("--format", args->format, "text, json or markdown")

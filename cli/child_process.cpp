@@ -52,7 +52,7 @@ int run_child(const std::vector<std::string>& argv, const std::vector<std::strin
   for (size_t i = 0; i < std::size(kForwarded); ++i) {
     sigaction(kForwarded[i], nullptr, &previous[i]);
     if (previous[i].sa_handler == SIG_IGN) continue;
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_sigaction = forward;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
@@ -109,7 +109,7 @@ std::vector<std::string> child_environment(const std::vector<std::string>& drop,
 }
 
 std::optional<FileVersion> file_version(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return FileVersion{st.st_dev, st.st_ino, int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
                      int64_t(st.st_size)};

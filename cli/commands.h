@@ -15,7 +15,7 @@ inline constexpr int kExitFailed = 1;    // a check or budget failed
 inline constexpr int kExitBadInput = 2;  // bad usage, a bad file
 
 struct Command {
-  CLI::App* app;            // the subcommand, with its options
+  CLI::App* app;             // the subcommand, with its options
   std::function<int()> run;  // runs it once parsed; returns the exit code
 };
 

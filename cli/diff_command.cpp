@@ -71,7 +71,8 @@ Command add_diff_command(CLI::App& app) {
   auto args = std::make_shared<DiffArgs>();
   cmd->add_option("BASE", args->base, "baseline trace")->required();
   cmd->add_option("HEAD", args->head, "trace to compare with it")->required();
-  cmd->add_option("--format", args->format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
+  cmd->add_option("--format", args->format, "text, json or markdown")
+      ->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd->add_option("--fail-on", args->fail_on,
                   "exit 1 when a metric moves past a threshold, e.g. 'step_time:+5%', 'recompiles:+0', "
                   "'peak_memory:+10%' (repeatable)");

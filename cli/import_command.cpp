@@ -70,9 +70,10 @@ int run_import(const ImportArgs& args) {
 }  // namespace
 
 Command add_import_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "import", "Turn a PyTorch profiler (Kineto), JAX profiler or Chrome trace JSON (.json, .json.gz), or an "
-                "Nsight Systems SQLite export, into a loupe trace");
+  auto* cmd =
+      app.add_subcommand("import",
+                         "Turn a PyTorch profiler (Kineto), JAX profiler or Chrome trace JSON (.json, .json.gz), or an "
+                         "Nsight Systems SQLite export, into a loupe trace");
   auto args = std::make_shared<ImportArgs>();
   cmd->add_option("IN", args->in, "trace to import")->required();
   cmd->add_option("-o,--out", args->out, "loupe trace to write (default: IN with its extension replaced by .db)");

@@ -21,7 +21,8 @@ int print_info(const std::string& path) {
   fmt::print(out, "duration   {} (events from {} to {})\n", format_duration(s.end_ns - s.start_ns),
              format_duration(s.start_ns), format_duration(s.end_ns));
   fmt::print(out, "events     {}\n", format_count(total));
-  fmt::print(out, "dropped    {} (a ring full, or no memory for one, while recording)\n", format_count(s.info.dropped_events));
+  fmt::print(out, "dropped    {} (a ring full, or no memory for one, while recording)\n",
+             format_count(s.info.dropped_events));
   if (s.info.lost_events > 0 || s.info.meta.count("write_error")) {
     fmt::print(out, "lost       {} (write error: {})\n", format_count(s.info.lost_events),
                s.info.meta.count("write_error") ? shown(s.info.meta.at("write_error")) : "?");

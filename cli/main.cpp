@@ -9,23 +9,18 @@
 #include "commands.h"
 #include "loupe/prof/safe_text.h"
 
-int main(int argc, char** argv) {
-  using namespace loupe::cli;
+namespace {
+
+using namespace loupe::cli;
+
+int run_loupe(int argc, char** argv) {
   CLI::App app{"loupe: a profiler for array programs on GPUs. Reads and writes loupe trace files.", "loupe"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "loupe 0.1.0");
   const Command commands[] = {
-      add_info_command(app),
-      add_analyze_command(app),
-      add_summary_command(app),
-      add_check_command(app),
-      add_diff_command(app),
-      add_export_command(app),
-      add_capture_command(app),
-      add_sql_command(app),
-      add_synth_command(app),
-      add_import_command(app),
-      add_record_command(app),
+      add_info_command(app),  add_analyze_command(app), add_summary_command(app), add_check_command(app),
+      add_diff_command(app),  add_export_command(app),  add_capture_command(app), add_sql_command(app),
+      add_synth_command(app), add_import_command(app),  add_record_command(app),
   };
 
   try {
@@ -57,6 +52,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "loupe: %s\n", loupe::prof::printable(e.what()).c_str());
       return kExitBadInput;
     }
+  }
+  return kExitBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_loupe(argc, argv);
+  } catch (const std::exception& e) {
+    // Setting up the commands failed (out of memory): nothing has run yet.
+    std::fprintf(stderr, "loupe: %s\n", loupe::prof::printable(e.what()).c_str());
+  } catch (...) {
+    std::fprintf(stderr, "loupe: an unknown error\n");
   }
   return kExitBadInput;
 }

@@ -57,8 +57,9 @@ Command add_record_command(CLI::App& app) {
   cmd->add_option("-o,--out", args->out, "trace file to write")->required();
   cmd->add_flag("-q,--quiet", args->quiet, "do not print the trace summary after the run");
   cmd->add_option("command", args->command, "the program and its arguments (after --)")->required();
-  cmd->footer("Example: loupe record -o trace.db -- build/bin/train_mlp --epochs 5\n"
-              "The exit code is the program's; SIGINT, SIGTERM and SIGHUP sent to loupe are passed on to it.");
+  cmd->footer(
+      "Example: loupe record -o trace.db -- build/bin/train_mlp --epochs 5\n"
+      "The exit code is the program's; SIGINT, SIGTERM and SIGHUP sent to loupe are passed on to it.");
   return {cmd, [args] { return run_record(*args); }};
 }
 

@@ -72,7 +72,8 @@ int run_sql(const SqlArgs& args) {
 }  // namespace
 
 Command add_sql_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("sql", "Run a read-only SQL query on a trace file (docs/trace-format.md has the schema)");
+  auto* cmd =
+      app.add_subcommand("sql", "Run a read-only SQL query on a trace file (docs/trace-format.md has the schema)");
   auto args = std::make_shared<SqlArgs>();
   cmd->add_option("FILE", args->path, "trace file")->required();
   cmd->add_option("QUERY", args->sql, "one SQL statement, e.g. \"SELECT count(*) FROM device_ops\"")->required();

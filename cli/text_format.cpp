@@ -62,7 +62,7 @@ void print_row(std::FILE* out, const std::vector<std::string>& cells, const std:
   std::fwrite(line.data(), 1, line.size(), out);
 }
 
-TextTable::TextTable(std::vector<std::string> header) {
+TextTable::TextTable(const std::vector<std::string>& header) {
   for (const std::string& h : header) header_.push_back(shown(h));
 }
 

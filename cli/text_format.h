@@ -26,7 +26,7 @@ std::string shown(std::string_view text);
 // Cells are shown() as they are added.
 class TextTable {
  public:
-  explicit TextTable(std::vector<std::string> header);
+  explicit TextTable(const std::vector<std::string>& header);
   void add(std::vector<std::string> row);
   void print(std::FILE* out, const std::string& indent = "") const;
 

@@ -52,12 +52,12 @@ int main(int argc, char** argv) {
       out.block_until_ready();
     } catch (const rt::OutOfMemory& e) {
       rt::synchronize(device);  // let the work already queued finish, inside this length's range
-      std::printf("S = %6lld: out of memory: %.1f MiB requested, %.1f MiB in use, capacity %.1f MiB\n",
-                  (long long)s, double(e.requested) / (1 << 20), double(e.in_use) / (1 << 20),
-                  double(e.capacity) / (1 << 20));
+      std::printf("S = %6lld: out of memory: %.1f MiB requested, %.1f MiB in use, capacity %.1f MiB\n", (long long)s,
+                  double(e.requested) / (1 << 20), double(e.in_use) / (1 << 20), double(e.capacity) / (1 << 20));
       return 1;
     }
-    std::printf("S = %6lld: peak %.1f MiB\n", (long long)s, double(rt::memory_stats(device).peak_allocated) / (1 << 20));
+    std::printf("S = %6lld: peak %.1f MiB\n", (long long)s,
+                double(rt::memory_stats(device).peak_allocated) / (1 << 20));
   }
   return 0;
 }

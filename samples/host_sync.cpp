@@ -50,13 +50,12 @@ int main(int argc, char** argv) {
   auto params = loupe::samples::mlp_init({features, hidden, hidden, classes}, 7);
   TrainState state{params, rt::adamw_init(params)};
   // One step: the update, and the loss added to a running sum on the device.
-  auto step = rt::jit(
-      "train_step",
-      [](TrainState s, Array x, Array y, Array loss_sum) {
-        auto [next, loss] = loupe::samples::train_step(s, x, y, {.lr = 1e-3});
-        return std::make_tuple(next, loss, loss_sum + loss);
-      },
-      {.arg_names = {"state", "x", "y", "loss_sum"}});
+  auto step = rt::jit("train_step",
+                      [](TrainState s, Array x, Array y, Array loss_sum) {
+                        auto [next, loss] = loupe::samples::train_step(s, x, y, {.lr = 1e-3});
+                        return std::make_tuple(next, loss, loss_sum + loss);
+                      },
+                      {.arg_names = {"state", "x", "y", "loss_sum"}});
 
   std::printf("host_sync (%s): %d steps, MLP %lld-%lld-%lld-%lld, batch %lld\n", args.variant().c_str(), steps,
               (long long)features, (long long)hidden, (long long)hidden, (long long)classes, (long long)batch);

@@ -109,7 +109,8 @@ Array attend(const Array& q, const Array& k, const Array& v, const Array& mask) 
 template <typename Store>
 Array layer(const Config& c, const Layer& w, const Array& x, const Array& mask, Store store) {
   int64_t b = x.dim(0), sq = x.dim(1);
-  Array q = rt::transpose(rt::reshape(rt::matmul(x, w.wq), {b, sq, c.kv_heads, c.groups(), c.head_dim}), {0, 2, 3, 1, 4});
+  Array q =
+      rt::transpose(rt::reshape(rt::matmul(x, w.wq), {b, sq, c.kv_heads, c.groups(), c.head_dim}), {0, 2, 3, 1, 4});
   Array k = rt::transpose(rt::reshape(rt::matmul(x, w.wk), {b, sq, c.kv_heads, c.head_dim}), {0, 2, 1, 3});
   Array v = rt::transpose(rt::reshape(rt::matmul(x, w.wv), {b, sq, c.kv_heads, c.head_dim}), {0, 2, 1, 3});
   auto [keys, values] = store(k, v);
@@ -168,7 +169,8 @@ std::pair<Array, PaddedCache> prefill_padded(const Config& c, const Model& m, co
   Array causal = rt::less_equal(rt::arange(0, double(p)), rt::reshape(rt::arange(0, double(p)), {p, 1}));
   Array mask = rt::logical_and(rt::reshape(causal, {1, 1, 1, p, p}), rt::reshape(real, {b, 1, 1, 1, p}));
   Array rest = rt::zeros({b, c.kv_heads, s - p, c.head_dim});
-  PaddedCache cache{{}, {}, rt::concat({real, rt::full({b, s - p}, 0, rt::boolean)}, 1), rt::full({}, double(p), rt::i32)};
+  PaddedCache cache{
+      {}, {}, rt::concat({real, rt::full({b, s - p}, 0, rt::boolean)}, 1), rt::full({}, double(p), rt::i32)};
   Array x = rt::take(m.embed, tokens);
   for (const Layer& w : m.layers) {
     x = layer(c, w, x, mask, [&](const Array& k, const Array& v) {
@@ -214,9 +216,10 @@ void serve(const Config& c, const std::string& kind, bool fixed_shapes, int roun
   Model model = init_model(c, 1);
   const rt::JitOptions prefill_args{.arg_names = {"model", "tokens", "real"}};
   const rt::JitOptions decode_args{.arg_names = {"model", "cache", "token"}};
-  auto prefill = rt::jit("prefill " + kind, [&](Model m, Array t) { return prefill_growing(c, m, t); }, prefill_args);
-  auto decode = rt::jit("decode " + kind, [&](Model m, Cache k, Array t) { return decode_growing(c, m, k, t); },
-                        decode_args);
+  auto prefill = rt::jit(
+      "prefill " + kind, [&](Model m, Array t) { return prefill_growing(c, m, t); }, prefill_args);
+  auto decode = rt::jit(
+      "decode " + kind, [&](Model m, Cache k, Array t) { return decode_growing(c, m, k, t); }, decode_args);
   auto prefill_fixed = rt::jit(
       "prefill " + kind, [&](Model m, Array t, Array r) { return prefill_padded(c, m, t, r); }, prefill_args);
   auto decode_fixed = rt::jit(
@@ -253,8 +256,8 @@ void serve(const Config& c, const std::string& kind, bool fixed_shapes, int roun
     }
     Array out = rt::reshape(rt::concat(generated, 0), {c.new_tokens, c.batch});
     std::vector<int32_t> host = out.to_vector<int32_t>();  // one read per round
-    std::printf("  round %d: prompt of %lld tokens, generated %s, first tokens %d %d %d\n", round,
-                (long long)length, rt::type_str(out.dtype(), out.shape()).c_str(), host[0], host[size_t(c.batch)],
+    std::printf("  round %d: prompt of %lld tokens, generated %s, first tokens %d %d %d\n", round, (long long)length,
+                rt::type_str(out.dtype(), out.shape()).c_str(), host[0], host[size_t(c.batch)],
                 host[size_t(2 * c.batch)]);
   }
 }
@@ -273,8 +276,8 @@ int main(int argc, char** argv) {
   // all three takes a device big enough for each).
   const long capacity_mib = attention == "all" ? (args.ci() ? 32 : 160) : (args.ci() ? 9 : 72);
   rt::set_memory_capacity(device, args.number("--memory", capacity_mib) << 20);
-  std::vector<std::string> kinds = attention == "all" ? std::vector<std::string>{"mha", "gqa", "mqa"}
-                                                      : std::vector<std::string>{attention};
+  std::vector<std::string> kinds =
+      attention == "all" ? std::vector<std::string>{"mha", "gqa", "mqa"} : std::vector<std::string>{attention};
   std::printf("kv_cache (%s): batch %lld, %lld layers, %lld query heads of %lld, prompts up to %lld tokens, %lld new\n",
               args.variant().c_str(), (long long)c.batch, (long long)c.layers, (long long)c.heads,
               (long long)c.head_dim, (long long)c.max_prompt, (long long)c.new_tokens);

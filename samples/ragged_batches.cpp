@@ -96,8 +96,12 @@ std::vector<std::vector<int64_t>> group_by_length(const Dataset& d, int64_t batc
 }
 
 HostBatch collate(const Dataset& d, const std::vector<int64_t>& members, int64_t rows, int64_t length) {
-  HostBatch b{rows, length, std::vector<int32_t>(size_t(rows * length)), std::vector<int32_t>(size_t(rows)),
-              std::vector<float>(size_t(rows * length)), std::vector<float>(size_t(rows))};
+  HostBatch b{rows,
+              length,
+              std::vector<int32_t>(size_t(rows * length)),
+              std::vector<int32_t>(size_t(rows)),
+              std::vector<float>(size_t(rows * length)),
+              std::vector<float>(size_t(rows))};
   for (size_t r = 0; r < members.size(); ++r) {
     const std::vector<int32_t>& s = d.sequences[size_t(members[r])];
     std::copy(s.begin(), s.end(), b.tokens.begin() + long(r * size_t(length)));
@@ -146,14 +150,13 @@ int main(int argc, char** argv) {
   std::vector<Array> params = loupe::samples::mlp_init({kEmbed, kHidden, kClasses}, 3);
   params.insert(params.begin(), rt::random::normal(rt::random::key(4), {kVocab, kEmbed}, rt::f32, 0, 0.3));
   TrainState state{params, rt::adamw_init(params)};
-  auto step = rt::jit(
-      "train_step",
-      [](TrainState s, Array tokens, Array mask, Array labels, Array weights) {
-        auto [loss, grads] = rt::value_and_grad(loss_fn)(s.params, tokens, mask, labels, weights);
-        auto [p, opt] = rt::adamw_update(rt::AdamW{.lr = 3e-3}, s.params, grads, s.opt);
-        return std::make_pair(TrainState{p, opt}, loss);
-      },
-      {.arg_names = {"state", "tokens", "mask", "labels", "weights"}});
+  auto step = rt::jit("train_step",
+                      [](TrainState s, Array tokens, Array mask, Array labels, Array weights) {
+                        auto [loss, grads] = rt::value_and_grad(loss_fn)(s.params, tokens, mask, labels, weights);
+                        auto [p, opt] = rt::adamw_update(rt::AdamW{.lr = 3e-3}, s.params, grads, s.opt);
+                        return std::make_pair(TrainState{p, opt}, loss);
+                      },
+                      {.arg_names = {"state", "tokens", "mask", "labels", "weights"}});
 
   if (args.fixed()) {
     // FIX, part 2 (part 1 is the padding below): compile every bucket
@@ -198,7 +201,6 @@ int main(int argc, char** argv) {
   clock.report(steps);
   rt::JitStats s = step.stats();
   std::printf("final loss %.4f; train_step: %llu compiled in the loop, %llu ahead of time, %llu cache hits\n",
-              loss.item<float>(), (unsigned long long)s.misses, (unsigned long long)s.aot,
-              (unsigned long long)s.hits);
+              loss.item<float>(), (unsigned long long)s.misses, (unsigned long long)s.aot, (unsigned long long)s.hits);
   return 0;
 }

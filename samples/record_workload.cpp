@@ -72,7 +72,11 @@ class FakeStream {
       lock.unlock();
       prof::Ticks start = prof::ticks_now();
       spin_for(k.work);
-      prof::device_op({.device = 0, .stream = 0, .name = k.name, .start = start, .end = prof::ticks_now(),
+      prof::device_op({.device = 0,
+                       .stream = 0,
+                       .name = k.name,
+                       .start = start,
+                       .end = prof::ticks_now(),
                        .correlation = k.correlation});
       lock.lock();
       busy_ = false;
@@ -101,8 +105,8 @@ int main(int argc, char** argv) {
   }
   prof::Capture capture({.path = out, .producer = "record_workload"});
   if (!capture.ok()) return 1;
-  prof::register_device({.id = 0, .name = "simulated device", .kind = prof::DeviceKind::cpu,
-                         .memory_capacity = int64_t(1) << 30});
+  prof::register_device(
+      {.id = 0, .name = "simulated device", .kind = prof::DeviceKind::cpu, .memory_capacity = int64_t(1) << 30});
   prof::register_stream(0, 0, "compute");
   prof::set_thread_name("main");
   const prof::CallSiteId read_back = prof::callsite();
@@ -122,19 +126,24 @@ int main(int argc, char** argv) {
         prof::Scope compiling("compile", prof::SpanKind::compile);
         spin_for(std::chrono::microseconds(3000));
       }
-      prof::compile({.function = "train_step", .signature = last_batch ? ragged : signature,
+      prof::compile({.function = "train_step",
+                     .signature = last_batch ? ragged : signature,
                      .kind = miss ? prof::CompileKind::miss : prof::CompileKind::hit,
-                     .reason = step == 0 ? "first compile"
+                     .reason = step == 0    ? "first compile"
                                : last_batch ? "arg 0 `x`: now f32[17,128], before f32[64,128]"
                                : miss       ? "arg 0 `x`: now f32[64,128], before f32[17,128]"
                                             : "",
-                     .start = c0, .end = prof::ticks_now()});
+                     .start = c0,
+                     .end = prof::ticks_now()});
       {
         prof::Scope fwd("forward");
         for (int k = 0; k < 6; ++k) {
           allocated += 1 << 20;
-          prof::memory_event({.device = 0, .kind = prof::MemoryEventKind::alloc, .bytes = 1 << 20,
-                              .allocated = allocated, .reserved = int64_t(8) << 20});
+          prof::memory_event({.device = 0,
+                              .kind = prof::MemoryEventKind::alloc,
+                              .bytes = 1 << 20,
+                              .allocated = allocated,
+                              .reserved = int64_t(8) << 20});
           stream.launch(k % 2 ? "matmul" : "fused_elementwise", std::chrono::microseconds(300 + 100 * k));
         }
       }
@@ -143,8 +152,11 @@ int main(int argc, char** argv) {
         for (int k = 0; k < 6; ++k) {
           stream.launch("matmul_grad", std::chrono::microseconds(400));
           allocated -= 1 << 20;
-          prof::memory_event({.device = 0, .kind = prof::MemoryEventKind::free, .bytes = 1 << 20,
-                              .allocated = allocated, .reserved = int64_t(8) << 20});
+          prof::memory_event({.device = 0,
+                              .kind = prof::MemoryEventKind::free,
+                              .bytes = 1 << 20,
+                              .allocated = allocated,
+                              .reserved = int64_t(8) << 20});
         }
       }
       // loss.item(): wait for the stream, then read 4 bytes back.
@@ -153,8 +165,14 @@ int main(int argc, char** argv) {
         prof::Scope wait("synchronize", prof::SpanKind::wait);
         stream.synchronize();
       }
-      prof::transfer({.start = t0, .end = prof::ticks_now(), .device = 0, .direction = prof::CopyKind::device_to_host,
-                      .host_memory = prof::HostMemory::pageable, .synchronous = true, .implicit = true, .bytes = 4,
+      prof::transfer({.start = t0,
+                      .end = prof::ticks_now(),
+                      .device = 0,
+                      .direction = prof::CopyKind::device_to_host,
+                      .host_memory = prof::HostMemory::pageable,
+                      .synchronous = true,
+                      .implicit = true,
+                      .bytes = 4,
                       .callsite = read_back});
       prof::counter("loss", 2.0 / (1 + step));
     }

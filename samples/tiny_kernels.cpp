@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
     return std::make_pair(s, loss);
   });
 
-  std::printf("tiny_kernels (%s): %d steps, %lld layers of %lldx%lld (%zu parameters)\n", args.variant().c_str(),
-              steps, (long long)layers, (long long)width, (long long)width, state.params.size());
+  std::printf("tiny_kernels (%s): %d steps, %lld layers of %lldx%lld (%zu parameters)\n", args.variant().c_str(), steps,
+              (long long)layers, (long long)width, (long long)width, state.params.size());
   loupe::samples::LoopClock clock;
   Array loss;
   for (int i = 0; i < steps; ++i) {

@@ -78,7 +78,8 @@ Dataset make_dataset(const Options& o, uint32_t seed) {
     float best_score = -1e30f;
     for (int64_t c = 0; c < o.classes; ++c) {
       float s = 0;
-      for (int64_t f = 0; f < o.features; ++f) s += d.x[size_t(i * o.features + f)] * teacher[size_t(f * o.classes + c)];
+      for (int64_t f = 0; f < o.features; ++f)
+        s += d.x[size_t(i * o.features + f)] * teacher[size_t(f * o.classes + c)];
       if (s > best_score) {
         best_score = s;
         best = int(c);
@@ -95,9 +96,9 @@ int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   Dataset train = make_dataset(o, 1);
   Dataset test = make_dataset(o, 2);
-  std::printf("train_mlp: %lld samples, batch %lld, MLP %lld-%lld-%lld-%lld, %d epochs on %s\n",
-              (long long)o.samples, (long long)o.batch, (long long)o.features, (long long)o.hidden,
-              (long long)o.hidden, (long long)o.classes, o.epochs, rt::default_device().str().c_str());
+  std::printf("train_mlp: %lld samples, batch %lld, MLP %lld-%lld-%lld-%lld, %d epochs on %s\n", (long long)o.samples,
+              (long long)o.batch, (long long)o.features, (long long)o.hidden, (long long)o.hidden, (long long)o.classes,
+              o.epochs, rt::default_device().str().c_str());
 
   auto params = loupe::samples::mlp_init({o.features, o.hidden, o.hidden, o.classes}, 7);
   TrainState state{params, rt::adamw_init(params)};

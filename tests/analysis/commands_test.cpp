@@ -16,7 +16,8 @@ namespace {
 
 TEST(Budget, ParsesKnownKeysAndThresholds) {
   Budget b = parse_budget(
-      "recompiles_after_warmup = 0\nidle_fraction_max = 0.15\nstep_time_ms_max = 25\n[thresholds]\nmin_gap = \"50us\"\n",
+      "recompiles_after_warmup = 0\nidle_fraction_max = 0.15\nstep_time_ms_max = 25\n[thresholds]\nmin_gap = "
+      "\"50us\"\n",
       "loupe.toml");
   ASSERT_EQ(b.limits.size(), 3u);
   EXPECT_EQ(b.limits[1].key, "idle_fraction_max");
@@ -35,7 +36,8 @@ std::string budget_error(const std::string& text) {
 }
 
 TEST(Budget, MalformedBudgetsNameTheLineAndProblem) {
-  EXPECT_NE(budget_error("idle_fraction_max = 0.1\nspeed = 3\n").find("b.toml:2: unknown budget 'speed'"), std::string::npos);
+  EXPECT_NE(budget_error("idle_fraction_max = 0.1\nspeed = 3\n").find("b.toml:2: unknown budget 'speed'"),
+            std::string::npos);
   EXPECT_NE(budget_error("idle_fraction_max = 'lots'\n").find("must be a non-negative number"), std::string::npos);
   EXPECT_NE(budget_error("idle_fraction_max = -1\n").find("must be a non-negative number"), std::string::npos);
   EXPECT_NE(budget_error("idle_fraction_max = \n").find("b.toml:1:"), std::string::npos);

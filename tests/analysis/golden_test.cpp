@@ -89,7 +89,9 @@ std::vector<Expectation> read_golden(const std::string& path) {
     if (line.empty() || line[0] == '#') continue;
     bool has_reason = false;
     std::vector<std::string> w = words_of(line, &has_reason);
-    auto bad = [&](const std::string& why) { return std::invalid_argument(path + ":" + std::to_string(n) + ": " + why); };
+    auto bad = [&](const std::string& why) {
+      return std::invalid_argument(path + ":" + std::to_string(n) + ": " + why);
+    };
     if (w.empty()) continue;
     if (!has_reason) throw bad("no '# reason'");
     if (w.size() < 2 || (w[0] != "expect" && w[0] != "forbid")) throw bad("expected 'expect RULE' or 'forbid RULE'");
@@ -133,7 +135,8 @@ bool matches(const Expectation& e, const Finding& f, const AnalysisReport& r) {
 
 std::string findings_text(const AnalysisReport& r) {
   std::string out;
-  for (const Finding& f : r.findings) out += "  [" + f.rule + "] " + f.title + " (impact " + std::to_string(f.impact_ns) + " ns)\n";
+  for (const Finding& f : r.findings)
+    out += "  [" + f.rule + "] " + f.title + " (impact " + std::to_string(f.impact_ns) + " ns)\n";
   return out;
 }
 
@@ -170,7 +173,9 @@ TEST_P(Golden, FindingsMatchWhatTheRawTraceShows) {
     for (const Finding& f : r.findings) n += matches(e, f, r);
     if (e.count) {
       EXPECT_TRUE(double(n) >= e.count->lo && double(n) <= e.count->hi)
-          << name << ".txt:" << e.line << ": " << n << " matching findings\n" << e.text << "\n" << findings_text(r);
+          << name << ".txt:" << e.line << ": " << n << " matching findings\n"
+          << e.text << "\n"
+          << findings_text(r);
     } else if (e.forbid) {
       EXPECT_EQ(n, 0u) << name << ".txt:" << e.line << ": a forbidden finding\n" << e.text << "\n" << findings_text(r);
     } else {

@@ -180,8 +180,8 @@ TEST_F(Rules, GapWithItsNextOpAlreadyQueuedIsADeviceWait) {
   t.device(0);
   t.op(0, 0, 0, 100, 1);
   t.launch(0, 0, 5, 1);
-  t.launch(0, 50, 5, 2);               // queued at 50, before the gap [100, 1000)
-  t.span(0, 100, 900, "load_batch");   // the host is busy, but not late
+  t.launch(0, 50, 5, 2);              // queued at 50, before the gap [100, 1000)
+  t.span(0, 100, 900, "load_batch");  // the host is busy, but not late
   t.op(0, 3, 1000, 100, 2, DeviceOpKind::kernel, "gemm");
   AnalysisOptions o;
   o.min_gap_ns = 100;
@@ -345,8 +345,8 @@ TEST_F(Rules, MinGapThresholdIsHonoured) {
   auto t = trace();
   t.device(0);
   t.op(0, 0, 0, 1000);
-  t.op(0, 0, 16'000, 1000);   // a 15 us gap
-  t.op(0, 0, 57'000, 1000);   // a 40 us gap
+  t.op(0, 0, 16'000, 1000);  // a 15 us gap
+  t.op(0, 0, 57'000, 1000);  // a 40 us gap
   TraceModel m = t.load();
   EXPECT_EQ(analyze(m).devices[0].gaps.size(), 1u);  // default 20 us
   AnalysisOptions o;
@@ -874,7 +874,8 @@ TEST_F(Rules, ExposedCommunicationIsCollectiveTimeNoComputeOverlaps) {
   t.op(0, 0, 0, 100, 0, DeviceOpKind::kernel, "gemm");
   t.op(0, 0, 200, 100, 0, DeviceOpKind::kernel, "gemm");
   t.op(0, 1, 50, 200, 0, DeviceOpKind::kernel, "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)");
-  t.op(0, 1, 400, 50, 0, DeviceOpKind::kernel, "ncclDevKernel_Broadcast_RING_LL(ncclDevComm*, unsigned long, ncclWork*)");
+  t.op(0, 1, 400, 50, 0, DeviceOpKind::kernel,
+       "ncclDevKernel_Broadcast_RING_LL(ncclDevComm*, unsigned long, ncclWork*)");
   t.step(0, 1, 0, 300);
   t.step(0, 2, 300, 200);
   AnalysisReport r = analyze(t.load());

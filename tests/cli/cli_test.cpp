@@ -1,7 +1,7 @@
 // The `loupe` command as a user runs it: output, exit codes, and one clear
 // line on stderr for every kind of bad input.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 
@@ -73,10 +73,15 @@ TEST_F(Cli, SqlPrintsAnAlignedTableOrCsv) {
 }
 
 TEST_F(Cli, BadUsageExitsTwoWithOneLine) {
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {}, {"frobnicate"}, {"info"}, {"info", "a", "b"}, {"synth", "--events", "5"},
-           {"synth", "-o", "x.db", "--events", "0"}, {"synth", "-o", "x.db", "--events", "lots"},
-           {"info", "--no-such-flag", "x"}}) {
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"frobnicate"},
+                                             {"info"},
+                                             {"info", "a", "b"},
+                                             {"synth", "--events", "5"},
+                                             {"synth", "-o", "x.db", "--events", "0"},
+                                             {"synth", "-o", "x.db", "--events", "lots"},
+                                             {"info", "--no-such-flag", "x"}}) {
     auto r = loupe(args);
     EXPECT_EQ(r.exit_code, 2) << "args: " << ::testing::PrintToString(args) << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
@@ -179,12 +184,12 @@ TEST_F(Commands, AnalyzeNamesTheMistakesWithCallSites) {
 
 TEST_F(Commands, AnalyzeRefusesUnknownRulesAndThresholds) {
   std::string path = synth(1000);
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {"analyze", path, "--rules", "idle-gap,bogus"},
-           {"analyze", path, "--set", "no_such=1"},
-           {"analyze", path, "--set", "min_gap"},
-           {"analyze", path, "--min-gap", "soon"},
-           {"analyze", path, "--format", "yaml"}}) {
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{"analyze", path, "--rules", "idle-gap,bogus"},
+                                             {"analyze", path, "--set", "no_such=1"},
+                                             {"analyze", path, "--set", "min_gap"},
+                                             {"analyze", path, "--min-gap", "soon"},
+                                             {"analyze", path, "--format", "yaml"}}) {
     auto r = loupe(args);
     EXPECT_EQ(r.exit_code, 2) << ::testing::PrintToString(args);
     EXPECT_EQ(lines(r.err), 1) << r.err;
@@ -308,20 +313,22 @@ TEST_F(Record, RunsTheProgramAndPrintsTheTrace) {
   auto r = run({LOUPE_BIN, "record", "-o", path, "--", LOUPE_TRAIN_MLP, "--epochs", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("train_step: 2 compiles"), std::string::npos) << r.out;  // the program's own output
-  EXPECT_NE(r.out.find("written by train_mlp"), std::string::npos) << r.out;   // then loupe info
+  EXPECT_NE(r.out.find("written by train_mlp"), std::string::npos) << r.out;    // then loupe info
   EXPECT_NE(r.out.find("cpu0 compute"), std::string::npos);
   // 2000 samples in batches of 128: 16 steps per epoch, the last ragged.
   EXPECT_EQ(query(path, "SELECT count(*) FROM steps"), "count(*)\n32\n");
-  EXPECT_EQ(query(path, "SELECT k.name, c.reason FROM compiles c JOIN compile_kinds k ON k.id = c.kind "
-                        "JOIN strings f ON f.id = c.function WHERE f.text = 'train_step' AND k.name = 'miss' "
-                        "ORDER BY c.start"),
+  EXPECT_EQ(query(path,
+                  "SELECT k.name, c.reason FROM compiles c JOIN compile_kinds k ON k.id = c.kind "
+                  "JOIN strings f ON f.id = c.function WHERE f.text = 'train_step' AND k.name = 'miss' "
+                  "ORDER BY c.start"),
             "name,reason\nmiss,first compile\n"
             "miss,\"arg 1 `x`: now f32[80,64], before f32[128,64]; arg 2 `y`: now i32[80], before i32[128]\"\n");
   // item() every step: one synchronous implicit read per step, at one line.
-  EXPECT_EQ(query(path, "SELECT count(*), count(DISTINCT callsite) FROM transfers WHERE synchronous = 1 AND "
-                        "implicit = 1 AND direction = (SELECT id FROM copy_kinds WHERE name = 'DtoH') "
-                        "AND callsite IN (SELECT c.id FROM callsites c JOIN strings s ON s.id = c.file "
-                        "WHERE s.text LIKE '%train_mlp.cpp')"),
+  EXPECT_EQ(query(path,
+                  "SELECT count(*), count(DISTINCT callsite) FROM transfers WHERE synchronous = 1 AND "
+                  "implicit = 1 AND direction = (SELECT id FROM copy_kinds WHERE name = 'DtoH') "
+                  "AND callsite IN (SELECT c.id FROM callsites c JOIN strings s ON s.id = c.file "
+                  "WHERE s.text LIKE '%train_mlp.cpp')"),
             "count(*),count(DISTINCT callsite)\n33,2\n");  // 32 losses and the final accuracy
   EXPECT_EQ(query(path, "SELECT count(*) > 0 FROM device_ops WHERE stream = 0 AND kind = 0"), "count(*) > 0\n1\n");
   EXPECT_EQ(query(path, "SELECT min(allocated) >= 0, max(reserved) > 0 FROM memory_events"),

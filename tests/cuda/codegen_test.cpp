@@ -72,16 +72,16 @@ extern "C" __global__ void __launch_bounds__(256) loupe_fused(void* __restrict__
 
 TEST(CudaCodegen, BroadcastOperandIsAStridedLoad) {
   // relu(x * 2 + b): b [32] broadcast over x [64, 32]'s rows.
-  auto exe = lower_function("bias_relu", [](const V& v) { return V{rt::relu(v[0] * 2.0 + v[1])}; },
-                            {{{64, 32}}, {{32}}});
+  auto exe =
+      lower_function("bias_relu", [](const V& v) { return V{rt::relu(v[0] * 2.0 + v[1])}; }, {{{64, 32}}, {{32}}});
   ASSERT_EQ(exe->steps.size(), 1u);
   std::string src = body(cuda::plan_kernel(*exe->steps[0].spec));
   EXPECT_TRUE(has(src, "const idx_t total = 2048;")) << src;
   EXPECT_TRUE(has(src, "const idx_t x1 = t_ % 32;")) << src;
-  EXPECT_TRUE(has(src, "((const float*)p0)[lin]")) << src;      // x: contiguous
-  EXPECT_TRUE(has(src, "((const float*)p1)[0 + x1]")) << src;   // b: along the columns only
+  EXPECT_TRUE(has(src, "((const float*)p0)[lin]")) << src;     // x: contiguous
+  EXPECT_TRUE(has(src, "((const float*)p1)[0 + x1]")) << src;  // b: along the columns only
   EXPECT_TRUE(has(src, "* 2.000000000e+00f;")) << src;
-  EXPECT_TRUE(has(src, "> 0.0f ?")) << src;                      // relu
+  EXPECT_TRUE(has(src, "> 0.0f ?")) << src;  // relu
   EXPECT_TRUE(has(src, "((float*)p2)[lin] =")) << src;
 }
 
@@ -128,7 +128,8 @@ TEST(CudaCodegen, ArgmaxKeepsTheFirstIndexOfTheMaximum) {
   std::string src = body(cuda::plan_kernel(*exe->steps[0].spec));
   EXPECT_TRUE(has(src, "__shared__ long long red_arg_[128];")) << src;
   EXPECT_TRUE(has(src, "if (v_ > acc || arg < 0) { acc = v_; arg = x1; }")) << src;
-  EXPECT_TRUE(has(src, "(red_[threadIdx.x + s] == red_[threadIdx.x] && red_arg_[threadIdx.x + s] < red_arg_[threadIdx.x])"))
+  EXPECT_TRUE(
+      has(src, "(red_[threadIdx.x + s] == red_[threadIdx.x] && red_arg_[threadIdx.x + s] < red_arg_[threadIdx.x])"))
       << src;
   EXPECT_TRUE(has(src, "((int*)p1)[o] = (int)(red_arg_[0] > 0 ? red_arg_[0] : 0);")) << src;
 }
@@ -148,16 +149,13 @@ TEST(CudaCodegen, SixteenBitFloatsRoundLikeTheCpuDevice) {
                             {{{100}}});
   std::string all;
   for (const auto& step : exe->steps) all += body(cuda::plan_kernel(*step.spec));
-  EXPECT_TRUE(has(all, "lp_h2f(lp_f2h(")) << all;          // round_f16 between ops
+  EXPECT_TRUE(has(all, "lp_h2f(lp_f2h(")) << all;                        // round_f16 between ops
   EXPECT_TRUE(has(all, "((unsigned short*)p1)[lin] = lp_f2h(")) << all;  // an f16 store
 }
 
 TEST(CudaCodegen, EveryKernelOfTheTestProgramsHasAPlan) {
-  std::vector<Program> programs = {mlp_step(),
-                                   attention_grad(rt::AttentionImpl::fused, true),
-                                   attention_grad(rt::AttentionImpl::naive, false),
-                                   reductions(),
-                                   odds_and_ends()};
+  std::vector<Program> programs = {mlp_step(), attention_grad(rt::AttentionImpl::fused, true),
+                                   attention_grad(rt::AttentionImpl::naive, false), reductions(), odds_and_ends()};
   size_t kernels = 0, cublas = 0;
   // LOUPE_DUMP_CUDA=DIR writes each source there, to read or compile by hand.
   const char* dump = std::getenv("LOUPE_DUMP_CUDA");
@@ -169,7 +167,8 @@ TEST(CudaCodegen, EveryKernelOfTheTestProgramsHasAPlan) {
       }
       ++kernels;
       if (plan.source.empty()) {
-        EXPECT_TRUE(std::holds_alternative<rt::exec::MatmulKernel>(step.spec->body)) << p.name << ": " << step.spec->name;
+        EXPECT_TRUE(std::holds_alternative<rt::exec::MatmulKernel>(step.spec->body))
+            << p.name << ": " << step.spec->name;
         ++cublas;
         continue;
       }

@@ -19,9 +19,9 @@ namespace {
 namespace prof = loupe::prof;
 using V = std::vector<Array>;
 
-#define REQUIRE_GPU()                                            \
-  do {                                                           \
-    std::string why_;                                            \
+#define REQUIRE_GPU()                                                                 \
+  do {                                                                                \
+    std::string why_;                                                                 \
     if (rt::cuda_device_count(&why_) == 0) GTEST_SKIP() << "no usable GPU: " << why_; \
   } while (0)
 
@@ -62,7 +62,8 @@ TEST(CudaGpu, KernelsAgreeWithTheCpuDevice) {
   Ref xr = random_ref({64, 300}, 1, -3, 3), wr = random_ref({300, 40}, 2);
   auto f = [](const V& v) {
     Array h = rt::matmul(v[0], v[1]);
-    return V{rt::softmax(h), rt::argmax(h, 1), rt::sum(rt::gelu(v[0]), {0}), rt::layer_norm(h, rt::ones({40}, rt::f32, v[0].device()), rt::zeros({40}, rt::f32, v[0].device()))};
+    return V{rt::softmax(h), rt::argmax(h, 1), rt::sum(rt::gelu(v[0]), {0}),
+             rt::layer_norm(h, rt::ones({40}, rt::f32, v[0].device()), rt::zeros({40}, rt::f32, v[0].device()))};
   };
   auto jf = rt::jit("agree", f);
   V cpu = jf(V{to_array(xr, rt::f32, rt::cpu(0)), to_array(wr, rt::f32, rt::cpu(0))});

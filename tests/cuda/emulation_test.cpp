@@ -60,11 +60,31 @@ void fill(std::vector<char>& buf, Dtype d, std::mt19937& gen) {
   for (size_t k = 0; k < n; ++k) {
     char* p = buf.data() + k * rt::itemsize(d);
     switch (d) {
-      case Dtype::f32: { float v = f(gen); std::memcpy(p, &v, 4); break; }
-      case Dtype::f16: { uint16_t v = cpu::float_to_half(f(gen)); std::memcpy(p, &v, 2); break; }
-      case Dtype::bf16: { uint16_t v = cpu::float_to_bfloat(f(gen)); std::memcpy(p, &v, 2); break; }
-      case Dtype::i32: { int32_t v = i(gen); std::memcpy(p, &v, 4); break; }
-      case Dtype::i64: { int64_t v = i(gen); std::memcpy(p, &v, 8); break; }
+      case Dtype::f32: {
+        float v = f(gen);
+        std::memcpy(p, &v, 4);
+        break;
+      }
+      case Dtype::f16: {
+        uint16_t v = cpu::float_to_half(f(gen));
+        std::memcpy(p, &v, 2);
+        break;
+      }
+      case Dtype::bf16: {
+        uint16_t v = cpu::float_to_bfloat(f(gen));
+        std::memcpy(p, &v, 2);
+        break;
+      }
+      case Dtype::i32: {
+        int32_t v = i(gen);
+        std::memcpy(p, &v, 4);
+        break;
+      }
+      case Dtype::i64: {
+        int64_t v = i(gen);
+        std::memcpy(p, &v, 8);
+        break;
+      }
       case Dtype::boolean: *p = char(i(gen) & 1); break;
     }
   }
@@ -73,11 +93,31 @@ void fill(std::vector<char>& buf, Dtype d, std::mt19937& gen) {
 double value(const std::vector<char>& buf, Dtype d, size_t k) {
   const char* p = buf.data() + k * rt::itemsize(d);
   switch (d) {
-    case Dtype::f32: { float v; std::memcpy(&v, p, 4); return v; }
-    case Dtype::f16: { uint16_t v; std::memcpy(&v, p, 2); return cpu::half_to_float(v); }
-    case Dtype::bf16: { uint16_t v; std::memcpy(&v, p, 2); return cpu::bfloat_to_float(v); }
-    case Dtype::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case Dtype::i64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+    case Dtype::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case Dtype::f16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return cpu::half_to_float(v);
+    }
+    case Dtype::bf16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return cpu::bfloat_to_float(v);
+    }
+    case Dtype::i32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case Dtype::i64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return double(v);
+    }
     case Dtype::boolean: return *p != 0;
   }
   return 0;
@@ -150,8 +190,9 @@ size_t check_program(const Program& p, const std::string& dir, Tolerance tol = {
         if (std::isnan(w) && std::isnan(g)) continue;
         if (std::isinf(w) && g == w) continue;
         if (std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w)) continue;
-        if (bad++ < 3) ADD_FAILURE() << what << ", output " << b << " element " << k << " of " << count << ": got " << g
-                                     << ", CPU device " << w;
+        if (bad++ < 3)
+          ADD_FAILURE() << what << ", output " << b << " element " << k << " of " << count << ": got " << g
+                        << ", CPU device " << w;
       }
       EXPECT_EQ(bad, 0u) << what << ", output " << b;
     }

@@ -70,16 +70,16 @@ inline int max(int a, int b) { return a > b ? a : b; }
 )";
 
 // The macros the attention sources define, undone between sources.
-inline const char* kUndef = "#undef BATCH\n#undef SQ\n#undef SK\n#undef D\n#undef DV\n#undef CAUSAL\n#undef TILE\n"
-                            "#undef ROWS\n#undef DK_OFF\n#undef DV_OFF\n#undef TILE_KV\n";
+inline const char* kUndef =
+    "#undef BATCH\n#undef SQ\n#undef SK\n#undef D\n#undef DV\n#undef CAUSAL\n#undef TILE\n"
+    "#undef ROWS\n#undef DK_OFF\n#undef DV_OFF\n#undef TILE_KV\n";
 
 // Compiles `text` (after kHeader) into a shared library under `dir` and
 // loads it. With `cache`, a library built from the same text before (by
 // any process) is loaded instead.
 inline void* compile_and_load(const std::string& text, const std::string& dir, bool cache) {
   std::string full = std::string(kHeader) + text;
-  std::string base = dir + "/emu_" + std::to_string(std::hash<std::string>{}(full)) + "_" +
-                     std::to_string(full.size());
+  std::string base = dir + "/emu_" + std::to_string(std::hash<std::string>{}(full)) + "_" + std::to_string(full.size());
   std::string so = base + ".so";
   if (!cache || ::access(so.c_str(), R_OK) != 0) {
     // Built under a name of its own, then renamed: processes building the
@@ -179,17 +179,15 @@ void call(void* fn, const std::vector<void*>& a, std::index_sequence<I...>) {
   reinterpret_cast<F>(fn)(a[I]...);
 }
 
+// Calls fn with a's values when it has N + 1 of them, for one N of the pack.
+template <size_t... N>
+bool call_with_count(void* fn, const std::vector<void*>& a, std::index_sequence<N...>) {
+  return ((a.size() == N + 1 ? (call(fn, a, std::make_index_sequence<N + 1>{}), true) : false) || ...);
+}
+
 inline void call_any(void* fn, const std::vector<void*>& a) {
-  switch (a.size()) {
-#define LOUPE_EMU_CASE(n) \
-  case n: call(fn, a, std::make_index_sequence<n>{}); break;
-    LOUPE_EMU_CASE(1) LOUPE_EMU_CASE(2) LOUPE_EMU_CASE(3) LOUPE_EMU_CASE(4) LOUPE_EMU_CASE(5) LOUPE_EMU_CASE(6)
-    LOUPE_EMU_CASE(7) LOUPE_EMU_CASE(8) LOUPE_EMU_CASE(9) LOUPE_EMU_CASE(10) LOUPE_EMU_CASE(11) LOUPE_EMU_CASE(12)
-    LOUPE_EMU_CASE(13) LOUPE_EMU_CASE(14) LOUPE_EMU_CASE(15) LOUPE_EMU_CASE(16) LOUPE_EMU_CASE(17) LOUPE_EMU_CASE(18)
-    LOUPE_EMU_CASE(19) LOUPE_EMU_CASE(20) LOUPE_EMU_CASE(21) LOUPE_EMU_CASE(22) LOUPE_EMU_CASE(23) LOUPE_EMU_CASE(24)
-#undef LOUPE_EMU_CASE
-    default: throw std::runtime_error("emulator: too many kernel parameters");
-  }
+  if (!call_with_count(fn, a, std::make_index_sequence<24>{}))
+    throw std::runtime_error("emulator: too many kernel parameters");
 }
 
 inline void trampoline() {

@@ -27,8 +27,8 @@ struct ArgType {
 };
 
 inline std::shared_ptr<rt::compile::Executable> lower_function(const std::string& name,
-                                                                const std::function<V(const V&)>& f,
-                                                                const std::vector<ArgType>& args, bool fuse = true) {
+                                                               const std::function<V(const V&)>& f,
+                                                               const std::vector<ArgType>& args, bool fuse = true) {
   rt::Device dev = rt::cpu(0);
   auto tr = rt::detail::new_trace(dev);
   V params;
@@ -36,7 +36,8 @@ inline std::shared_ptr<rt::compile::Executable> lower_function(const std::string
   {
     rt::detail::TraceScope scope(tr);
     V outs = f(params);
-    for (const Array& o : outs) tr->graph.outputs.push_back(rt::detail::node_in(tr, o, std::source_location::current()));
+    for (const Array& o : outs)
+      tr->graph.outputs.push_back(rt::detail::node_in(tr, o, std::source_location::current()));
   }
   rt::JitOptions options;
   options.fuse = fuse;
@@ -59,7 +60,7 @@ inline Program mlp_step(int64_t batch = 256) {
   }
   size_t n = args.size();
   for (size_t i = 0; i < 2 * n; ++i) args.push_back(args[i % n]);  // m, v
-  args.push_back({{}});                                             // step
+  args.push_back({{}});                                            // step
   args.push_back({{batch, 784}});
   args.push_back({{batch}, rt::i32});
   auto f = [n](const V& v) {
@@ -86,8 +87,8 @@ inline Program attention_grad(rt::AttentionImpl impl, bool causal, rt::Dtype dty
     auto [l, g] = rt::value_and_grad(loss)(V{v[0], v[1], v[2], v[3]});
     return V{l, g[0], g[1], g[2]};
   };
-  std::vector<ArgType> args = {{{2, 4, 96, 64}, dtype}, {{2, 4, 128, 64}, dtype}, {{2, 4, 128, 32}, dtype},
-                               {{2, 4, 96, 32}, dtype}};
+  std::vector<ArgType> args = {
+      {{2, 4, 96, 64}, dtype}, {{2, 4, 128, 64}, dtype}, {{2, 4, 128, 32}, dtype}, {{2, 4, 96, 32}, dtype}};
   return {"attention", lower_function("attention", f, args)};
 }
 
@@ -96,10 +97,9 @@ inline Program attention_grad(rt::AttentionImpl impl, bool causal, rt::Dtype dty
 inline Program reductions() {
   auto f = [](const V& v) {
     Array x = v[0], i = v[1];
-    return V{rt::sum(rt::exp(x), {1}),         rt::max(x * 2.0, {0}),      rt::min(x, {0, 1}),
-             rt::mean(x, {0}),                 rt::argmax(x, 1),           rt::argmax(x, 0),
-             rt::sum(i * i, {1}),              rt::max(i, {0}),            rt::softmax(x),
-             rt::log_softmax(x),               rt::sum(rt::sum(x, {1}))};
+    return V{rt::sum(rt::exp(x), {1}), rt::max(x * 2.0, {0}), rt::min(x, {0, 1}),      rt::mean(x, {0}),
+             rt::argmax(x, 1),         rt::argmax(x, 0),      rt::sum(i * i, {1}),     rt::max(i, {0}),
+             rt::softmax(x),           rt::log_softmax(x),    rt::sum(rt::sum(x, {1}))};
   };
   return {"reductions", lower_function("reductions", f, {{{64, 300}}, {{64, 300}, rt::i32}})};
 }
@@ -121,9 +121,11 @@ inline Program odds_and_ends() {
     auto [l2, g2] = rt::value_and_grad(sl)(V{x});
     Array h = rt::astype(x, rt::f16) * rt::astype(x, rt::f16);
     Array b = rt::astype(rt::gelu(x), rt::bf16) + rt::astype(rt::sigmoid(x), rt::bf16);
-    Array r = rt::random::normal(rt::random::key(3, rt::cpu()), {16, 8}) + rt::random::uniform(rt::random::key(4, rt::cpu()), {16, 8});
+    Array r = rt::random::normal(rt::random::key(3, rt::cpu()), {16, 8}) +
+              rt::random::uniform(rt::random::key(4, rt::cpu()), {16, 8});
     Array cmp = rt::where(x > 0.5, rt::tanh(x), rt::sqrt(rt::abs(x)) - rt::rsqrt(x * x + 1.0));
-    Array ints = rt::astype(rt::maximum(rt::astype(x * 10.0, rt::i64), rt::full({16, 8}, 2, rt::i64, rt::cpu())), rt::i32);
+    Array ints =
+        rt::astype(rt::maximum(rt::astype(x * 10.0, rt::i64), rt::full({16, 8}, 2, rt::i64, rt::cpu())), rt::i32);
     Array hot = rt::one_hot(idx, 50);
     Array pw = rt::power(rt::abs(x) + 1.0, x);
     return V{l, g[0], cat, g2[0], h, b, r, cmp, ints, hot, pw, rt::cross_entropy(x, idx)};

@@ -38,7 +38,8 @@ size_t compile_all(const Program& p, int arch, bool ptx = false) {
       EXPECT_FALSE(k.image.empty()) << p.name << ": " << step.spec->name;
       EXPECT_EQ(k.cubin, !ptx);
       EXPECT_TRUE(k.log.empty()) << p.name << ": " << step.spec->name << " compiled with messages:\n"
-                                 << k.log << "\n" << plan.source;
+                                 << k.log << "\n"
+                                 << plan.source;
     } catch (const std::exception& e) {
       ADD_FAILURE() << p.name << ": " << e.what() << "\n" << plan.source;
     }
@@ -55,7 +56,11 @@ extern "C" __global__ void k(float* x) { x[threadIdx.x] = lp_h2f(lp_f2h(x[thread
                                            90, "probe");
   EXPECT_TRUE(k.cubin);
   EXPECT_EQ(k.target, "sm_90");
-  EXPECT_EQ(k.image.compare(0, 4, "\x7f" "ELF"), 0) << "a CUBIN is an ELF image";
+  EXPECT_EQ(k.image.compare(0, 4,
+                            "\x7f"
+                            "ELF"),
+            0)
+      << "a CUBIN is an ELF image";
   EXPECT_GT(k.compile_ns, 0);
   auto archs = nvrtc().architectures();
   EXPECT_NE(std::find(archs.begin(), archs.end(), 80), archs.end());

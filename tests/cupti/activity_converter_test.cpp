@@ -142,7 +142,7 @@ TEST(ActivityConverter, CopiesBecomeTransfersOfTheCallingThread) {
   m.streamId = 7;
   m.correlationId = 20;
   auto call = api(CUPTI_ACTIVITY_KIND_RUNTIME, 11, 20, 400, 530, 42);  // cudaMemcpy
-  c.convert(as_activity(m), out);  // the device record first, this time
+  c.convert(as_activity(m), out);                                      // the device record first, this time
   c.convert(as_activity(call), out);
   c.finish_buffer(out, true);
   ASSERT_EQ(out.ops.size(), 1u);

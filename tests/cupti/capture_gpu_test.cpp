@@ -15,7 +15,8 @@ TEST(CaptureGpu, RecordsKernelsCopiesAndNvtxOfAnUnmodifiedProgram) {
   ASSERT_EQ(probe.exit_code, 0) << probe.err;
 
   std::string trace = dir.file("t.db");
-  auto r = loupe::test::run_command({LOUPE_BIN, "capture", "-o", trace, "--", LOUPE_CUDA_WORKLOAD}, dir.path().string());
+  auto r =
+      loupe::test::run_command({LOUPE_BIN, "capture", "-o", trace, "--", LOUPE_CUDA_WORKLOAD}, dir.path().string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   TraceModel m = load_trace(trace);
   // Counted from the program: 5 iterations x (2 kernels, 2 copies, 1 memset).

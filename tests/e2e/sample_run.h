@@ -98,8 +98,8 @@ inline SampleRun run_sample(const TempDir& dir, const std::string& sample, const
   ::setenv("LOUPE_CPU_BLAS_THREADS", "1", /*overwrite=*/0);
   static int runs = 0;
   std::string trace = dir.file(sample + "_" + variant + "_" + std::to_string(++runs) + ".db");
-  std::vector<std::string> args{std::string(LOUPE_SAMPLES_BIN) + "/" + sample, "--variant", variant, "--size", "ci",
-                                "--out", trace};
+  std::vector<std::string> args{
+      std::string(LOUPE_SAMPLES_BIN) + "/" + sample, "--variant", variant, "--size", "ci", "--out", trace};
   args.insert(args.end(), extra.begin(), extra.end());
   SampleRun r;
   r.command = run_command(args, dir.path().string());

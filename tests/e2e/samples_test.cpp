@@ -135,7 +135,8 @@ TEST_F(Samples, InputPipelineStarvesTheDeviceAndPrefetchingFeedsIt) {
   EXPECT_GT(idle[0]->impact_ns, 0);
   EXPECT_EQ(idle[0]->suggestion.find("move that host work off the critical path"), 0u) << idle[0]->suggestion;
   bool named = false;
-  for (const auto& [k, v] : idle[0]->evidence) named |= k.rfind("gap at", 0) == 0 && v.find("host in `load batch`") != std::string::npos;
+  for (const auto& [k, v] : idle[0]->evidence)
+    named |= k.rfind("gap at", 0) == 0 && v.find("host in `load batch`") != std::string::npos;
   EXPECT_TRUE(named);
   EXPECT_GE(double(host_work_ns(mistake)), defaults.idle_warning_fraction * double(window_ns(mistake)));
   // The upload from pageable memory every step, at its line.
@@ -150,7 +151,8 @@ TEST_F(Samples, InputPipelineStarvesTheDeviceAndPrefetchingFeedsIt) {
   // Fixed: no idle time to speak of from host work (below the idle-gap
   // rule's warning threshold), no pageable uploads, and a faster loop.
   EXPECT_LT(double(host_work_ns(fixed)), defaults.idle_warning_fraction * double(window_ns(fixed)));
-  for (const Finding* f : fixed.findings("idle-gap")) EXPECT_EQ(f->suggestion.find("move that host work"), std::string::npos);
+  for (const Finding* f : fixed.findings("idle-gap"))
+    EXPECT_EQ(f->suggestion.find("move that host work"), std::string::npos);
   EXPECT_TRUE(fixed.findings("transfer").empty());
   EXPECT_LT(runs.fixed_ns, runs.mistake_ns);
 }

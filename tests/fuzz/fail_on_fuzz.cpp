@@ -1,6 +1,6 @@
 // `--fail-on` expressions and `--set` values on any text.
-#include "fuzz_input.h"
 #include <stdexcept>
+#include "fuzz_input.h"
 
 #include "loupe/prof/trace_diff.h"
 

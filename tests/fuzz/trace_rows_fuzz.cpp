@@ -69,8 +69,9 @@ const Seed& seed() {
     sqlite3* db = nullptr;
     sqlite3_open(path.c_str(), &db);
     sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 0, nullptr);
-    exec(db, "PRAGMA writable_schema=ON; UPDATE sqlite_schema SET sql = replace(sql, 'NOT NULL', '') "
-             "WHERE type = 'table'; PRAGMA writable_schema=OFF;");
+    exec(db,
+         "PRAGMA writable_schema=ON; UPDATE sqlite_schema SET sql = replace(sql, 'NOT NULL', '') "
+         "WHERE type = 'table'; PRAGMA writable_schema=OFF;");
     sqlite3_close(db);
     sqlite3_open(path.c_str(), &db);
     for (const std::string& t : strings_of(db, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")) {
@@ -96,8 +97,14 @@ T read(const uint8_t* p) {
 
 // Binds the value an edit asks for.
 void bind_value(sqlite3_stmt* s, int index, uint8_t kind, const uint8_t* bits) {
-  static const int64_t kExtremes[] = {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
-                                      int64_t(1) << 62, -(int64_t(1) << 62), (int64_t(1) << 32), -1, 0, 1};
+  static const int64_t kExtremes[] = {std::numeric_limits<int64_t>::min(),
+                                      std::numeric_limits<int64_t>::max(),
+                                      int64_t(1) << 62,
+                                      -(int64_t(1) << 62),
+                                      (int64_t(1) << 32),
+                                      -1,
+                                      0,
+                                      1};
   int64_t i = read<int64_t>(bits);
   switch (kind % 6) {
     case 0: sqlite3_bind_null(s, index); break;

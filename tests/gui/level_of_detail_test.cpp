@@ -40,7 +40,7 @@ TEST(TimeAxis, ZoomKeepsTheTimeUnderTheCursor) {
 
 TEST(TimeAxis, ClampKeepsTheViewNearTheTrace) {
   TimeAxis a{.start_ns = -5000, .ns_per_px = 100, .x0 = 0, .width = 100};  // 10 us wide
-  clamp(a, 0, 1000);  // margin 100: at most [-100, 1100], 1200 ns
+  clamp(a, 0, 1000);                                                       // margin 100: at most [-100, 1100], 1200 ns
   EXPECT_DOUBLE_EQ(a.ns_per_px, 12);
   EXPECT_DOUBLE_EQ(a.start_ns, -100);
 }
@@ -305,10 +305,10 @@ TEST(MinMax, PixelColumnsOfAStepFunction) {
   // a column before the first sample is empty.
   TimeAxis b{.start_ns = -10, .ns_per_px = 4, .x0 = 0, .width = 10};  // -10..30
   c = pixel_columns(b, time.data(), r, 50);
-  EXPECT_TRUE(c[0].empty);       // [-10,-6)
-  EXPECT_TRUE(is(c[2], 1, 1));   // [-2,2): sample 0 inside
-  EXPECT_TRUE(is(c[4], 1, 1));   // [6,10)
-  EXPECT_TRUE(is(c[8], 3, 7));   // [22,26): 3 holds, 7 from 25
+  EXPECT_TRUE(c[0].empty);      // [-10,-6)
+  EXPECT_TRUE(is(c[2], 1, 1));  // [-2,2): sample 0 inside
+  EXPECT_TRUE(is(c[4], 1, 1));  // [6,10)
+  EXPECT_TRUE(is(c[8], 3, 7));  // [22,26): 3 holds, 7 from 25
 }
 
 TEST(HitTest, FindsTheItemUnderTheMouse) {

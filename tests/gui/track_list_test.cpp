@@ -146,10 +146,10 @@ TEST(TrackList, LayoutStacksLanesAndTracks) {
   float bottom = layout_tracks(list, tm, 10);
   const Track& th = list.tracks[0];
   EXPECT_FLOAT_EQ(th.y0, 10);
-  EXPECT_FLOAT_EQ(th.lanes[0].y0, 10);   // markers 10..19
-  EXPECT_FLOAT_EQ(th.lanes[1].y0, 19);   // depth 0: 19..37
-  EXPECT_FLOAT_EQ(th.lanes[2].y0, 37);   // depth 1: 37..55
-  EXPECT_FLOAT_EQ(th.lanes[4].y1, 91);   // launches 55..73, transfers 73..91
+  EXPECT_FLOAT_EQ(th.lanes[0].y0, 10);  // markers 10..19
+  EXPECT_FLOAT_EQ(th.lanes[1].y0, 19);  // depth 0: 19..37
+  EXPECT_FLOAT_EQ(th.lanes[2].y0, 37);  // depth 1: 37..55
+  EXPECT_FLOAT_EQ(th.lanes[4].y1, 91);  // launches 55..73, transfers 73..91
   EXPECT_FLOAT_EQ(th.y1, 91);
   EXPECT_FLOAT_EQ(list.tracks[1].y0, 97);  // + spacing
   EXPECT_FLOAT_EQ(list.tracks[1].y1, 115);

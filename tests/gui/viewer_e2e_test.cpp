@@ -3,16 +3,16 @@
 // its shading must be, in the colour of its cause: the expected x comes
 // from the time <-> pixel mapping of the core, fed with the axis the
 // viewer reports for the frame it drew.
+#include <fcntl.h>  // run_command.h needs it
 #include <gtest/gtest.h>
 #include <stb/stb_image.h>
-#include <fcntl.h>  // run_command.h needs it
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -77,8 +77,15 @@ class ViewerScreenshot : public ::testing::Test {
     // loupe-view's own exit status, said on stderr by a shell around it:
     // xvfb-run replaces it with 5 when it fails to remove its temporary
     // folder afterwards (seen once under a loaded CI run).
-    std::vector<std::string> cmd = {xvfb_, "-a", "-s", "-screen 0 1600x1200x24", "/bin/sh", "-c",
-                                    "\"$@\"; echo \"loupe-view exit $?\" >&2", "sh", LOUPE_VIEW_BIN};
+    std::vector<std::string> cmd = {xvfb_,
+                                    "-a",
+                                    "-s",
+                                    "-screen 0 1600x1200x24",
+                                    "/bin/sh",
+                                    "-c",
+                                    "\"$@\"; echo \"loupe-view exit $?\" >&2",
+                                    "sh",
+                                    LOUPE_VIEW_BIN};
 #if defined(__SANITIZE_ADDRESS__)
     // Mesa's GL and DRI libraries leak, and GLFW unloads them at exit, so
     // LeakSanitizer reports those blocks from an unknown module, which no
@@ -162,8 +169,10 @@ std::string write_gap_trace(const std::string& path) {
   w.put(StreamRow{0, 0, "compute"});
   w.put(ThreadRow{0, 1, 1, "main", 0});
   StringId k = w.intern("kernel"), fn = w.intern("train_step"), sig = w.intern("f32[8]"), jit = w.intern("jit compile");
-  for (int64_t t = 0; t < 2'000'000; t += 250'000) w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
-  for (int64_t t = 5'000'000; t < 8'000'000; t += 250'000) w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
+  for (int64_t t = 0; t < 2'000'000; t += 250'000)
+    w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
+  for (int64_t t = 5'000'000; t < 8'000'000; t += 250'000)
+    w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
   w.add(HostSpanRow{0, 2'000'000, 3'000'000, jit, SpanKind::compile, 0, 0});
   CompileRow c;
   c.thread = 0;
@@ -210,8 +219,8 @@ TEST_F(ViewerScreenshot, IdleGapShadingSitsWhereTheGapIs) {
 
 TEST_F(ViewerScreenshot, TraceRecordedBySampleShowsItsGaps) {
   std::string trace = dir_.file("workload.db");
-  test::CommandResult rec = test::run_command({LOUPE_RECORD_WORKLOAD, "--out", trace, "--steps", "12"},
-                                              dir_.path().string());
+  test::CommandResult rec =
+      test::run_command({LOUPE_RECORD_WORKLOAD, "--out", trace, "--steps", "12"}, dir_.path().string());
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   // The widest gap the analysis found on device 0, and the view around it.
   TraceModel model = load_trace(trace);
@@ -219,9 +228,8 @@ TEST_F(ViewerScreenshot, TraceRecordedBySampleShowsItsGaps) {
   ASSERT_FALSE(report.devices.empty());
   const auto& gaps = report.devices[0].gaps;
   ASSERT_FALSE(gaps.empty()) << "record_workload compiles at steps 0, 9 and 10: the device idles";
-  const IdleGap& gap = *std::max_element(gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) {
-    return a.end - a.start < b.end - b.start;
-  });
+  const IdleGap& gap = *std::max_element(
+      gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) { return a.end - a.start < b.end - b.start; });
   const int64_t len = gap.end - gap.start;
   const int64_t from = gap.start - len, to = gap.end + len;
   // The operations either side: one ends where the gap starts, one starts
@@ -238,9 +246,9 @@ TEST_F(ViewerScreenshot, TraceRecordedBySampleShowsItsGaps) {
 
   nlohmann::json layout;
   std::string png = dir_.file("workload.png");
-  test::CommandResult r = view({trace, "--screenshot", png, "--size", "1200x700", "--zoom",
-                                std::to_string(from) + ":" + std::to_string(to)},
-                               &layout);
+  test::CommandResult r = view(
+      {trace, "--screenshot", png, "--size", "1200x700", "--zoom", std::to_string(from) + ":" + std::to_string(to)},
+      &layout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Image img = load_png(png);
   expect_not_blank(img);
@@ -254,11 +262,13 @@ TEST_F(ViewerScreenshot, CompareShowsBothTracesAndTheDiff) {
   std::string b = write_gap_trace(dir_.file("b.db"));
   nlohmann::json layout;
   std::string png = dir_.file("compare.png");
-  test::CommandResult r = view({a, "--compare", b, "--screenshot", png, "--size", "1000x800", "--panel", "diff"}, &layout);
+  test::CommandResult r =
+      view({a, "--compare", b, "--screenshot", png, "--size", "1000x800", "--panel", "diff"}, &layout);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_NE(track(layout, "stream", 0, 0, 0), nullptr);
   ASSERT_NE(track(layout, "stream", 0, 0, 1), nullptr);
-  EXPECT_LT((*track(layout, "stream", 0, 0, 0))["y1"].get<float>(), (*track(layout, "stream", 0, 0, 1))["y0"].get<float>())
+  EXPECT_LT((*track(layout, "stream", 0, 0, 0))["y1"].get<float>(),
+            (*track(layout, "stream", 0, 0, 1))["y0"].get<float>())
       << "base above head";
   expect_not_blank(load_png(png));
 }

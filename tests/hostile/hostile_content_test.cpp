@@ -56,15 +56,14 @@ TEST_F(HostileContent, EscapeSequencesNeverReachTheTerminal) {
   rename_top_kernel(evil);
   tamper(trace, "UPDATE devices SET name = " + evil + "; UPDATE meta SET value = " + evil +
                     " WHERE key = 'producer'; UPDATE threads SET name = " + evil + ";");
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"info", trace},
-           {"summary", trace},
-           {"summary", trace, "--csv"},
-           {"sql", trace, "SELECT name FROM devices"},
-           {"sql", trace, "SELECT name FROM devices", "--csv"},
-           {"analyze", trace},
-           {"analyze", trace, "--format", "markdown"},
-           {"diff", trace, trace}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"info", trace},
+                                                                {"summary", trace},
+                                                                {"summary", trace, "--csv"},
+                                                                {"sql", trace, "SELECT name FROM devices"},
+                                                                {"sql", trace, "SELECT name FROM devices", "--csv"},
+                                                                {"analyze", trace},
+                                                                {"analyze", trace, "--format", "markdown"},
+                                                                {"diff", trace, trace}}) {
     RunResult r = loupe(args);
     ASSERT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
     EXPECT_FALSE(has_control_bytes(r.out)) << args[0] << " " << args.back();
@@ -72,14 +71,14 @@ TEST_F(HostileContent, EscapeSequencesNeverReachTheTerminal) {
     EXPECT_EQ(r.out.find("\nFORGED LINE"), std::string::npos) << args[0] << " " << args.back();
   }
   RunResult info = loupe({"info", trace});
-  EXPECT_NE(info.out.find("\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2J\\r\\nFORGED LINE"), std::string::npos)
-      << info.out;
+  EXPECT_NE(info.out.find("\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2J\\r\\nFORGED LINE"), std::string::npos) << info.out;
 }
 
 // Error messages quote the file: they are escaped too.
 TEST_F(HostileContent, ErrorMessagesAreEscaped) {
-  tamper(trace, "UPDATE sqlite_schema SET sql = replace(sql, 'dur INTEGER', 'dur \"' || char(27) || '[2J\"') "
-                "WHERE name = 'host_spans'");
+  tamper(trace,
+         "UPDATE sqlite_schema SET sql = replace(sql, 'dur INTEGER', 'dur \"' || char(27) || '[2J\"') "
+         "WHERE name = 'host_spans'");
   RunResult r = loupe({"info", trace});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(has_control_bytes(r.err)) << r.err;
@@ -95,7 +94,8 @@ TEST_F(HostileContent, JsonOutputIsValidUtf8) {
   nlohmann::json doc;
   ASSERT_NO_THROW(doc = nlohmann::json::parse(summary.out));
   bool found = false;
-  for (const auto& row : doc["device_ops"]) found |= row["name"] == "f\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDtail";
+  for (const auto& row : doc["device_ops"])
+    found |= row["name"] == "f\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDtail";
   EXPECT_TRUE(found) << summary.out.substr(0, 500);
   EXPECT_NE(summary.err.find("invalid UTF-8"), std::string::npos) << summary.err;
 

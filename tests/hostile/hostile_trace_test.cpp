@@ -35,8 +35,10 @@ TEST_F(HostileTrace, SqlChecksTheSchemaFirst) {
 
 TEST_F(HostileTrace, SqlStopsAQueryAtItsTimeout) {
   auto start = std::chrono::steady_clock::now();
-  expect_refused({"sql", trace, "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
-                                "SELECT count(*) FROM r", "--timeout", "1"},
+  expect_refused({"sql", trace,
+                  "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+                  "SELECT count(*) FROM r",
+                  "--timeout", "1"},
                  {trace, "stopped after 1 s (--timeout)"});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
@@ -78,9 +80,10 @@ TEST_F(HostileTrace, ImportedTimesNearTheEndsOfInt64DoNotWrap) {
 // statistics total them (found by the trace_rows fuzz target's first run
 // under UBSan: signed overflow in statistics.cpp and tiny_kernels.cpp).
 TEST_F(HostileTrace, DurationsThatAddUpPastTheLargestTotalAreRefused) {
-  tamper(trace, "UPDATE device_ops SET dur = 4611686018427387903 - start - 10 WHERE kind = 0;"
-                "UPDATE tracks SET last_end = (SELECT max(start + dur) FROM device_ops d "
-                "WHERE d.device = tracks.a AND d.stream = tracks.b) WHERE tbl = 'device_ops';");
+  tamper(trace,
+         "UPDATE device_ops SET dur = 4611686018427387903 - start - 10 WHERE kind = 0;"
+         "UPDATE tracks SET last_end = (SELECT max(start + dur) FROM device_ops d "
+         "WHERE d.device = tracks.a AND d.stream = tracks.b) WHERE tbl = 'device_ops';");
   for (const char* command : {"summary", "analyze"}) {
     expect_refused({command, trace}, {trace, "device_ops", "'dur' add up to 2^60 or more"});
   }

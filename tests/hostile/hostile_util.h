@@ -27,7 +27,7 @@
 namespace loupe::hostile {
 
 struct RunOptions {
-  double timeout_s = 30;    // killed (SIGKILL) after this long: a hang
+  double timeout_s = 30;      // killed (SIGKILL) after this long: a hang
   long file_size_limit = -1;  // RLIMIT_FSIZE in bytes, or -1 for none
   bool stdout_to_null = false;
 };
@@ -131,7 +131,7 @@ inline void write_file(const std::string& path, const std::string& text) {
 }
 
 inline bool is_char_device(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
 }
 
@@ -142,8 +142,7 @@ inline bool make_null_device(const std::string& path) {
 }
 
 // A small valid trace: what `loupe synth` writes.
-inline std::string synth_trace(const loupe::test::TempDir& dir, const std::string& name = "t.db",
-                               int events = 5000) {
+inline std::string synth_trace(const loupe::test::TempDir& dir, const std::string& name = "t.db", int events = 5000) {
   std::string path = dir.file(name);
   RunResult r = loupe({"synth", "-o", path, "--events", std::to_string(events), "--quiet"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -16,15 +16,14 @@ TEST_F(InputFiles, AFifoIsRefusedNotWaitedOn) {
   std::string fifo = dir.file("p");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
   std::string trace = synth_trace(dir);
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"info", fifo},
-           {"sql", fifo, "SELECT 1"},
-           {"summary", fifo},
-           {"analyze", fifo},
-           {"diff", trace, fifo},
-           {"check", trace, "--budget", fifo},
-           {"export", fifo, "--chrome", dir.file("out.json")},
-           {"import", fifo, "-o", dir.file("out.db")}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"info", fifo},
+                                                                {"sql", fifo, "SELECT 1"},
+                                                                {"summary", fifo},
+                                                                {"analyze", fifo},
+                                                                {"diff", trace, fifo},
+                                                                {"check", trace, "--budget", fifo},
+                                                                {"export", fifo, "--chrome", dir.file("out.json")},
+                                                                {"import", fifo, "-o", dir.file("out.db")}}) {
     RunResult r = loupe(args, {.timeout_s = 20});
     EXPECT_FALSE(r.timed_out) << args[0] << " hung on a FIFO";
     EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
@@ -47,9 +46,9 @@ TEST_F(InputFiles, TheViewerRefusesAFifo) {
 }
 
 TEST_F(InputFiles, ADeviceNodeIsRefused) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"info", "/dev/zero"}, {"import", "/dev/zero", "-o", dir.file("z.db")},
-           {"check", synth_trace(dir), "--budget", "/dev/zero"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"info", "/dev/zero"},
+                                                                {"import", "/dev/zero", "-o", dir.file("z.db")},
+                                                                {"check", synth_trace(dir), "--budget", "/dev/zero"}}) {
     RunResult r = loupe(args, {.timeout_s = 20});
     EXPECT_FALSE(r.timed_out) << args[0] << " read /dev/zero forever";
     EXPECT_EQ(r.exit_code, 2) << args[0];

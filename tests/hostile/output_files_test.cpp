@@ -41,15 +41,14 @@ TEST_F(OutputFiles, AFifoIsNeverWrittenOrReplaced) {
   std::string fifo = dir.file("fifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
   std::string trace = synth_trace(dir);
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"synth", "-o", fifo, "--events", "100", "-q"},
-           {"import", kineto(), "-o", fifo, "-q"},
-           {"export", trace, "--chrome", fifo}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"synth", "-o", fifo, "--events", "100", "-q"},
+                                                                {"import", kineto(), "-o", fifo, "-q"},
+                                                                {"export", trace, "--chrome", fifo}}) {
     RunResult r = loupe(args, {.timeout_s = 20});
     EXPECT_FALSE(r.timed_out) << args[0] << " hung on a FIFO output";
     EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
     EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << args[0] << ": " << r.err;
-    struct stat st{};
+    struct stat st {};
     EXPECT_TRUE(lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) << args[0] << " replaced the FIFO";
   }
 }
@@ -75,10 +74,10 @@ TEST_F(OutputFiles, AProgramThatCannotStartDeletesNothing) {
   std::string trace = synth_trace(dir, "keep.db", 200);
   std::string before = read_file(keep);
   write_file(notes, "my notes\n");
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"record", "-o", keep, "--", dir.file("nonexistent")},
-           {"record", "-o", notes, "--", dir.file("nonexistent")},
-           {"capture", "-o", keep, "--", dir.file("nonexistent")}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"record", "-o", keep, "--", dir.file("nonexistent")},
+                                             {"record", "-o", notes, "--", dir.file("nonexistent")},
+                                             {"capture", "-o", keep, "--", dir.file("nonexistent")}}) {
     RunResult r = loupe(args);
     EXPECT_NE(r.exit_code, 0) << args[0];
     EXPECT_NE(r.err.find("nonexistent"), std::string::npos) << r.err;

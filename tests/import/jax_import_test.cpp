@@ -27,8 +27,8 @@ std::vector<CompileCall> compile_calls(const TraceModel& m) {
   std::vector<std::pair<int64_t, CompileCall>> rows;
   for (const Compiles& t : m.compiles) {
     for (size_t i = 0; i < t.size(); ++i) {
-      rows.push_back({t.start[i], {m.str(t.function[i]), t.kind[i], t.dur[i], t.trace_ns[i], t.codegen_ns[i],
-                                   t.reason[i]}});
+      rows.push_back(
+          {t.start[i], {m.str(t.function[i]), t.kind[i], t.dur[i], t.trace_ns[i], t.codegen_ns[i], t.reason[i]}});
     }
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -39,10 +39,10 @@ TEST(ImportTimes, MicrosecondTextBecomesExactNanoseconds) {
   EXPECT_EQ(m.info.meta.at("origin_wall_ns"), "1681234567890123456");
   std::map<std::string, std::pair<int64_t, int64_t>> got;
   for (const auto& s : all_spans(m)) got[s.name] = {s.start, s.dur};
-  EXPECT_EQ(got["a"], std::make_pair(int64_t(0), int64_t(2)));         // 1.5 ns rounds to 2
-  EXPECT_EQ(got["b"], std::make_pair(int64_t(1), int64_t(2000)));      // .4565 us -> +1 ns; 2000.4 ns -> 2000
+  EXPECT_EQ(got["a"], std::make_pair(int64_t(0), int64_t(2)));          // 1.5 ns rounds to 2
+  EXPECT_EQ(got["b"], std::make_pair(int64_t(1), int64_t(2000)));       // .4565 us -> +1 ns; 2000.4 ns -> 2000
   EXPECT_EQ(got["c"], std::make_pair(int64_t(544), int64_t(1000000)));  // 1e3 us
-  EXPECT_EQ(got["d"], std::make_pair(int64_t(2044), int64_t(250)));   // numbers written as strings
+  EXPECT_EQ(got["d"], std::make_pair(int64_t(2044), int64_t(250)));     // numbers written as strings
 }
 
 // ---------------------------------------------------------------------------
@@ -268,14 +268,15 @@ TEST(ImportChrome, BareArrayBeginEndPairsInstantsAndCounters) {
 TEST(ImportStreaming, EventsAcrossBufferBoundariesAndEscapes) {
   loupe::test::TempDir dir;
   std::string json = "{\n  \"otherData\": {\"nested\": [1, {\"x\": \"]}\"}]},\n  \"traceEvents\" :\n  [\n";
-  const int n = 40000;  // about 5 MB: more than one 4 MiB buffer
+  const int n = 40000;                  // about 5 MB: more than one 4 MiB buffer
   std::string long_name(5 << 20, 'k');  // one event larger than the buffer
   for (int i = 0; i < n; ++i) {
     std::string name = i % 3 == 0   ? "quote \\\" back\\\\slash \\u00e9 {[ " + std::to_string(i)
                        : i == 20000 ? long_name
                                     : "op" + std::to_string(i % 17);
-    json += "    {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" + name + "\",\"pid\":7,\"tid\":8,\"ts\":" +
-            std::to_string(1000 + i) + ".5,\"dur\":0.25,\"args\":{\"External id\":" + std::to_string(i) + "}}";
+    json += "    {\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" + name +
+            "\",\"pid\":7,\"tid\":8,\"ts\":" + std::to_string(1000 + i) +
+            ".5,\"dur\":0.25,\"args\":{\"External id\":" + std::to_string(i) + "}}";
     json += i + 1 < n ? ",\n" : "\n";
   }
   json += "  ],\n  \"displayTimeUnit\": \"ms\"\n}\n";
@@ -359,8 +360,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"empty_gzip", "", true, "the JSON document is empty"},
         BadInput{"whitespace", "  \n ", false, "the JSON document is empty"},
         BadInput{"truncated_json", kGood.substr(0, 50), false, "at byte 50: truncated JSON"},
-        BadInput{"truncated_in_array", R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}, )",
-                 false, "truncated JSON: the document ends inside the traceEvents array"},
+        BadInput{"truncated_in_array",
+                 R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}, )", false,
+                 "truncated JSON: the document ends inside the traceEvents array"},
         BadInput{"truncated_object", R"({"traceEvents": [], "other": )", false, "truncated JSON"},
         BadInput{"ts_not_a_number", R"({"traceEvents": [{"ph": "X", "name": "a", "ts": "soon", "dur": 2}]})", false,
                  "at byte 17: bad event: 'ts' is not a number"},
@@ -375,7 +377,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"not_a_trace", R"({"name": "package.json", "version": "1.0"})", false, "no 'traceEvents' array"},
         BadInput{"trace_events_not_array", R"({"traceEvents": {}})", false, "'traceEvents' is not an array"},
         BadInput{"scalar", R"("hello")", false, "a single value"},
-        BadInput{"binary", std::string("\x7f" "ELF\x02\x01\x01", 7), false, "not JSON"},
+        BadInput{"binary",
+                 std::string("\x7f"
+                             "ELF\x02\x01\x01",
+                             7),
+                 false, "not JSON"},
         BadInput{"bad_literal", R"({"traceEvents": [{"ph": "X", "name": tru, "ts": 1, "dur": 2}]})", false,
                  "at byte 17: bad event: 'name' is not a string"},
         BadInput{"invalid_utf8", "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"\xff\", \"ts\": 1, \"dur\": 2}]}",
@@ -419,7 +425,8 @@ TEST(GzipInput, MembersZlibAndChecksum) {
   std::string tail = "{\"ph\": \"X\", \"name\": \"b\", \"ts\": 5, \"dur\": 3}]}";
   write_gzip(dir.file("head.gz"), head);
   write_gzip(dir.file("tail.gz"), tail);
-  write_text(dir.file("two.json.gz"), loupe::test::slurp(dir.file("head.gz")) + loupe::test::slurp(dir.file("tail.gz")));
+  write_text(dir.file("two.json.gz"),
+             loupe::test::slurp(dir.file("head.gz")) + loupe::test::slurp(dir.file("tail.gz")));
   TraceModel two = import_and_load(dir.file("two.json.gz"), dir.file("two.db"));
   EXPECT_EQ(two.count_host_spans(), 2u);
 
@@ -450,7 +457,10 @@ TEST(MalformedInputFormat, WrongFormatForTheContent) {
   write_text(dir.file("t.json"), kGood);
   EXPECT_THROW(import_trace(dir.file("t.json"), dir.file("o.db"), {.format = ImportFormat::nsys}), ImportError);
   // A SQLite file that is no Nsight Systems export (here: a loupe trace).
-  { TraceWriter w(dir.file("loupe.db"), {}); w.close(); }
+  {
+    TraceWriter w(dir.file("loupe.db"), {});
+    w.close();
+  }
   try {
     import_trace(dir.file("loupe.db"), dir.file("o.db"));
     FAIL();

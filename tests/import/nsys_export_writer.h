@@ -35,69 +35,84 @@ class NsysExportWriter {
   void create_schema() {
     exec("CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL)");
     exec("CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT)");
-    const char* opers[][2] = {{"CUDA_MEMCPY_OPER_UNKNOWN", "Unknown"}, {"CUDA_MEMCPY_OPER_HTOD", "Host-to-Device"},
-                              {"CUDA_MEMCPY_OPER_DTOH", "Device-to-Host"}, {"CUDA_MEMCPY_OPER_HTOA", "Host-to-Array"},
-                              {"CUDA_MEMCPY_OPER_ATOH", "Array-to-Host"}, {"CUDA_MEMCPY_OPER_ATOA", "Array-to-Array"},
-                              {"CUDA_MEMCPY_OPER_ATOD", "Array-to-Device"}, {"CUDA_MEMCPY_OPER_DTOA", "Device-to-Array"},
-                              {"CUDA_MEMCPY_OPER_DTOD", "Device-to-Device"}, {"CUDA_MEMCPY_OPER_HTOH", "Host-to-Host"},
-                              {"CUDA_MEMCPY_OPER_PTOP", "Peer-to-Peer"}};
+    const char* opers[][2] = {
+        {"CUDA_MEMCPY_OPER_UNKNOWN", "Unknown"},       {"CUDA_MEMCPY_OPER_HTOD", "Host-to-Device"},
+        {"CUDA_MEMCPY_OPER_DTOH", "Device-to-Host"},   {"CUDA_MEMCPY_OPER_HTOA", "Host-to-Array"},
+        {"CUDA_MEMCPY_OPER_ATOH", "Array-to-Host"},    {"CUDA_MEMCPY_OPER_ATOA", "Array-to-Array"},
+        {"CUDA_MEMCPY_OPER_ATOD", "Array-to-Device"},  {"CUDA_MEMCPY_OPER_DTOA", "Device-to-Array"},
+        {"CUDA_MEMCPY_OPER_DTOD", "Device-to-Device"}, {"CUDA_MEMCPY_OPER_HTOH", "Host-to-Host"},
+        {"CUDA_MEMCPY_OPER_PTOP", "Peer-to-Peer"}};
     for (int i = 0; i < 11; ++i) {
       exec("INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (" + std::to_string(i) + ", '" + opers[i][0] + "', '" +
            opers[i][1] + "')");
     }
     exec("CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT)");
-    const char* kinds[][2] = {{"UNKNOWN", "Unknown"}, {"PAGEABLE", "Pageable"}, {"PINNED", "Pinned"},
-                              {"DEVICE", "Device"}, {"ARRAY", "Array"}, {"MANAGED", "Managed"},
-                              {"DEVICE_STATIC", "Device Static"}, {"MANAGED_STATIC", "Managed Static"}};
+    const char* kinds[][2] = {{"UNKNOWN", "Unknown"},
+                              {"PAGEABLE", "Pageable"},
+                              {"PINNED", "Pinned"},
+                              {"DEVICE", "Device"},
+                              {"ARRAY", "Array"},
+                              {"MANAGED", "Managed"},
+                              {"DEVICE_STATIC", "Device Static"},
+                              {"MANAGED_STATIC", "Managed Static"}};
     for (int i = 0; i < 8; ++i) {
-      exec("INSERT INTO ENUM_CUDA_MEM_KIND VALUES (" + std::to_string(i) + ", 'CUDA_MEMOPR_MEMORY_KIND_" +
-           kinds[i][0] + "', '" + kinds[i][1] + "')");
+      exec("INSERT INTO ENUM_CUDA_MEM_KIND VALUES (" + std::to_string(i) + ", 'CUDA_MEMOPR_MEMORY_KIND_" + kinds[i][0] +
+           "', '" + kinds[i][1] + "')");
     }
     exec("CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT)");
     exec("INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (0, 'CUDA_DEV_MEM_EVENT_OPR_ALLOCATION', 'Allocation')");
     exec("INSERT INTO ENUM_CUDA_DEV_MEM_EVENT_OPER VALUES (1, 'CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION', 'Deallocation')");
     exec("CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT)");
-    exec("CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, "
-         "isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, "
-         "smCount INTEGER, pwGpuId INTEGER, uuid TEXT, luid INTEGER, chipName TEXT, cuDevice INTEGER)");
-    exec("CREATE TABLE ThreadNames (nameId INTEGER NOT NULL REFERENCES StringIds(id), priority INTEGER, "
-         "globalTid INTEGER)");
+    exec(
+        "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, "
+        "isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, "
+        "smCount INTEGER, pwGpuId INTEGER, uuid TEXT, luid INTEGER, chipName TEXT, cuDevice INTEGER)");
+    exec(
+        "CREATE TABLE ThreadNames (nameId INTEGER NOT NULL REFERENCES StringIds(id), priority INTEGER, "
+        "globalTid INTEGER)");
     exec("CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT)");
-    exec("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, "
-         "eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL "
-         "REFERENCES StringIds(id), returnValue INTEGER NOT NULL, callchainId INTEGER)");
-    exec("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, "
-         "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-         "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL REFERENCES StringIds(id), "
-         "shortName INTEGER NOT NULL REFERENCES StringIds(id), mangledName INTEGER, launchType INTEGER, "
-         "cacheConfig INTEGER, registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
-         "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, "
-         "staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER "
-         "NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, "
-         "graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER)");
-    exec("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, "
-         "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-         "correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL REFERENCES "
-         "ENUM_CUDA_MEMCPY_OPER(id), deprecatedSrcId INTEGER, srcKind INTEGER REFERENCES ENUM_CUDA_MEM_KIND(id), "
-         "dstKind INTEGER REFERENCES ENUM_CUDA_MEM_KIND(id), srcDeviceId INTEGER, srcContextId INTEGER, "
-         "dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER, "
-         "virtualAddress INTEGER)");
-    exec("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, "
-         "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-         "correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL, "
-         "graphNodeId INTEGER, memKind INTEGER REFERENCES ENUM_CUDA_MEM_KIND(id))");
-    exec("CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, "
-         "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-         "correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL)");
-    exec("CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, "
-         "rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, "
-         "textId INTEGER REFERENCES StringIds(id), domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, "
-         "doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, "
-         "jsonText TEXT)");
-    exec("CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, "
-         "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
-         "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, "
-         "correlationId INTEGER, streamId INTEGER)");
+    exec(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL "
+        "REFERENCES StringIds(id), returnValue INTEGER NOT NULL, callchainId INTEGER)");
+    exec(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL REFERENCES StringIds(id), "
+        "shortName INTEGER NOT NULL REFERENCES StringIds(id), mangledName INTEGER, launchType INTEGER, "
+        "cacheConfig INTEGER, registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
+        "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, "
+        "staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER "
+        "NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, "
+        "graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER)");
+    exec(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL REFERENCES "
+        "ENUM_CUDA_MEMCPY_OPER(id), deprecatedSrcId INTEGER, srcKind INTEGER REFERENCES ENUM_CUDA_MEM_KIND(id), "
+        "dstKind INTEGER REFERENCES ENUM_CUDA_MEM_KIND(id), srcDeviceId INTEGER, srcContextId INTEGER, "
+        "dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER, "
+        "virtualAddress INTEGER)");
+    exec(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL, "
+        "graphNodeId INTEGER, memKind INTEGER REFERENCES ENUM_CUDA_MEM_KIND(id))");
+    exec(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL)");
+    exec(
+        "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, "
+        "rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, "
+        "textId INTEGER REFERENCES StringIds(id), domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, "
+        "doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, "
+        "jsonText TEXT)");
+    exec(
+        "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER NOT NULL, "
+        "deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
+        "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, "
+        "correlationId INTEGER, streamId INTEGER)");
   }
 
   int64_t string(const std::string& text) {
@@ -113,51 +128,58 @@ class NsysExportWriter {
     exec("INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (" + std::to_string(utc_epoch_ns) + ", '', '')");
   }
   void gpu(int64_t id, const std::string& name, int64_t total_memory) {
-    exec("INSERT INTO TARGET_INFO_GPU (vmId, id, name, totalMemory, smCount) VALUES (0, " + std::to_string(id) +
-         ", " + quote(name) + ", " + std::to_string(total_memory) + ", 132)");
+    exec("INSERT INTO TARGET_INFO_GPU (vmId, id, name, totalMemory, smCount) VALUES (0, " + std::to_string(id) + ", " +
+         quote(name) + ", " + std::to_string(total_memory) + ", 132)");
   }
   void thread_name(int64_t global_tid, const std::string& name) {
-    exec("INSERT INTO ThreadNames VALUES (" + std::to_string(string(name)) + ", 0, " + std::to_string(global_tid) + ")");
+    exec("INSERT INTO ThreadNames VALUES (" + std::to_string(string(name)) + ", 0, " + std::to_string(global_tid) +
+         ")");
   }
   void runtime(int64_t start, int64_t end, int64_t global_tid, int64_t correlation, const std::string& name) {
-    exec("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (" + list({start, end, 0, global_tid, correlation,
-                                                                      string(name), 0}) + ", NULL)");
+    exec("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (" +
+         list({start, end, 0, global_tid, correlation, string(name), 0}) + ", NULL)");
   }
-  void kernel(int64_t start, int64_t end, int64_t device, int64_t stream, int64_t correlation, const std::string& name) {
+  void kernel(int64_t start, int64_t end, int64_t device, int64_t stream, int64_t correlation,
+              const std::string& name) {
     int64_t n = string(name);
-    exec("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
-         "globalPid, demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, "
-         "staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId) VALUES (" +
-         list({start, end, device, 1, stream, correlation, 0, n, n, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 1}) + ")");
+    exec(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
+        "globalPid, demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, "
+        "staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId) VALUES (" +
+        list({start, end, device, 1, stream, correlation, 0, n, n, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0, 1}) + ")");
   }
   // copy_kind: ENUM_CUDA_MEMCPY_OPER id; src/dst: ENUM_CUDA_MEM_KIND ids.
   void memcpy(int64_t start, int64_t end, int64_t device, int64_t stream, int64_t correlation, int64_t bytes,
               int64_t copy_kind, int64_t src_kind, int64_t dst_kind) {
-    exec("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, "
-         "globalPid, bytes, copyKind, srcKind, dstKind) VALUES (" +
-         list({start, end, device, 1, stream, correlation, 0, bytes, copy_kind, src_kind, dst_kind}) + ")");
+    exec(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, "
+        "globalPid, bytes, copyKind, srcKind, dstKind) VALUES (" +
+        list({start, end, device, 1, stream, correlation, 0, bytes, copy_kind, src_kind, dst_kind}) + ")");
   }
   void memset(int64_t start, int64_t end, int64_t device, int64_t stream, int64_t correlation, int64_t bytes) {
-    exec("INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, "
-         "globalPid, value, bytes, memKind) VALUES (" +
-         list({start, end, device, 1, stream, correlation, 0, 0, bytes, 3}) + ")");
+    exec(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId, streamId, correlationId, "
+        "globalPid, value, bytes, memKind) VALUES (" +
+        list({start, end, device, 1, stream, correlation, 0, 0, bytes, 3}) + ")");
   }
   // syncType: ENUM_CUPTI_SYNC_TYPE (3 = stream synchronize).
   void sync(int64_t start, int64_t end, int64_t device, int64_t stream, int64_t correlation, int64_t sync_type) {
-    exec("INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, streamId, "
-         "correlationId, globalPid, syncType, eventId) VALUES (" +
-         list({start, end, device, 1, stream, correlation, 0, sync_type, 0}) + ")");
+    exec(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, streamId, "
+        "correlationId, globalPid, syncType, eventId) VALUES (" +
+        list({start, end, device, 1, stream, correlation, 0, sync_type, 0}) + ")");
   }
   // eventType: 34 mark, 59 push/pop range, 60 start/end range, 75 domain.
   void nvtx(int64_t start, int64_t end, int64_t event_type, int64_t global_tid, const std::string& text) {
-    exec("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (" +
-         list({start, end, event_type}) + ", " + quote(text) + ", " + std::to_string(global_tid) + ")");
+    exec("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (" + list({start, end, event_type}) +
+         ", " + quote(text) + ", " + std::to_string(global_tid) + ")");
   }
   // operation: 0 allocation, 1 deallocation; mem_kind as in ENUM_CUDA_MEM_KIND.
   void memory(int64_t time, int64_t device, uint64_t address, int64_t bytes, int64_t mem_kind, int64_t operation) {
-    exec("INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, "
-         "memKind, memoryOperationType) VALUES (" +
-         list({time, 0, device, 1, int64_t(address), 0, bytes, mem_kind, operation}) + ")");
+    exec(
+        "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, address, pc, bytes, "
+        "memKind, memoryOperationType) VALUES (" +
+        list({time, 0, device, 1, int64_t(address), 0, bytes, mem_kind, operation}) + ")");
   }
 
   void exec(const std::string& sql) {

@@ -61,7 +61,7 @@ void write_export(const std::string& path) {
 
   w.memory(500, 0, 0x1000, kMiB, kDevice, 0);
   w.memory(600, 0, 0x2000, 2 * kMiB, kDevice, 0);
-  w.memory(2000, 0, 0x1000, 0, kDevice, 1);  // a free that does not say its size
+  w.memory(2000, 0, 0x1000, 0, kDevice, 1);    // a free that does not say its size
   w.memory(700, 0, 0x9000, 4096, kPinned, 0);  // pinned host memory
   w.close();
 }
@@ -184,11 +184,11 @@ TEST(NsysMalformed, MissingColumn) {
   {
     NsysExportWriter w(dir.file("a.sqlite"));
     w.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)");
-    w.exec("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin_ns INTEGER, end INTEGER, deviceId INTEGER, "
-           "streamId INTEGER)");
+    w.exec(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin_ns INTEGER, end INTEGER, deviceId INTEGER, "
+        "streamId INTEGER)");
   }
-  expect_import_error(dir.file("a.sqlite"), dir.file("o.db"),
-                      "table CUPTI_ACTIVITY_KIND_KERNEL: lacks column 'start'");
+  expect_import_error(dir.file("a.sqlite"), dir.file("o.db"), "table CUPTI_ACTIVITY_KIND_KERNEL: lacks column 'start'");
 }
 
 TEST(NsysMalformed, ViewInsteadOfTable) {
@@ -197,8 +197,9 @@ TEST(NsysMalformed, ViewInsteadOfTable) {
     NsysExportWriter w(dir.file("v.sqlite"));
     w.create_schema();
     w.exec("DROP TABLE NVTX_EVENTS");
-    w.exec("CREATE VIEW NVTX_EVENTS AS SELECT start, end, 59 AS eventType, NULL AS text, 0 AS globalTid FROM "
-           "CUPTI_ACTIVITY_KIND_RUNTIME");
+    w.exec(
+        "CREATE VIEW NVTX_EVENTS AS SELECT start, end, 59 AS eventType, NULL AS text, 0 AS globalTid FROM "
+        "CUPTI_ACTIVITY_KIND_RUNTIME");
   }
   expect_import_error(dir.file("v.sqlite"), dir.file("o.db"), "table NVTX_EVENTS: is a view, not a table");
 }
@@ -208,8 +209,9 @@ TEST(NsysMalformed, WrongTypesAndDanglingStrings) {
   {
     NsysExportWriter w(dir.file("t.sqlite"));
     w.create_schema();
-    w.exec("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, bytes, copyKind) "
-           "VALUES ('soon', 10, 0, 1, 7, 64, 1)");
+    w.exec(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, bytes, copyKind) "
+        "VALUES ('soon', 10, 0, 1, 7, 64, 1)");
   }
   expect_import_error(dir.file("t.sqlite"), dir.file("o.db"),
                       "table CUPTI_ACTIVITY_KIND_MEMCPY: row 1: column 'start' is not an integer");

@@ -133,7 +133,8 @@ TEST_F(BadTrace, MissingColumn) {
 TEST_F(BadTrace, WrongColumnType) {
   std::string path = dir.file("type.db");
   write_good_trace(path);
-  sql(path, "DROP TABLE steps; CREATE TABLE steps(thread TEXT, start INTEGER, id INTEGER, dur INTEGER, number INTEGER);");
+  sql(path,
+      "DROP TABLE steps; CREATE TABLE steps(thread TEXT, start INTEGER, id INTEGER, dur INTEGER, number INTEGER);");
   expect_error(path, "'steps.thread' is declared TEXT, expected INTEGER");
 }
 

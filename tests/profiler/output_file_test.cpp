@@ -43,7 +43,7 @@ TEST(OutputFile, TheTargetChangesOnlyAtCommit) {
   }
   EXPECT_EQ(read(path), "new");
   EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"out.txt"});
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u) << "a replaced file keeps its permissions";
 }
@@ -86,7 +86,8 @@ TEST(OutputFile, RefusesWhatIsNotARegularFileAndItsOwnInputs) {
     check_output_path(input, {link});
     FAIL() << "an output that is its own input";
   } catch (const FileError& e) {
-    EXPECT_EQ(std::string(e.what()), input + ": is the same file as the input " + link + "; write the output elsewhere");
+    EXPECT_EQ(std::string(e.what()),
+              input + ": is the same file as the input " + link + "; write the output elsewhere");
   }
   EXPECT_EQ(read(input), "input");
 }

@@ -12,7 +12,10 @@ namespace {
 std::vector<QueryRow> run(const std::string& path, const std::string& sql, std::vector<std::string>* cols = nullptr) {
   std::vector<QueryRow> rows;
   query_trace(
-      path, sql, [&](const std::vector<std::string>& c) { if (cols) *cols = c; },
+      path, sql,
+      [&](const std::vector<std::string>& c) {
+        if (cols) *cols = c;
+      },
       [&](const QueryRow& r) { rows.push_back(r); });
   return rows;
 }
@@ -40,8 +43,9 @@ TEST(Query, ReturnsColumnsAndRows) {
   ASSERT_EQ(nulls.size(), 1u);
   EXPECT_FALSE(nulls[0][0].has_value());
   // The enum tables make queries readable.
-  auto kinds = run(path, "SELECT k.name, count(*) FROM device_ops d JOIN device_op_kinds k ON k.id = d.kind "
-                         "GROUP BY k.name ORDER BY k.name");
+  auto kinds = run(path,
+                   "SELECT k.name, count(*) FROM device_ops d JOIN device_op_kinds k ON k.id = d.kind "
+                   "GROUP BY k.name ORDER BY k.name");
   ASSERT_EQ(kinds.size(), 2u);
   EXPECT_EQ(*kinds[0][0], "kernel");
   EXPECT_EQ(*kinds[1][0], "memcpy");

@@ -82,7 +82,10 @@ TEST(Record, TimesAreMonotonicNanosecondsFromTheOrigin) {
     Capture capture({.path = dir.file("t.db")});
     std::this_thread::sleep_for(60ms);  // past the converter's first recalibration
     before = monotonic_ns();
-    { Scope s("timed"); std::this_thread::sleep_for(20ms); }
+    {
+      Scope s("timed");
+      std::this_thread::sleep_for(20ms);
+    }
     after = monotonic_ns();
     capture.stop();
   }

@@ -10,7 +10,8 @@ namespace {
 
 TEST(SafeText, PlainTextIsUnchanged) {
   EXPECT_EQ(printable("volta_sgemm_128x64_nn"), "volta_sgemm_128x64_nn");
-  EXPECT_EQ(printable("aten::to \xC3\xA9t\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x94\xA5"), "aten::to \xC3\xA9t\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x94\xA5");
+  EXPECT_EQ(printable("aten::to \xC3\xA9t\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x94\xA5"),
+            "aten::to \xC3\xA9t\xC3\xA9 \xE2\x86\x92 \xF0\x9F\x94\xA5");
   EXPECT_EQ(valid_utf8("caf\xC3\xA9"), "caf\xC3\xA9");
 }
 
@@ -19,9 +20,15 @@ TEST(SafeText, ControlCharactersBecomeVisibleEscapes) {
   EXPECT_EQ(printable("\x1b]52;c;SGk=\x07"), "\\x1b]52;c;SGk=\\x07");
   EXPECT_EQ(printable("x\r\ny\tz\x7f"), "x\\r\\ny\\tz\\x7f");
   // C1 controls (CSI as U+009B), a bidirectional override, a line separator.
-  EXPECT_EQ(printable("\xC2\x9B" "2J"), "\\u009b2J");
-  EXPECT_EQ(printable("abc\xE2\x80\xAE" "fed"), "abc\\u202efed");
-  EXPECT_EQ(printable("a\xE2\x80\xA8" "b"), "a\\u2028b");
+  EXPECT_EQ(printable("\xC2\x9B"
+                      "2J"),
+            "\\u009b2J");
+  EXPECT_EQ(printable("abc\xE2\x80\xAE"
+                      "fed"),
+            "abc\\u202efed");
+  EXPECT_EQ(printable("a\xE2\x80\xA8"
+                      "b"),
+            "a\\u2028b");
 }
 
 TEST(SafeText, InvalidBytesAreShownOneByOne) {

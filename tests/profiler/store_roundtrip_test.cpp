@@ -203,8 +203,8 @@ TEST(StoreRoundTrip, ParallelAndSerialLoadsAgreeOnLargeTracks) {
     TraceWriter w(path, {});
     StringId a = w.intern("a"), b = w.intern("b");
     for (int i = 0; i < kOps; ++i) {
-      w.add(DeviceOpRow{0, uint32_t(i % 3 == 0), int64_t(i) * 10, 5, DeviceOpKind::kernel, i % 2 ? a : b, i, CopyKind::none,
-                        uint64_t(i)});
+      w.add(DeviceOpRow{0, uint32_t(i % 3 == 0), int64_t(i) * 10, 5, DeviceOpKind::kernel, i % 2 ? a : b, i,
+                        CopyKind::none, uint64_t(i)});
     }
     w.set_meta("status", "complete");
     w.close();

@@ -31,10 +31,10 @@ std::string sql_suffix(const std::string& check) {
 #define LOUPE_DOC_POINT(time) \
   cols.push_back(#time);      \
   cols.push_back("id");
-#define LOUPE_DOC_TABLE(Row, Track, table, member)                                             \
-  {                                                                                            \
-    Columns& cols = tables[#table];                                                            \
-    LOUPE_COLUMNS_##table(LOUPE_DOC_KEY, LOUPE_DOC_SPAN, LOUPE_DOC_POINT, LOUPE_DOC_KEY)       \
+#define LOUPE_DOC_TABLE(Row, Track, table, member)                                       \
+  {                                                                                      \
+    Columns& cols = tables[#table];                                                      \
+    LOUPE_COLUMNS_##table(LOUPE_DOC_KEY, LOUPE_DOC_SPAN, LOUPE_DOC_POINT, LOUPE_DOC_KEY) \
   }
 
 std::map<std::string, Columns> described() {

@@ -33,9 +33,8 @@ using nlohmann::json;
 namespace {
 
 const char* const kFixtures[] = {
-    "a100_alexnet",  "a100_event_sync",     "a100_event_sync_multistream", "a100_nccl", "compare_base",
-    "compare_test",  "cpu_only",            "mi250_minitoy_train",         "sampled_rank0",
-    "v100_train_5steps",
+    "a100_alexnet", "a100_event_sync", "a100_event_sync_multistream", "a100_nccl",     "compare_base",
+    "compare_test", "cpu_only",        "mi250_minitoy_train",         "sampled_rank0", "v100_train_5steps",
 };
 
 constexpr double kTolerance = 0.005;  // 0.5% of HTA's figure
@@ -48,10 +47,10 @@ struct HtaStreamIdle {
 
 struct HtaFigures {
   bool rounded = false, last_step_dropped = false;
-  uint64_t sync_records = 0;  // cuda_sync events on a stream, which HTA counts as GPU work
-  std::optional<json> temporal;                   // the rank's row; absent where HTA failed
+  uint64_t sync_records = 0;     // cuda_sync events on a stream, which HTA counts as GPU work
+  std::optional<json> temporal;  // the rank's row; absent where HTA failed
   std::optional<std::map<uint32_t, HtaStreamIdle>> streams;  // absent where HTA failed
-  std::optional<double> overlap_percent;          // null in HTA without collectives
+  std::optional<double> overlap_percent;                     // null in HTA without collectives
 };
 
 json read_json(const std::string& path) {
@@ -90,7 +89,7 @@ HtaFigures hta_figures(const std::string& fixture) {
 // A cuda_sync record with a stream, which loupe imports as a host wait
 // (not device work) and HTA counts as an event on the stream.
 struct SyncRecord {
-  int64_t start = 0, end = 0;   // model time, ns
+  int64_t start = 0, end = 0;  // model time, ns
   uint32_t stream = 0;
   std::string name;
   std::optional<int64_t> call;  // start of the CPU event with its correlation
@@ -120,7 +119,8 @@ std::vector<SyncRecord> sync_records(const std::string& path, int64_t origin) {
     int64_t correlation = args.value("correlation", int64_t(-1));
     int64_t start = micros_to_ns(e["ts"]) - origin;
     if (e.value("cat", "") == "cuda_sync" && hta_stream(args) >= 0) {
-      found.push_back({{start, start + micros_to_ns(e["dur"]), uint32_t(hta_stream(args)), e["name"], {}}, correlation});
+      found.push_back(
+          {{start, start + micros_to_ns(e["dur"]), uint32_t(hta_stream(args)), e["name"], {}}, correlation});
     } else if (correlation >= 0 && hta_stream(args) < 0) {
       call_by_correlation[correlation] = start;
     }
@@ -250,7 +250,8 @@ void expect_copies_named_as_copies(const TraceModel& m) {
   for (const DeviceOps& s : m.device_ops) {
     for (size_t i = 0; i < s.size(); ++i) {
       if (s.kind[i] == DeviceOpKind::kernel) continue;
-      EXPECT_FALSE(hta_compute_name(m.str(s.name[i]))) << "HTA would count copy `" << m.str(s.name[i]) << "` as compute";
+      EXPECT_FALSE(hta_compute_name(m.str(s.name[i])))
+          << "HTA would count copy `" << m.str(s.name[i]) << "` as compute";
     }
   }
 }
@@ -308,7 +309,8 @@ void check_streams(const std::vector<StreamIdle>& loupe, const std::map<uint32_t
     expect_agrees(us(s.other_ns), h.other, where + "other");
     seen.insert(s.stream);
   }
-  for (const auto& [stream, h] : hta) EXPECT_TRUE(seen.count(stream)) << "HTA's stream " << stream << " is not in loupe's";
+  for (const auto& [stream, h] : hta)
+    EXPECT_TRUE(seen.count(stream)) << "HTA's stream " << stream << " is not in loupe's";
 }
 
 AnalysisReport analyze_idle(const TraceModel& m) { return analyze(m, {.rules = {"idle-gap"}}); }
@@ -327,7 +329,8 @@ TEST_P(HtaParity, AgreesOnceHtaRulesAreApplied) {
   Rounding rounding{hta.rounded, std::stoll(model.info.meta.at("source_origin_ns"))};
   std::optional<int64_t> last_step = last_step_start(model, rounding);
   EXPECT_EQ(last_step.has_value(), hta.last_step_dropped) << "whether HTA drops the last step";
-  std::vector<SyncRecord> syncs = hta.sync_records > 0 ? sync_records(path, rounding.origin) : std::vector<SyncRecord>{};
+  std::vector<SyncRecord> syncs =
+      hta.sync_records > 0 ? sync_records(path, rounding.origin) : std::vector<SyncRecord>{};
   EXPECT_EQ(syncs.size(), hta.sync_records) << "cuda_sync records on a stream";
 
   AnalysisReport temporal = analyze_idle(hta_view(model, {rounding, last_step, true}, syncs));

@@ -145,9 +145,9 @@ TEST_F(AllocatorModel, SizeClassesSplitAndCoalesce) {
   CachingAllocator a(rt::Device{}, 0, memory, nullptr, int64_t(1) << 30);
   EXPECT_EQ(CachingAllocator::round_size(1), 512u);
   EXPECT_EQ(CachingAllocator::round_size(513), 1024u);
-  EXPECT_EQ(CachingAllocator::segment_size(1000), 2u << 20);         // small pool
-  EXPECT_EQ(CachingAllocator::segment_size(5u << 20), 20u << 20);    // large pool
-  EXPECT_EQ(CachingAllocator::segment_size(30u << 20), 30u << 20);   // its own, rounded to 2 MiB
+  EXPECT_EQ(CachingAllocator::segment_size(1000), 2u << 20);        // small pool
+  EXPECT_EQ(CachingAllocator::segment_size(5u << 20), 20u << 20);   // large pool
+  EXPECT_EQ(CachingAllocator::segment_size(30u << 20), 30u << 20);  // its own, rounded to 2 MiB
   // Three small blocks carved from one 2 MiB segment, back to back.
   Block* b1 = a.allocate({.bytes = 1000});
   Block* b2 = a.allocate({.bytes = 1000});

@@ -56,20 +56,24 @@ TEST(Fusion, ReductionsConsumeTheirProducers) {
   expect_agree(r);
   // max; exp and sum; divide — and the column sum fused with its exp.
   EXPECT_LE(r.fused_kernels, 4u);
-  Runs ln = run_all([](const V& v) {
-    return V{rt::layer_norm(v[0], rt::ones({40}), rt::zeros({40})), rt::argmax(v[0] * v[0], 1)};
-  }, x);
+  Runs ln = run_all(
+      [](const V& v) {
+        return V{rt::layer_norm(v[0], rt::ones({40}), rt::zeros({40})), rt::argmax(v[0] * v[0], 1)};
+      },
+      x);
   expect_agree(ln, 1e-4, 1e-5);
 }
 
 TEST(Fusion, ViewsBecomeStridedLoads) {
   V x{to_array(random_ref({8, 12}, 4)), to_array(random_ref({12, 8}, 5))};
-  Runs r = run_all([](const V& v) {
-    Array t = rt::transpose(v[1]) + v[0];                             // transposed load
-    Array s = rt::slice(v[0], {1, 0}, {7, 12}, {2, 3}) * 3.0;         // strided slice
-    Array b = rt::broadcast_to(rt::sum(v[0], {1}, true), {8, 12});    // broadcast of a reduction
-    return V{t, s, b - v[0], rt::reshape(t, {96}) * 2.0};
-  }, x);
+  Runs r = run_all(
+      [](const V& v) {
+        Array t = rt::transpose(v[1]) + v[0];                           // transposed load
+        Array s = rt::slice(v[0], {1, 0}, {7, 12}, {2, 3}) * 3.0;       // strided slice
+        Array b = rt::broadcast_to(rt::sum(v[0], {1}, true), {8, 12});  // broadcast of a reduction
+        return V{t, s, b - v[0], rt::reshape(t, {96}) * 2.0};
+      },
+      x);
   expect_agree(r);
 }
 

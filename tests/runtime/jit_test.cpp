@@ -160,9 +160,8 @@ TEST(Jit, ShapeErrorsNameTheOpShapesAndLine) {
     f(filled({32, 784}), filled({128, 10}));
     FAIL() << "no error";
   } catch (const rt::ShapeError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "matmul(f32[32,784], f32[128,10]) at jit_test.cpp:" + std::to_string(line) +
-                  ": contracting axes differ (784 vs 128)");
+    EXPECT_EQ(std::string(e.what()), "matmul(f32[32,784], f32[128,10]) at jit_test.cpp:" + std::to_string(line) +
+                                         ": contracting axes differ (784 vs 128)");
   }
   int add_line = __LINE__ + 2;
   try {

@@ -11,9 +11,9 @@ namespace {
 using rt::f32;
 
 // Runs f eagerly and jitted; both must match the reference.
-void check_op(const std::function<Array(const std::vector<Array>&)>& f, const std::function<Ref(const std::vector<Ref>&)>& ref,
-              std::vector<Ref> inputs, double rtol = 1e-5, double atol = 1e-6,
-              std::vector<rt::Dtype> dtypes = {}) {
+void check_op(const std::function<Array(const std::vector<Array>&)>& f,
+              const std::function<Ref(const std::vector<Ref>&)>& ref, std::vector<Ref> inputs, double rtol = 1e-5,
+              double atol = 1e-6, std::vector<rt::Dtype> dtypes = {}) {
   std::vector<Array> x;
   for (size_t i = 0; i < inputs.size(); ++i) {
     rt::Dtype d = i < dtypes.size() ? dtypes[i] : f32;
@@ -32,18 +32,29 @@ using R = std::vector<Ref>;
 TEST(Ops, UnaryElementwise) {
   Ref x = random_ref({3, 5}, 1, -3, 3);
   Ref pos = random_ref({3, 5}, 2, 0.1, 4);
-  check_op([](const V& a) { return rt::neg(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return -v; }); }, {x});
-  check_op([](const V& a) { return rt::exp(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return std::exp(v); }); }, {x}, 1e-6);
-  check_op([](const V& a) { return rt::log(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return std::log(v); }); }, {pos}, 1e-6, 1e-7);
-  check_op([](const V& a) { return rt::tanh(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return std::tanh(v); }); }, {x}, 1e-6, 1e-7);
-  check_op([](const V& a) { return rt::sqrt(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return std::sqrt(v); }); }, {pos});
-  check_op([](const V& a) { return rt::rsqrt(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return 1 / std::sqrt(v); }); }, {pos});
-  check_op([](const V& a) { return rt::relu(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return v > 0 ? v : 0; }); }, {x});
-  check_op([](const V& a) { return rt::sigmoid(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return 1 / (1 + std::exp(-v)); }); }, {x}, 1e-6, 1e-7);
-  check_op([](const V& a) { return rt::abs(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return std::fabs(v); }); }, {x});
+  check_op([](const V& a) { return rt::neg(a[0]); }, [](const R& a) { return map(a[0], [](double v) { return -v; }); },
+           {x});
+  check_op([](const V& a) { return rt::exp(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return std::exp(v); }); }, {x}, 1e-6);
+  check_op([](const V& a) { return rt::log(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return std::log(v); }); }, {pos}, 1e-6, 1e-7);
+  check_op([](const V& a) { return rt::tanh(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return std::tanh(v); }); }, {x}, 1e-6, 1e-7);
+  check_op([](const V& a) { return rt::sqrt(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return std::sqrt(v); }); }, {pos});
+  check_op([](const V& a) { return rt::rsqrt(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return 1 / std::sqrt(v); }); }, {pos});
+  check_op([](const V& a) { return rt::relu(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return v > 0 ? v : 0; }); }, {x});
+  check_op([](const V& a) { return rt::sigmoid(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return 1 / (1 + std::exp(-v)); }); }, {x}, 1e-6, 1e-7);
+  check_op([](const V& a) { return rt::abs(a[0]); },
+           [](const R& a) { return map(a[0], [](double v) { return std::fabs(v); }); }, {x});
   check_op([](const V& a) { return rt::gelu(a[0]); },
            [](const R& a) {
-             return map(a[0], [](double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); });
+             return map(a[0], [](double v) {
+               return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+             });
            },
            {x}, 1e-5, 1e-6);
 }
@@ -60,10 +71,13 @@ TEST(Ops, TranscendentalsAtTheEdges) {
 
 TEST(Ops, BinaryWithBroadcasting) {
   Ref a = random_ref({2, 3, 4}, 3, -2, 2), b = random_ref({3, 1}, 4, -2, 2), c = random_ref({4}, 5, 0.5, 2);
-  check_op([](const V& v) { return rt::add(v[0], v[1]); }, [](const R& r) { return zip(r[0], r[1], std::plus<>()); }, {a, b});
+  check_op([](const V& v) { return rt::add(v[0], v[1]); }, [](const R& r) { return zip(r[0], r[1], std::plus<>()); },
+           {a, b});
   check_op([](const V& v) { return v[0] - v[1]; }, [](const R& r) { return zip(r[0], r[1], std::minus<>()); }, {a, b});
-  check_op([](const V& v) { return v[0] * v[1]; }, [](const R& r) { return zip(r[0], r[1], std::multiplies<>()); }, {a, c});
-  check_op([](const V& v) { return v[0] / v[1]; }, [](const R& r) { return zip(r[0], r[1], std::divides<>()); }, {a, c});
+  check_op([](const V& v) { return v[0] * v[1]; }, [](const R& r) { return zip(r[0], r[1], std::multiplies<>()); },
+           {a, c});
+  check_op([](const V& v) { return v[0] / v[1]; }, [](const R& r) { return zip(r[0], r[1], std::divides<>()); },
+           {a, c});
   check_op([](const V& v) { return rt::power(v[1], v[0]); },
            [](const R& r) { return zip(r[1], r[0], [](double x, double y) { return std::pow(x, y); }); }, {a, c}, 1e-5);
   check_op([](const V& v) { return rt::maximum(v[0], v[1]); },
@@ -74,8 +88,10 @@ TEST(Ops, BinaryWithBroadcasting) {
 
 TEST(Ops, ScalarOperandsTakeTheArraysDtype) {
   Ref a = random_ref({4}, 6);
-  check_op([](const V& v) { return 2.0 * v[0] + 1.0; }, [](const R& r) { return map(r[0], [](double x) { return 2 * x + 1; }); }, {a});
-  check_op([](const V& v) { return 1.0 - v[0] / 4.0; }, [](const R& r) { return map(r[0], [](double x) { return 1 - x / 4; }); }, {a});
+  check_op([](const V& v) { return 2.0 * v[0] + 1.0; },
+           [](const R& r) { return map(r[0], [](double x) { return 2 * x + 1; }); }, {a});
+  check_op([](const V& v) { return 1.0 - v[0] / 4.0; },
+           [](const R& r) { return map(r[0], [](double x) { return 1 - x / 4; }); }, {a});
   Array i = rt::arange(0, 5);  // i32
   EXPECT_EQ((i * 3).dtype(), rt::i32);
   EXPECT_EQ((i * 3).to_vector<int32_t>(), (std::vector<int32_t>{0, 3, 6, 9, 12}));
@@ -136,11 +152,20 @@ TEST(Ops, Reductions) {
   check_op([](const V& v) { return rt::sum(v[0], {0, 2}, true); }, sum_ref({0, 2}, true), {a}, 1e-5);
   check_op([](const V& v) { return rt::sum(v[0], {-1}); }, sum_ref({2}, false), {a}, 1e-5);
   check_op([](const V& v) { return rt::mean(v[0], {0}); },
-           [](const R& r) { return map(reduce(r[0], {0}, false, 0, std::plus<>()), [](double x) { return x / 2; }); }, {a}, 1e-5);
-  check_op([](const V& v) { return rt::max(v[0], {1, 2}); },
-           [](const R& r) { return reduce(r[0], {1, 2}, false, -INFINITY, [](double x, double y) { return std::max(x, y); }); }, {a});
-  check_op([](const V& v) { return rt::min(v[0], {0}, true); },
-           [](const R& r) { return reduce(r[0], {0}, true, INFINITY, [](double x, double y) { return std::min(x, y); }); }, {a});
+           [](const R& r) { return map(reduce(r[0], {0}, false, 0, std::plus<>()), [](double x) { return x / 2; }); },
+           {a}, 1e-5);
+  check_op(
+      [](const V& v) {
+        return rt::max(v[0], {1, 2});
+      },
+      [](const R& r) {
+        return reduce(r[0], {1, 2}, false, -INFINITY, [](double x, double y) { return std::max(x, y); });
+      },
+      {a});
+  check_op(
+      [](const V& v) { return rt::min(v[0], {0}, true); },
+      [](const R& r) { return reduce(r[0], {0}, true, INFINITY, [](double x, double y) { return std::min(x, y); }); },
+      {a});
   Ref b(Shape{2, 4}, std::vector<double>{1, 5, 5, 2, 7, 0, 7, 1});
   EXPECT_EQ(rt::argmax(to_array(b), 1).to_vector<int32_t>(), (std::vector<int32_t>{1, 0}));  // first of ties
   EXPECT_EQ(rt::argmax(to_array(b), 0).to_vector<int32_t>(), (std::vector<int32_t>{1, 0, 1, 0}));
@@ -153,41 +178,53 @@ TEST(Ops, Reductions) {
 TEST(Ops, ShapeOps) {
   Ref a = random_ref({2, 3, 4}, 9);
   check_op([](const V& v) { return rt::reshape(v[0], {4, -1}); }, [](const R& r) { return Ref({4, 6}, r[0].v); }, {a});
-  check_op([](const V& v) { return rt::transpose(v[0], {2, 0, 1}); },
-           [](const R& r) {
-             Ref t({4, 2, 3});
-             for (int i = 0; i < 2; ++i)
-               for (int j = 0; j < 3; ++j)
-                 for (int k = 0; k < 4; ++k) t[k * 6 + i * 3 + j] = r[0][i * 12 + j * 4 + k];
-             return t;
-           },
-           {a});
-  check_op([](const V& v) { return rt::slice(v[0], {0, 1, 0}, {2, 3, 4}, {1, 1, 2}); },
-           [](const R& r) {
-             Ref t({2, 2, 2});
-             for (int i = 0; i < 2; ++i)
-               for (int j = 0; j < 2; ++j)
-                 for (int k = 0; k < 2; ++k) t[i * 4 + j * 2 + k] = r[0][i * 12 + (j + 1) * 4 + k * 2];
-             return t;
-           },
-           {a});
+  check_op(
+      [](const V& v) {
+        return rt::transpose(v[0], {2, 0, 1});
+      },
+      [](const R& r) {
+        Ref t({4, 2, 3});
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 3; ++j)
+            for (int k = 0; k < 4; ++k) t[k * 6 + i * 3 + j] = r[0][i * 12 + j * 4 + k];
+        return t;
+      },
+      {a});
+  check_op(
+      [](const V& v) {
+        return rt::slice(v[0], {0, 1, 0}, {2, 3, 4}, {1, 1, 2});
+      },
+      [](const R& r) {
+        Ref t({2, 2, 2});
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j)
+            for (int k = 0; k < 2; ++k) t[i * 4 + j * 2 + k] = r[0][i * 12 + (j + 1) * 4 + k * 2];
+        return t;
+      },
+      {a});
   Ref b = random_ref({2, 1, 4}, 10);
-  check_op([](const V& v) { return rt::concat({v[0], v[1]}, 1); },
-           [](const R& r) {
-             Ref t({2, 4, 4});
-             for (int i = 0; i < 2; ++i)
-               for (int j = 0; j < 4; ++j)
-                 for (int k = 0; k < 4; ++k) t[i * 16 + j * 4 + k] = j < 3 ? r[0][i * 12 + j * 4 + k] : r[1][i * 4 + k];
-             return t;
-           },
-           {a, b});
-  check_op([](const V& v) { return rt::broadcast_to(v[0], {3, 2, 5, 4}); },
-           [](const R& r) {
-             Ref t({3, 2, 5, 4});
-             for (int64_t i = 0; i < t.size(); ++i) t[i] = at_broadcast(r[0], t.shape, i);
-             return t;
-           },
-           {b});
+  check_op(
+      [](const V& v) {
+        return rt::concat({v[0], v[1]}, 1);
+      },
+      [](const R& r) {
+        Ref t({2, 4, 4});
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 4; ++j)
+            for (int k = 0; k < 4; ++k) t[i * 16 + j * 4 + k] = j < 3 ? r[0][i * 12 + j * 4 + k] : r[1][i * 4 + k];
+        return t;
+      },
+      {a, b});
+  check_op(
+      [](const V& v) {
+        return rt::broadcast_to(v[0], {3, 2, 5, 4});
+      },
+      [](const R& r) {
+        Ref t({3, 2, 5, 4});
+        for (int64_t i = 0; i < t.size(); ++i) t[i] = at_broadcast(r[0], t.shape, i);
+        return t;
+      },
+      {b});
   Array x = to_array(a);
   EXPECT_EQ(rt::expand_dims(x, 1).shape(), (Shape{2, 1, 3, 4}));
   EXPECT_EQ(rt::squeeze(rt::expand_dims(x, -1), -1).shape(), (Shape{2, 3, 4}));
@@ -196,11 +233,14 @@ TEST(Ops, ShapeOps) {
 
 TEST(Ops, Matmul) {
   Ref a = random_ref({3, 4}, 11), b = random_ref({4, 5}, 12);
-  check_op([](const V& v) { return rt::matmul(v[0], v[1]); }, [](const R& r) { return matmul(r[0], r[1]); }, {a, b}, 1e-5);
+  check_op([](const V& v) { return rt::matmul(v[0], v[1]); }, [](const R& r) { return matmul(r[0], r[1]); }, {a, b},
+           1e-5);
   Ref ba = random_ref({2, 3, 4}, 13), bb = random_ref({2, 4, 5}, 14);
-  check_op([](const V& v) { return rt::matmul(v[0], v[1]); }, [](const R& r) { return matmul(r[0], r[1]); }, {ba, bb}, 1e-5);
+  check_op([](const V& v) { return rt::matmul(v[0], v[1]); }, [](const R& r) { return matmul(r[0], r[1]); }, {ba, bb},
+           1e-5);
   // A shared right operand broadcasts over the batch.
-  check_op([](const V& v) { return rt::matmul(v[0], v[1]); }, [](const R& r) { return matmul(r[0], r[1]); }, {ba, b}, 1e-5);
+  check_op([](const V& v) { return rt::matmul(v[0], v[1]); }, [](const R& r) { return matmul(r[0], r[1]); }, {ba, b},
+           1e-5);
   // Transposed operands (folded into the BLAS call under jit).
   check_op([](const V& v) { return rt::matmul(rt::transpose(v[0]), v[1]); },
            [](const R& r) { return matmul(transpose_last(r[0]), r[1]); }, {random_ref({4, 3}, 15), b}, 1e-5);
@@ -221,7 +261,8 @@ TEST(Ops, Matmul) {
 
 TEST(Ops, NetworkBuildingBlocks) {
   Ref x = random_ref({3, 6}, 18, -3, 3);
-  check_op([](const V& v) { return rt::softmax(v[0]); }, [](const R& r) { return softmax_last(r[0]); }, {x}, 1e-5, 1e-7);
+  check_op([](const V& v) { return rt::softmax(v[0]); }, [](const R& r) { return softmax_last(r[0]); }, {x}, 1e-5,
+           1e-7);
   check_op([](const V& v) { return rt::log_softmax(v[0]); },
            [](const R& r) { return map(softmax_last(r[0]), [](double p) { return std::log(p); }); }, {x}, 1e-5, 1e-6);
   Ref g = random_ref({6}, 19), b = random_ref({6}, 20);
@@ -232,7 +273,8 @@ TEST(Ops, NetworkBuildingBlocks) {
       double mu = 0, var = 0;
       for (int64_t j = 0; j < n; ++j) mu += r[0][row * n + j] / double(n);
       for (int64_t j = 0; j < n; ++j) var += (r[0][row * n + j] - mu) * (r[0][row * n + j] - mu) / double(n);
-      for (int64_t j = 0; j < n; ++j) out[row * n + j] = (r[0][row * n + j] - mu) / std::sqrt(var + 1e-5) * r[1][j] + r[2][j];
+      for (int64_t j = 0; j < n; ++j)
+        out[row * n + j] = (r[0][row * n + j] - mu) / std::sqrt(var + 1e-5) * r[1][j] + r[2][j];
     }
     return out;
   };

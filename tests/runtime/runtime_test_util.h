@@ -89,8 +89,8 @@ inline ::testing::AssertionResult close(const Ref& got, const Ref& want, double 
     if (std::isnan(w) && std::isnan(g)) continue;
     if (std::isinf(w) && g == w) continue;
     if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)))
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w << " (of "
-                                           << got.size() << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << g << ", want " << w << " (of " << got.size() << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -223,8 +223,7 @@ inline Ref matmul(const Ref& a, const Ref& b) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double s = 0;
-        for (int64_t p = 0; p < k; ++p)
-          s += a[bi * m * k + i * k + p] * b[(b_batch == 1 ? 0 : bi) * k * n + p * n + j];
+        for (int64_t p = 0; p < k; ++p) s += a[bi * m * k + i * k + p] * b[(b_batch == 1 ? 0 : bi) * k * n + p * n + j];
         c[bi * m * n + i * n + j] = s;
       }
   return c;

@@ -26,11 +26,13 @@ struct Lines {
 Lines run_program(const std::string& path, int steps) {
   Lines lines;
   prof::Capture capture({.path = path, .producer = "trace_test"});
-  auto step = rt::jit("step", [&](Array w, Array x) {
-    lines.step_op = __LINE__ + 1;
-    Array h = rt::tanh(rt::matmul(x, w));
-    return rt::sum(h * h);
-  }, {.arg_names = {"w", "x"}});
+  auto step = rt::jit("step",
+                      [&](Array w, Array x) {
+                        lines.step_op = __LINE__ + 1;
+                        Array h = rt::tanh(rt::matmul(x, w));
+                        return rt::sum(h * h);
+                      },
+                      {.arg_names = {"w", "x"}});
   lines.upload = __LINE__ + 1;
   Array w = rt::from_host(std::vector<float>(16 * 8, 0.1f).data(), {16, 8}, rt::f32);
   for (int i = 0; i < steps; ++i) {

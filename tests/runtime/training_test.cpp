@@ -22,9 +22,8 @@ TEST(Training, JittedLossDecreases) {
   auto [x, y] = dataset(256, 16, 10);
   auto params = mlp_init({16, 32, 2}, 11);
   TrainState s{params, rt::adamw_init(params)};
-  auto step = rt::jit("train_step", [](TrainState st, Array xb, Array yb) {
-    return train_step(st, xb, yb, rt::AdamW{.lr = 1e-2});
-  });
+  auto step = rt::jit("train_step",
+                      [](TrainState st, Array xb, Array yb) { return train_step(st, xb, yb, rt::AdamW{.lr = 1e-2}); });
   std::vector<float> losses;
   for (int i = 0; i < 60; ++i) {
     auto [next, loss] = step(s, x, y);

@@ -22,8 +22,8 @@ void draw_details_panel(ViewState& s) {
   }
   ImGui::Separator();
   if (ImGui::BeginTable("##details", 2, ImGuiTableFlags_RowBg)) {
-      ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 15);
-      ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 15);
+    ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
     for (const auto& [what, value] : det.lines) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();

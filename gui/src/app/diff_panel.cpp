@@ -36,7 +36,8 @@ void section(ViewState& s, const char* title, const std::vector<prof::DiffRow>& 
     ImGui::PushID(int(i));
     if (names) {
       bool on = s.highlight == r.name;
-      if (ImGui::Selectable(r.name.c_str(), on, ImGuiSelectableFlags_SpanAllColumns)) set_highlight(s, on ? "" : r.name);
+      if (ImGui::Selectable(r.name.c_str(), on, ImGuiSelectableFlags_SpanAllColumns))
+        set_highlight(s, on ? "" : r.name);
     } else {
       ImGui::TextUnformatted(r.name.c_str());
     }

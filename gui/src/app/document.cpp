@@ -53,9 +53,8 @@ std::vector<CompileHistory> compile_histories(const prof::TraceModel& m) {
     });
     out.push_back(std::move(h));
   }
-  std::sort(out.begin(), out.end(), [](const CompileHistory& a, const CompileHistory& b) {
-    return a.compile_ns > b.compile_ns;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const CompileHistory& a, const CompileHistory& b) { return a.compile_ns > b.compile_ns; });
   return out;
 }
 

@@ -24,7 +24,7 @@ struct CompileHistory {
   };
   std::vector<Entry> compiles;  // misses and ahead-of-time compiles, in time order
   uint64_t hits = 0;
-  int64_t compile_ns = 0;       // time in those compiles
+  int64_t compile_ns = 0;  // time in those compiles
 };
 
 struct Analysis {

@@ -47,8 +47,8 @@ void draw_findings_panel(ViewState& s) {
     }
     ImGui::SameLine(0, 0);
     ImGui::BeginGroup();
-    ImGui::TextColored(severity_color(f.severity), "%2zu. [%s] %s", i + 1, std::string(prof::name_of(f.severity)).c_str(),
-                       f.rule.c_str());
+    ImGui::TextColored(severity_color(f.severity), "%2zu. [%s] %s", i + 1,
+                       std::string(prof::name_of(f.severity)).c_str(), f.rule.c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("impact %s (%s)", prof::format_duration(f.impact_ns).c_str(),
                         prof::format_percent(f.impact_fraction).c_str());

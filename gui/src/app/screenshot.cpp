@@ -104,8 +104,8 @@ int run_screenshot(const view::ViewOptions& o) {
     const Document* d = s.doc(0);
     size_t n = d && d->analysis ? d->analysis->report.findings.size() : 0;
     if (size_t(o.select_finding) > n) {
-      std::fprintf(stderr, "loupe-view: --select-finding %d: %s has %zu finding%s\n", o.select_finding,
-                   o.file.c_str(), n, n == 1 ? "" : "s");
+      std::fprintf(stderr, "loupe-view: --select-finding %d: %s has %zu finding%s\n", o.select_finding, o.file.c_str(),
+                   n, n == 1 ? "" : "s");
       return 2;
     }
     select_finding(s, 0, o.select_finding - 1);

@@ -77,7 +77,8 @@ void draw_statistics_panel(ViewState& s) {
     ImGui::SameLine();
     uint64_t matches = 0;
     for (const auto& doc : s.docs) matches += doc ? doc->highlight.matches : 0;
-    if (matches) ImGui::TextDisabled("highlighted: %s (%s events)", s.highlight.c_str(), prof::format_count(matches).c_str());
+    if (matches)
+      ImGui::TextDisabled("highlighted: %s (%s events)", s.highlight.c_str(), prof::format_count(matches).c_str());
     else ImGui::TextDisabled("no event on the timeline is named %s", s.highlight.c_str());
     ImGui::SameLine();
     if (ImGui::SmallButton("clear")) set_highlight(s, "");
@@ -95,13 +96,14 @@ void draw_statistics_panel(ViewState& s) {
       if (!t.rows[r].empty() && contains_nocase(t.rows[r][0].text, filter)) order.rows.push_back(r);
     }
   }
-  ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortMulti | ImGuiTableFlags_SortTristate | ImGuiTableFlags_RowBg |
-                          ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable |
-                          ImGuiTableFlags_SizingFixedFit;
+  ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortMulti | ImGuiTableFlags_SortTristate |
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
+                          ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
   if (ImGui::BeginTable("##stats", ncols, flags)) {
     ImGui::TableSetupScrollFreeze(1, 1);
     for (int c = 0; c < ncols; ++c) {
-      ImGuiTableColumnFlags cf = c == 0 ? ImGuiTableColumnFlags_WidthStretch : ImGuiTableColumnFlags_PreferSortDescending;
+      ImGuiTableColumnFlags cf =
+          c == 0 ? ImGuiTableColumnFlags_WidthStretch : ImGuiTableColumnFlags_PreferSortDescending;
       ImGui::TableSetupColumn(t.columns[size_t(c)].c_str(), cf);
     }
     ImGui::TableHeadersRow();

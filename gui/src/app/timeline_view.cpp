@@ -77,9 +77,9 @@ void label(ImDrawList* dl, float x0, float y0, float x1, float y1, const std::st
 
 struct Canvas {
   ImDrawList* dl = nullptr;
-  float x0 = 0, x1 = 0;      // the time axis on screen
-  float left = 0;            // the gutter's left edge
-  float top = 0;             // screen y of layout y = 0
+  float x0 = 0, x1 = 0;                 // the time axis on screen
+  float left = 0;                       // the gutter's left edge
+  float top = 0;                        // screen y of layout y = 0
   float clip_top = 0, clip_bottom = 0;  // the visible part of the child
 };
 
@@ -229,8 +229,8 @@ void update_flow(ViewState& s, const Selection& from) {
 }
 
 // Screen rectangle of an event, from its lane and times (false if no lane holds it).
-bool event_rect(const Canvas& cv, const Document& d, const TimeAxis& axis, LaneKind kind, uint32_t table,
-                size_t index, ImVec2* a, ImVec2* b) {
+bool event_rect(const Canvas& cv, const Document& d, const TimeAxis& axis, LaneKind kind, uint32_t table, size_t index,
+                ImVec2* a, ImVec2* b) {
   view::EventLocation where;
   if (!view::locate_event(d.tracks, kind, table, index, &where)) return false;
   const TrackLane& tl = d.tracks.tracks[where.track].lanes[where.lane];
@@ -291,18 +291,18 @@ struct DocFrame {
   int di;
   Document& d;
   Canvas cv;
-  TimeAxis axis;        // in this trace's time
-  float scroll = 0;     // the child's vertical scroll
+  TimeAxis axis;             // in this trace's time
+  float scroll = 0;          // the child's vertical scroll
   float vis0 = 0, vis1 = 0;  // layout y in view
 };
 
 // The mouse over one trace's tracks this frame.
 struct Pointer {
   ImVec2 mouse;
-  bool hovered = false;       // over the canvas
-  bool active = false;        // the canvas holds the mouse (a drag)
-  bool over_axis = false;     // hovered, right of the gutter
-  bool click = false;         // the left button released without dragging
+  bool hovered = false;    // over the canvas
+  bool active = false;     // the canvas holds the mouse (a drag)
+  bool over_axis = false;  // hovered, right of the gutter
+  bool click = false;      // the left button released without dragging
   bool double_click = false;
 };
 
@@ -344,9 +344,9 @@ class GapItems {
 DocFrame begin_document(ViewState& s, int di, ImVec2 size) {
   Document& d = *s.docs[size_t(di)];
   ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::ColorConvertU32ToFloat4(palette::background));
-  ImGui::BeginChild(di == 0 ? "##timeline0" : "##timeline1", size, false,
-                    ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_AlwaysVerticalScrollbar |
-                        ImGuiWindowFlags_NoMove);
+  ImGui::BeginChild(
+      di == 0 ? "##timeline0" : "##timeline1", size, false,
+      ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_AlwaysVerticalScrollbar | ImGuiWindowFlags_NoMove);
   ImGui::PopStyleColor();
   const float view_h = ImGui::GetWindowHeight();
   Canvas cv;
@@ -400,8 +400,8 @@ void handle_drag(const DocFrame& f, Pointer& p) {
     s.range_end = s.axis.time(std::clamp(p.mouse.x, f.cv.x0, f.cv.x1));
   }
   const bool released = ImGui::IsMouseReleased(ImGuiMouseButton_Left);
-  p.click = released && p.hovered && s.drag == ViewState::Drag::pan &&
-            io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 9;
+  p.click =
+      released && p.hovered && s.drag == ViewState::Drag::pan && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Left] < 9;
   if (released || ImGui::IsMouseReleased(ImGuiMouseButton_Right)) s.drag = ViewState::Drag::none;
 }
 
@@ -599,8 +599,8 @@ void draw_flow(const DocFrame& f) {
   p0.y = std::clamp(p0.y, cv.clip_top, cv.clip_bottom);
   p1.y = std::clamp(p1.y, cv.clip_top, cv.clip_bottom);
   float bend = std::fabs(p1.y - p0.y) * 0.4f;
-  cv.dl->AddBezierCubic(p0, ImVec2(p0.x, p0.y + (down ? bend : -bend)), ImVec2(p1.x, p1.y - (down ? bend : -bend)),
-                        p1, palette::flow, 2);
+  cv.dl->AddBezierCubic(p0, ImVec2(p0.x, p0.y + (down ? bend : -bend)), ImVec2(p1.x, p1.y - (down ? bend : -bend)), p1,
+                        palette::flow, 2);
   cv.dl->AddCircleFilled(p1, 3.5f, palette::flow);
   cv.dl->AddRect(ta, tb, palette::flow, 0, 0, 2);
   if (target_x != p1.x) draw_flow_distance(f, *from, p1, target_x);

@@ -11,7 +11,7 @@ namespace loupe::app {
 
 inline constexpr float kGutterWidth = 210;  // track titles, left of the time axis
 inline constexpr float kRulerHeight = 24;
-inline constexpr float kMergePx = 3;        // events narrower than this merge into runs
+inline constexpr float kMergePx = 3;  // events narrower than this merge into runs
 
 // Draws into the current window at the cursor, `size` in all, and keeps
 // where it drew the tracks in `s.layout`.

@@ -52,8 +52,8 @@ struct TimelineLayout {
 
 struct ViewState {
   std::array<std::unique_ptr<Document>, 2> docs;  // [1]: the head trace with --compare
-  std::array<std::string, 2> paths;                // what is open or opening
-  std::array<std::string, 2> errors;               // the reader's message when opening failed
+  std::array<std::string, 2> paths;               // what is open or opening
+  std::array<std::string, 2> errors;              // the reader's message when opening failed
   bool compare = false;
 
   view::TimeAxis axis;  // in view time: trace time - Document::origin
@@ -68,22 +68,22 @@ struct ViewState {
   Selection selection;
   Selection hover;  // what the mouse is on this frame
   FlowCache flow;
-  TimelineLayout layout;  // where the last frame drew the tracks
-  int finding_doc = 0;          // whose findings the panel lists
-  int selected_finding = -1;    // index into that report's findings
-  size_t finding_range = 0;     // which of its ranges the view shows
-  std::string highlight;        // a name highlighted in every open trace
+  TimelineLayout layout;      // where the last frame drew the tracks
+  int finding_doc = 0;        // whose findings the panel lists
+  int selected_finding = -1;  // index into that report's findings
+  size_t finding_range = 0;   // which of its ranges the view shows
+  std::string highlight;      // a name highlighted in every open trace
 
   std::optional<prof::TraceDiff> diff;
   std::string diff_error;
   std::vector<std::string> recent;
 
   view::Panel tab = view::Panel::findings;
-  bool switch_tab = false;      // select `tab` in the next frame
-  float panel_height = 0;       // the bottom panel; 0 = default share
+  bool switch_tab = false;  // select `tab` in the next frame
+  float panel_height = 0;   // the bottom panel; 0 = default share
   bool show_open_popup = false;
-  std::string open_path;        // typed into the Open dialog
-  std::string requested_open;   // a path the UI asked to open (the app opens it)
+  std::string open_path;       // typed into the Open dialog
+  std::string requested_open;  // a path the UI asked to open (the app opens it)
 
   Document* doc(int i) { return docs[size_t(i)].get(); }
   int doc_count() const { return compare ? 2 : 1; }

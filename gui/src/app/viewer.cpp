@@ -316,7 +316,8 @@ void Viewer::frame(float width, float height) {
   if (!any_doc) {
     if (s_.paths[0].empty() && !any_error) {
       ImGui::Spacing();
-      ImGui::TextUnformatted("Open a trace: drop a file on this window, use File > Open, or run `loupe-view trace.db`.");
+      ImGui::TextUnformatted(
+          "Open a trace: drop a file on this window, use File > Open, or run `loupe-view trace.db`.");
     } else if (busy()) {
       ImGui::TextDisabled("reading...");
     }

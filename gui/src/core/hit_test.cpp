@@ -7,8 +7,7 @@ namespace loupe::view {
 
 long hit_item(const std::vector<DrawItem>& items, float x, float slack) {
   // The first item whose right edge (with slack) reaches x.
-  auto it = std::partition_point(items.begin(), items.end(),
-                                 [&](const DrawItem& d) { return d.x1 + slack < x; });
+  auto it = std::partition_point(items.begin(), items.end(), [&](const DrawItem& d) { return d.x1 + slack < x; });
   long best = -1;
   float best_dist = 0;
   for (; it != items.end() && it->x0 - slack <= x; ++it) {

@@ -106,8 +106,9 @@ size_t search(const Lane& lane, const std::vector<int64_t>& sample, size_t from,
       step *= 2;
     }
     hi_b = std::min(hi_b, blocks);
-    size_t b = size_t(std::lower_bound(sample.begin() + std::ptrdiff_t(lo_b), sample.begin() + std::ptrdiff_t(hi_b), t) -
-                      sample.begin());
+    size_t b =
+        size_t(std::lower_bound(sample.begin() + std::ptrdiff_t(lo_b), sample.begin() + std::ptrdiff_t(hi_b), t) -
+               sample.begin());
     if (b < sample.size()) hi = std::min(n, b * Lane::kSkip);  // key there >= t
     if (b > b0) lo = std::max(lo, (b - 1) * Lane::kSkip + 1);  // key at (b-1)*kSkip < t
   }

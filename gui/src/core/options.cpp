@@ -32,7 +32,9 @@ std::string view_usage() {
          "  --size WxH           window size in pixels (default 1600x900)\n"
          "  --zoom START:END     show trace time [START, END) in ns\n"
          "  --select-finding N   select finding N (as numbered by `loupe analyze`) and zoom to it\n"
-         "  --panel NAME         the panel shown: " + panel_names(" or ") + "\n"
+         "  --panel NAME         the panel shown: " +
+         panel_names(" or ") +
+         "\n"
          "  --mouse X,Y          with --screenshot: rest the pointer at window pixel X,Y (tooltips, flows)\n"
          "  --bench-frames N     print time to first frame and frame build times (JSON lines), exit\n";
 }
@@ -67,7 +69,8 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       if (c == std::string::npos) throw std::invalid_argument("--zoom: `" + v + "` is not START_NS:END_NS");
       o.zoom_start = parse_int<int64_t>(v.substr(0, c), "--zoom start");
       o.zoom_end = parse_int<int64_t>(v.substr(c + 1), "--zoom end");
-      if (o.zoom_end <= o.zoom_start) throw std::invalid_argument("--zoom: the end must be after the start in `" + v + "`");
+      if (o.zoom_end <= o.zoom_start)
+        throw std::invalid_argument("--zoom: the end must be after the start in `" + v + "`");
       o.zoom_given = true;
     } else if (a == "--select-finding") {
       o.select_finding = parse_int<int>(value(i), "--select-finding");
@@ -100,7 +103,8 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
     if (!o.screenshot.empty() && o.file.empty()) throw std::invalid_argument("--screenshot needs a trace to show");
     if (o.bench_frames && o.file.empty()) throw std::invalid_argument("--bench-frames needs a trace to show");
     if (o.mouse_given && o.screenshot.empty()) throw std::invalid_argument("--mouse goes with --screenshot");
-    if (o.bench_frames && !o.screenshot.empty()) throw std::invalid_argument("--bench-frames and --screenshot exclude each other");
+    if (o.bench_frames && !o.screenshot.empty())
+      throw std::invalid_argument("--bench-frames and --screenshot exclude each other");
   }
   return o;
 }

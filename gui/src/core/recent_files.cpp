@@ -1,9 +1,9 @@
 #include "loupe/view/recent_files.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <fstream>
 
 #include "loupe/prof/output_file.h"

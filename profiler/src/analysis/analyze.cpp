@@ -33,9 +33,15 @@ struct RuleEntry {
   Rule run;
 };
 constexpr RuleEntry kRules[] = {
-    {"recompile", rule_recompile},       {"transfer", rule_transfer},         {"idle-gap", rule_idle_gap},
-    {"memory", rule_memory},             {"tiny-kernels", rule_tiny_kernels}, {"async-timing", rule_async_timing},
-    {"no-accelerator", rule_no_accelerator}, {"steps", rule_steps},     {"communication", rule_communication},
+    {"recompile", rule_recompile},
+    {"transfer", rule_transfer},
+    {"idle-gap", rule_idle_gap},
+    {"memory", rule_memory},
+    {"tiny-kernels", rule_tiny_kernels},
+    {"async-timing", rule_async_timing},
+    {"no-accelerator", rule_no_accelerator},
+    {"steps", rule_steps},
+    {"communication", rule_communication},
 };
 
 // A threshold by name: how to read and write it. Durations are ns and
@@ -54,30 +60,48 @@ Parameter param(const char* name, const char* description, T AnalysisOptions::*m
           // Integers: a bound that converts back exactly, far beyond any
           // sensible threshold.
           std::is_floating_point_v<T> ? std::numeric_limits<double>::max()
-                                      : std::min(double(std::numeric_limits<T>::max() / 2), 0x1p52)};
+                                      : std::min(double(std::numeric_limits<T>::max()) / 2, 0x1p52)};
 }
 
 const std::vector<Parameter>& parameters() {
   static const std::vector<Parameter> table = {
-      param("min_gap", "idle-gap: shortest device gap reported (ns; units allowed)", &AnalysisOptions::min_gap_ns, true),
+      param("min_gap", "idle-gap: shortest device gap reported (ns; units allowed)", &AnalysisOptions::min_gap_ns,
+            true),
       param("largest_gaps", "idle-gap: how many of the largest gaps a finding lists", &AnalysisOptions::largest_gaps),
-      param("idle_warning", "idle-gap: idle fraction of the window that makes a warning", &AnalysisOptions::idle_warning_fraction),
-      param("idle_error", "idle-gap: idle fraction of the window that makes an error", &AnalysisOptions::idle_error_fraction),
-      param("cause_min_coverage", "idle-gap: share of a gap a host activity must cover to be its cause", &AnalysisOptions::cause_min_coverage),
-      param("kernel_wait_max", "idle-gap: longest stream gap counted as kernel wait (HTA's consecutive_kernel_delay)", &AnalysisOptions::kernel_wait_max_ns, true),
+      param("idle_warning", "idle-gap: idle fraction of the window that makes a warning",
+            &AnalysisOptions::idle_warning_fraction),
+      param("idle_error", "idle-gap: idle fraction of the window that makes an error",
+            &AnalysisOptions::idle_error_fraction),
+      param("cause_min_coverage", "idle-gap: share of a gap a host activity must cover to be its cause",
+            &AnalysisOptions::cause_min_coverage),
+      param("kernel_wait_max", "idle-gap: longest stream gap counted as kernel wait (HTA's consecutive_kernel_delay)",
+            &AnalysisOptions::kernel_wait_max_ns, true),
       param("warmup_steps", "recompile: steps whose compiles count as warm-up", &AnalysisOptions::warmup_steps),
-      param("recompile_error", "recompile: compile time share of the window that makes an error", &AnalysisOptions::recompile_error_fraction),
-      param("recurring_per_step", "transfer: share of steps with a transfer from one call site that counts as every step", &AnalysisOptions::recurring_per_step),
-      param("recurring_without_steps", "transfer: count that counts as recurring in a trace without steps", &AnalysisOptions::recurring_without_steps),
-      param("tiny_kernel", "tiny-kernels: duration under which a kernel without a launch is tiny (ns; units allowed)", &AnalysisOptions::tiny_kernel_ns, true),
-      param("tiny_fraction", "tiny-kernels: share of kernels that must be tiny for a warning", &AnalysisOptions::tiny_fraction_warning),
+      param("recompile_error", "recompile: compile time share of the window that makes an error",
+            &AnalysisOptions::recompile_error_fraction),
+      param("recurring_per_step",
+            "transfer: share of steps with a transfer from one call site that counts as every step",
+            &AnalysisOptions::recurring_per_step),
+      param("recurring_without_steps", "transfer: count that counts as recurring in a trace without steps",
+            &AnalysisOptions::recurring_without_steps),
+      param("tiny_kernel", "tiny-kernels: duration under which a kernel without a launch is tiny (ns; units allowed)",
+            &AnalysisOptions::tiny_kernel_ns, true),
+      param("tiny_fraction", "tiny-kernels: share of kernels that must be tiny for a warning",
+            &AnalysisOptions::tiny_fraction_warning),
       param("tiny_min_kernels", "tiny-kernels: fewest tiny kernels for a warning", &AnalysisOptions::tiny_min_kernels),
-      param("launch_bound", "tiny-kernels: share of the window the device must idle waiting for launches", &AnalysisOptions::launch_bound_fraction),
-      param("async_lag_ratio", "async-timing: device work after the range ends, as a share of the range", &AnalysisOptions::async_min_lag_ratio),
-      param("memory_high", "memory: share of capacity above which memory is under pressure", &AnalysisOptions::memory_high_fraction),
-      param("step_spread", "steps: p90 over median step time that makes a warning", &AnalysisOptions::step_spread_warning),
-      param("steady_width", "steps: p10 to p90 width, as a share of the median, under which steps are steady", &AnalysisOptions::steady_width),
-      param("communication_warning", "communication: exposed collective time, as a share of the window, that makes a warning", &AnalysisOptions::communication_warning_fraction),
+      param("launch_bound", "tiny-kernels: share of the window the device must idle waiting for launches",
+            &AnalysisOptions::launch_bound_fraction),
+      param("async_lag_ratio", "async-timing: device work after the range ends, as a share of the range",
+            &AnalysisOptions::async_min_lag_ratio),
+      param("memory_high", "memory: share of capacity above which memory is under pressure",
+            &AnalysisOptions::memory_high_fraction),
+      param("step_spread", "steps: p90 over median step time that makes a warning",
+            &AnalysisOptions::step_spread_warning),
+      param("steady_width", "steps: p10 to p90 width, as a share of the median, under which steps are steady",
+            &AnalysisOptions::steady_width),
+      param("communication_warning",
+            "communication: exposed collective time, as a share of the window, that makes a warning",
+            &AnalysisOptions::communication_warning_fraction),
   };
   return table;
 }
@@ -114,7 +138,8 @@ void set_analysis_parameter(AnalysisOptions& options, const std::string& name, c
   for (const Parameter& p : parameters()) {
     if (name != p.name) continue;
     double v = parse_value(value, p.duration);
-    if (!(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(fmt::format("{} must be a non-negative number", name));
+    if (!(v >= 0) || !std::isfinite(v))
+      throw std::invalid_argument(fmt::format("{} must be a non-negative number", name));
     if (v > p.max) throw std::invalid_argument(fmt::format("{} = {} is too large", name, value));
     p.set(options, v);
     return;
@@ -146,8 +171,8 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   measure_steps(ctx, report);
 
   for (const RuleEntry& r : kRules) {
-    bool selected = options.rules.empty() ||
-                    std::find(options.rules.begin(), options.rules.end(), r.name) != options.rules.end();
+    bool selected =
+        options.rules.empty() || std::find(options.rules.begin(), options.rules.end(), r.name) != options.rules.end();
     if (selected) r.run(ctx, report, report.findings);
   }
   double window = double(std::max<int64_t>(ctx.window(), 1));

@@ -81,7 +81,8 @@ void rule_async_timing(const Context& ctx, const AnalysisReport&, std::vector<Fi
                           name, format_count(n.flagged), format_count(n.ranges), format_duration(median_lag));
     f.evidence.push_back({"timing", name});
     f.evidence.push_back({"on", thread_label(ctx, n.thread)});
-    f.evidence.push_back({"instances that lag", fmt::format("{} of {}", format_count(n.flagged), format_count(n.ranges))});
+    f.evidence.push_back(
+        {"instances that lag", fmt::format("{} of {}", format_count(n.flagged), format_count(n.ranges))});
     f.evidence.push_back({"time inside those ranges", format_duration(n.range_ns)});
     f.evidence.push_back({"device work after they ended", format_duration(unseen_ns)});
     for (const auto& [site, count] : n.sites) {

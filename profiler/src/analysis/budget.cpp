@@ -4,10 +4,10 @@
 
 #include <unistd.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <toml++/toml.h>
 
 #include "loupe/prof/input_file.h"
 #include "loupe/prof/units.h"
@@ -96,8 +96,9 @@ Budget parse_budget(const std::string& text, const std::string& source) {
         std::string value;
         if (auto s = pv.value<std::string>()) value = *s;
         else if (auto d = pv.value<double>()) value = fmt::format("{}", *d);
-        else throw BudgetError(fmt::format("{}:{}: threshold '{}' must be a number or a string", source,
-                                           pv.source().begin.line, pk.str()));
+        else
+          throw BudgetError(fmt::format("{}:{}: threshold '{}' must be a number or a string", source,
+                                        pv.source().begin.line, pk.str()));
         AnalysisOptions probe;
         try {
           set_analysis_parameter(probe, std::string(pk.str()), value);
@@ -125,6 +126,7 @@ Budget parse_budget(const std::string& text, const std::string& source) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lines[x] < lines[y]; });
   std::vector<Budget::Limit> in_order;
+  in_order.reserve(order.size());
   for (size_t i : order) in_order.push_back(b.limits[i]);
   b.limits = std::move(in_order);
   if (b.limits.empty()) throw BudgetError(fmt::format("{}: no budgets in the file", source));
@@ -148,8 +150,8 @@ Budget read_budget_file(const std::string& path) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0 && text.size() + size_t(n) > kMaxBudgetBytes) {
       ::close(fd);
-      throw BudgetError(fmt::format("{}: larger than {}, too large for a budget file", path,
-                                    format_bytes(int64_t(kMaxBudgetBytes))));
+      throw BudgetError(
+          fmt::format("{}: larger than {}, too large for a budget file", path, format_bytes(int64_t(kMaxBudgetBytes))));
     }
     if (n > 0) {
       text.append(buf, size_t(n));

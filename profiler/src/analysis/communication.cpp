@@ -46,6 +46,7 @@ std::vector<int64_t> exposed_per_step(const StepStats& steps, const IntervalSet&
     e = std::max(e, exposed.covered(s.device_start, s.device_end));
   }
   std::vector<int64_t> out;
+  out.reserve(by_number.size());
   for (const auto& [number, e] : by_number) out.push_back(e);
   return out;
 }
@@ -58,13 +59,13 @@ void add_finding(const Context& ctx, const StepStats& steps, const DeviceActivit
   f.rule = "communication";
   f.devices = {d.device};
   f.impact_ns = exposed.length();  // inside the device's window, so within the active window
-  f.severity = double(f.impact_ns) >= ctx.options.communication_warning_fraction * window ? Severity::warning
-                                                                                         : Severity::info;
-  f.title = fmt::format("{}: {} of collective communication not overlapped by compute ({} of the window); {} of "
-                        "collective time overlaps compute",
-                        device_label(ctx, d.device), format_duration(exposed.length()),
-                        format_percent(double(exposed.length()) / window),
-                        format_percent(double(hidden) / double(std::max<int64_t>(total, 1))));
+  f.severity =
+      double(f.impact_ns) >= ctx.options.communication_warning_fraction * window ? Severity::warning : Severity::info;
+  f.title = fmt::format(
+      "{}: {} of collective communication not overlapped by compute ({} of the window); {} of "
+      "collective time overlaps compute",
+      device_label(ctx, d.device), format_duration(exposed.length()), format_percent(double(exposed.length()) / window),
+      format_percent(double(hidden) / double(std::max<int64_t>(total, 1))));
   f.evidence.push_back({"collective time", format_duration(total)});
   f.evidence.push_back({"overlapped by compute", format_duration(hidden)});
   f.evidence.push_back({"exposed", format_duration(exposed.length())});

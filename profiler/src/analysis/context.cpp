@@ -311,9 +311,9 @@ namespace {
 // A frame of Python itself or of the frameworks, not of the user's code.
 bool is_library_frame(std::string_view name) {
   static constexpr std::string_view kLibraries[] = {
-      "torch/",     "torchvision/", "torchaudio/", "triton/",      "transformers/", "accelerate/",
-      "numpy/",     "scipy/",   "PIL/",  "pandas/",  "multiprocessing/", "concurrent/", "importlib/", "asyncio/",  "threading.py",
-      "runpy.py",   "contextlib.py", "functools.py", "selectors.py", "queue.py",  "socket.py"};
+      "torch/",       "torchvision/", "torchaudio/",   "triton/",          "transformers/", "accelerate/", "numpy/",
+      "scipy/",       "PIL/",         "pandas/",       "multiprocessing/", "concurrent/",   "importlib/",  "asyncio/",
+      "threading.py", "runpy.py",     "contextlib.py", "functools.py",     "selectors.py",  "queue.py",    "socket.py"};
   if (name.starts_with("<") || name.find("site-packages/") != std::string_view::npos ||
       name.find("dist-packages/") != std::string_view::npos || name.find("/lib/python") != std::string_view::npos) {
     return true;

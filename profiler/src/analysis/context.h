@@ -74,8 +74,8 @@ struct ThreadActivity {
   uint32_t thread = 0;
   const HostSpans* spans = nullptr;    // may be null
   const Launches* launches = nullptr;  // may be null
-  IntervalSet compile;  // compile spans and compile events that compiled
-  IntervalSet blocked;  // wait spans and synchronous transfers
+  IntervalSet compile;                 // compile spans and compile events that compiled
+  IntervalSet blocked;                 // wait spans and synchronous transfers
   // Spans that mark code (user, timing and runtime: framework ops such as
   // aten::to) by depth: spans at one depth do not overlap, so each list is
   // sorted by start and by end, and binary search finds the one at a time.
@@ -103,7 +103,7 @@ class Context {
 
   const TraceModel& model;
   const AnalysisOptions& options;
-  std::vector<DeviceActivity> devices;  // devices that ran something, by id
+  std::vector<DeviceActivity> devices;       // devices that ran something, by id
   int64_t window_start = 0, window_end = 0;  // over all devices (or the trace)
   std::vector<ThreadActivity> threads;       // threads that recorded, by id
   IntervalSet compile_all, blocked_all;      // over all threads

@@ -94,7 +94,7 @@ struct HostWindow {
   int64_t start = 0, end = 0;
   int64_t launched = 0;  // when the launch call began
   const Launches* launches = nullptr;
-  size_t launch = 0;     // the call, in `launches`
+  size_t launch = 0;  // the call, in `launches`
 };
 
 void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
@@ -150,9 +150,10 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     g.cause = GapCause::between_ops;
     std::string chain = ctx.enclosing_chain(t.thread, a + (b - a) / 2);
     g.what = chain.empty() ? "between ops" : fmt::format("between ops in `{}`", chain);
-    g.detail = fmt::format("host {} on {}: {} of the wait inside recorded ops, the rest in code nothing records "
-                           "(Python, or the framework between ops)",
-                           g.what, thread, format_percent(double(recorded) / double(std::max<int64_t>(b - a, 1))));
+    g.detail = fmt::format(
+        "host {} on {}: {} of the wait inside recorded ops, the rest in code nothing records "
+        "(Python, or the framework between ops)",
+        g.what, thread, format_percent(double(recorded) / double(std::max<int64_t>(b - a, 1))));
     return;
   }
   g.what = "nothing recorded";
@@ -196,9 +197,10 @@ IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t
     g.what = fmt::format("`{}` on stream {}", ctx.model.str(s.name[i]), s.stream);
     g.detail = launched < a ? fmt::format("{} was queued {} before the gap and started after it", g.what,
                                           format_duration(a - launched))
-                            : fmt::format("{} was launched {} into the gap and started {} after its launch "
-                                          "returned",
-                                          g.what, format_duration(launched - a), format_duration(b - returned));
+                            : fmt::format(
+                                  "{} was launched {} into the gap and started {} after its launch "
+                                  "returned",
+                                  g.what, format_duration(launched - a), format_duration(b - returned));
     return g;
   }
   const ThreadActivity* t = ctx.thread(launches.thread);
@@ -278,6 +280,7 @@ std::vector<CauseGroup> group_causes(const DeviceIdle& d) {
     ++c.gaps;
   }
   std::vector<CauseGroup> out;
+  out.reserve(groups.size());
   for (auto& [key, c] : groups) out.push_back(c);
   std::sort(out.begin(), out.end(), [](const CauseGroup& x, const CauseGroup& y) { return x.ns > y.ns; });
   return out;
@@ -325,13 +328,14 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
     f.severity = fraction >= opt.idle_error_fraction     ? Severity::error
                  : fraction >= opt.idle_warning_fraction ? Severity::warning
                                                          : Severity::info;
-    f.title = fmt::format("{} idle {} of its active window: {} in {} gap{} of at least {}",
-                          device_label(ctx, d.device), format_percent(fraction), format_duration(in_gaps),
-                          format_count(d.gaps.size()), d.gaps.size() == 1 ? "" : "s", format_duration(opt.min_gap_ns));
+    f.title = fmt::format("{} idle {} of its active window: {} in {} gap{} of at least {}", device_label(ctx, d.device),
+                          format_percent(fraction), format_duration(in_gaps), format_count(d.gaps.size()),
+                          d.gaps.size() == 1 ? "" : "s", format_duration(opt.min_gap_ns));
     f.impact_ns = in_gaps;
     f.devices = {d.device};
-    f.evidence.push_back({"active window", fmt::format("{} ({} to {})", format_duration(window),
-                                                       format_duration(d.window_start), format_duration(d.window_end))});
+    f.evidence.push_back(
+        {"active window", fmt::format("{} ({} to {})", format_duration(window), format_duration(d.window_start),
+                                      format_duration(d.window_end))});
     f.evidence.push_back({"busy (union of all streams)", format_duration(d.busy_ns)});
     f.evidence.push_back({"idle", fmt::format("{} ({})", format_duration(d.idle_ns), format_percent(fraction))});
     size_t dominant = size_t(GapCause::unknown);
@@ -345,10 +349,10 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
     std::vector<CauseGroup> groups = group_causes(d);
     for (size_t i = 0; i < std::min<size_t>(groups.size(), size_t(std::max(opt.largest_gaps, 0))); ++i) {
       const CauseGroup& c = groups[i];
-      f.evidence.push_back({fmt::format("behind {}", name_of(c.cause)),
-                            fmt::format("{}: {} in {} gap{} ({} of gap time)", *c.what, format_duration(c.ns),
-                                        format_count(c.gaps), c.gaps == 1 ? "" : "s",
-                                        format_percent(double(c.ns) / double(in_gaps)))});
+      f.evidence.push_back(
+          {fmt::format("behind {}", name_of(c.cause)),
+           fmt::format("{}: {} in {} gap{} ({} of gap time)", *c.what, format_duration(c.ns), format_count(c.gaps),
+                       c.gaps == 1 ? "" : "s", format_percent(double(c.ns) / double(in_gaps)))});
     }
     std::vector<const IdleGap*> largest;
     for (const IdleGap& g : d.gaps) largest.push_back(&g);

@@ -62,8 +62,8 @@ int64_t IntervalSet::covered(int64_t a, int64_t b) const {
   if (first == last) return 0;
   size_t i = size_t(first - parts_.begin()), j = size_t(last - parts_.begin()) - 1;
   int64_t total = prefix_[j] - (i == 0 ? 0 : prefix_[i - 1]);
-  total -= std::max<int64_t>(0, a - parts_[i].start);   // clip the first part
-  total -= std::max<int64_t>(0, parts_[j].end - b);      // and the last
+  total -= std::max<int64_t>(0, a - parts_[i].start);  // clip the first part
+  total -= std::max<int64_t>(0, parts_[j].end - b);    // and the last
   return total;
 }
 

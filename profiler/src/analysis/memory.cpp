@@ -37,7 +37,8 @@ std::vector<Interval> retry_spans(const Context& ctx) {
     if (t.spans == nullptr) continue;
     const HostSpans& s = *t.spans;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s.kind[i] == SpanKind::wait && ctx.model.str(s.name[i]) == "allocator retry") out.push_back({s.start[i], s.end(i)});
+      if (s.kind[i] == SpanKind::wait && ctx.model.str(s.name[i]) == "allocator retry")
+        out.push_back({s.start[i], s.end(i)});
     }
   }
   std::sort(out.begin(), out.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
@@ -121,9 +122,9 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     Finding f;
     f.rule = "memory";
     f.devices = {me.device};
-    f.severity = ooms > 0                                        ? Severity::error
+    f.severity = ooms > 0                                              ? Severity::error
                  : retries > 0 || fraction >= opt.memory_high_fraction ? Severity::warning
-                                                                 : Severity::info;
+                                                                       : Severity::info;
     std::string of_capacity =
         capacity > 0 ? fmt::format(" of {} ({})", format_bytes(capacity), format_percent(fraction)) : "";
     f.title = fmt::format("{}: peak {}{} at {}", device_label(ctx, me.device), format_bytes(peak_bytes), of_capacity,
@@ -141,14 +142,15 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     f.ranges.push_back({me.time[peak], me.time[peak] + 1});
     f.ranges.insert(f.ranges.end(), ooms_at.begin(), ooms_at.end());
     f.ranges.insert(f.ranges.end(), high.begin(), high.begin() + long(std::min<size_t>(high.size(), 10)));
-    for (size_t k = 0; k < retry_waits.size() && k < 10; ++k) f.ranges.push_back({retry_waits[k].start, retry_waits[k].end});
+    for (size_t k = 0; k < retry_waits.size() && k < 10; ++k)
+      f.ranges.push_back({retry_waits[k].start, retry_waits[k].end});
     f.evidence.push_back({"peak allocated", fmt::format("{}{}", format_bytes(peak_bytes), of_capacity)});
     f.evidence.push_back({"peak reserved", format_bytes(peak_reserved)});
     if (me.reserved[peak] > 0) {
-      f.evidence.push_back({"fragmentation at the peak",
-                            fmt::format("{} reserved but not allocated ({})",
-                                        format_bytes(me.reserved[peak] - peak_bytes),
-                                        format_percent(double(me.reserved[peak] - peak_bytes) / double(me.reserved[peak])))});
+      f.evidence.push_back(
+          {"fragmentation at the peak",
+           fmt::format("{} reserved but not allocated ({})", format_bytes(me.reserved[peak] - peak_bytes),
+                       format_percent(double(me.reserved[peak] - peak_bytes) / double(me.reserved[peak])))});
     }
     if (capacity > 0) {
       f.evidence.push_back({fmt::format("time above {} of capacity", format_percent(opt.memory_high_fraction)),

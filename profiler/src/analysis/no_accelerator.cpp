@@ -51,15 +51,18 @@ void recorded_no_device_work(const Context& ctx, std::vector<Finding>& out) {
   f.evidence.push_back({"host spans", format_count(spans)});
   if (launches > 0 || !gpus.empty()) {
     f.severity = Severity::warning;
-    f.title = "the trace records no device operations although the program used a device: idle time, transfers "
-              "and kernels cannot be told from this trace";
+    f.title =
+        "the trace records no device operations although the program used a device: idle time, transfers "
+        "and kernels cannot be told from this trace";
     for (const Device* d : gpus) f.evidence.push_back({"device listed", fmt::format("{} ({})", d->id, d->name)});
-    f.suggestion = "record device activity too (PyTorch: ProfilerActivity.CUDA in torch.profiler.profile's "
-                   "activities; Nsight Systems: --trace=cuda)";
+    f.suggestion =
+        "record device activity too (PyTorch: ProfilerActivity.CUDA in torch.profiler.profile's "
+        "activities; Nsight Systems: --trace=cuda)";
   } else {
     f.title = "nothing ran on an accelerator: the trace has no device operations, no launches and lists no GPU";
-    f.suggestion = "if the program was meant to use a GPU, check that it found one (torch.cuda.is_available(), "
-                   "jax.devices()) and that its tensors were moved to it";
+    f.suggestion =
+        "if the program was meant to use a GPU, check that it found one (torch.cuda.is_available(), "
+        "jax.devices()) and that its tensors were moved to it";
   }
   out.push_back(std::move(f));
 }

@@ -13,11 +13,11 @@ namespace {
 
 enum class Reason { shape, dtype, static_value, new_function, other };
 
-constexpr const char* kReasonNames[] = {"shape change", "dtype change", "static argument change",
-                                        "new function object", "other"};
+constexpr const char* kReasonNames[] = {"shape change", "dtype change", "static argument change", "new function object",
+                                        "other"};
 constexpr const char* kReasonFixes[] = {
-    "pad or bucket the varying dimension to a few fixed sizes (mask the padding) so that every step reuses a "
-    "compiled signature",
+    ("pad or bucket the varying dimension to a few fixed sizes (mask the padding) so that every step reuses a "
+     "compiled signature"),
     "cast inputs to one dtype at the boundary of the jitted function",
     "pass the changing static value as an array argument, or keep it constant",
     "create the jitted function once, outside the loop, and reuse it",
@@ -137,7 +137,8 @@ void rule_recompile(const Context& ctx, const AnalysisReport&, std::vector<Findi
       std::string site = ctx.callsite_text(c.callsite[i]);
       if (!site.empty()) ++sites[site];
       f.ranges.push_back({miss->start, miss->end});
-      if (std::find(f.threads.begin(), f.threads.end(), miss->thread) == f.threads.end()) f.threads.push_back(miss->thread);
+      if (std::find(f.threads.begin(), f.threads.end(), miss->thread) == f.threads.end())
+        f.threads.push_back(miss->thread);
     }
     size_t dominant = size_t(std::max_element(per_reason, per_reason + 5) - per_reason);
     f.impact_ns = compile_ns;
@@ -153,6 +154,7 @@ void rule_recompile(const Context& ctx, const AnalysisReport&, std::vector<Findi
     }
     // The most frequent reasons, as the runtime worded them.
     std::vector<std::pair<size_t, std::string>> top;
+    top.reserve(reasons.size());
     for (auto& [text, n] : reasons) top.push_back({n, text});
     std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t k = 0; k < top.size() && k < 3; ++k) {

@@ -26,7 +26,8 @@ std::string shown(const std::string& s) { return printable(s, kTextNameLimit); }
 
 std::string impact_text(const Finding& f) {
   if (f.impact_ns == 0) return "no time impact";
-  return fmt::format("impact {} ({} of the active window)", format_duration(f.impact_ns), format_percent(f.impact_fraction));
+  return fmt::format("impact {} ({} of the active window)", format_duration(f.impact_ns),
+                     format_percent(f.impact_fraction));
 }
 
 }  // namespace
@@ -40,13 +41,14 @@ std::string report_text(const AnalysisReport& r, bool color) {
   size_t with_impact = 0;
   for (const Finding& f : r.findings) with_impact += f.impact_ns > 0;
   if (with_impact > 1) {
-    out += "(ranked by each finding's own impact; impacts can cover the same time, so they do not add up: "
-           "docs/analyses.md)\n";
+    out +=
+        "(ranked by each finding's own impact; impacts can cover the same time, so they do not add up: "
+        "docs/analyses.md)\n";
   }
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
-    out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1, name_of(f.severity),
-                       f.rule, reset, shown(f.title));
+    out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1,
+                       name_of(f.severity), f.rule, reset, shown(f.title));
     out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
     size_t width = 0;
     for (const auto& [k, v] : f.evidence) width = std::max(width, shown(k).size());
@@ -102,12 +104,18 @@ std::string report_json(const AnalysisReport& r) {
   doc["devices"] = devices;
   json streams = json::array();
   for (const StreamIdle& s : r.streams) {
-    streams.push_back({{"device", s.device}, {"stream", s.stream}, {"host_wait_ns", s.host_wait_ns},
-                       {"kernel_wait_ns", s.kernel_wait_ns}, {"other_ns", s.other_ns}});
+    streams.push_back({{"device", s.device},
+                       {"stream", s.stream},
+                       {"host_wait_ns", s.host_wait_ns},
+                       {"kernel_wait_ns", s.kernel_wait_ns},
+                       {"other_ns", s.other_ns}});
   }
   doc["streams"] = streams;
-  doc["steps"] = {{"count", r.steps.count}, {"median_ns", r.steps.median_ns}, {"p10_ns", r.steps.p10_ns},
-                  {"p90_ns", r.steps.p90_ns}, {"mad_ns", r.steps.mad_ns}};
+  doc["steps"] = {{"count", r.steps.count},
+                  {"median_ns", r.steps.median_ns},
+                  {"p10_ns", r.steps.p10_ns},
+                  {"p90_ns", r.steps.p90_ns},
+                  {"mad_ns", r.steps.mad_ns}};
   const TraceMetrics& m = r.metrics;
   doc["metrics"] = {{"steps", m.steps},
                     {"step_time_median_ns", m.step_time_median_ns},
@@ -142,9 +150,9 @@ std::string report_markdown(const AnalysisReport& r) {
   out += "| # | severity | rule | finding | impact |\n|---|---|---|---|---|\n";
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];
-    out += fmt::format("| {} | {} | `{}` | {} | {} |\n", i + 1, name_of(f.severity), f.rule, cell(f.title),
-                       f.impact_ns ? fmt::format("{} ({})", format_duration(f.impact_ns), format_percent(f.impact_fraction))
-                                   : "-");
+    out += fmt::format(
+        "| {} | {} | `{}` | {} | {} |\n", i + 1, name_of(f.severity), f.rule, cell(f.title),
+        f.impact_ns ? fmt::format("{} ({})", format_duration(f.impact_ns), format_percent(f.impact_fraction)) : "-");
   }
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const Finding& f = r.findings[i];

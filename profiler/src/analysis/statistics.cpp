@@ -40,7 +40,10 @@ void sort_rows(StatTable& t, size_t column) {
 }
 
 StatTable device_op_table(const TraceModel& m) {
-  StatTable t{"device_ops", "Device operations by name", {"name", "kind", "count", "total", "avg", "median", "min", "max", "time %"}, {}};
+  StatTable t{"device_ops",
+              "Device operations by name",
+              {"name", "kind", "count", "total", "avg", "median", "min", "max", "time %"},
+              {}};
   std::map<std::pair<StringId, DeviceOpKind>, Durations> by;
   int64_t all = 0;
   for (const DeviceOps& s : m.device_ops) {
@@ -61,14 +64,16 @@ StatTable device_op_table(const TraceModel& m) {
 
 std::string size_bucket(int64_t b) {
   if (b < 1024) return "< 1 KiB";
-  if (b < 1024 * 1024) return "1 KiB - 1 MiB";
-  if (b < 64 * 1024 * 1024) return "1 - 64 MiB";
+  if (b < int64_t(1) << 20) return "1 KiB - 1 MiB";
+  if (b < int64_t(64) << 20) return "1 - 64 MiB";
   return ">= 64 MiB";
 }
 
 StatTable transfer_table(const TraceModel& m) {
-  StatTable t{"transfers", "Transfers by direction and size",
-              {"direction", "size", "count", "bytes", "host time", "synchronous", "pageable", "bandwidth"}, {}};
+  StatTable t{"transfers",
+              "Transfers by direction and size",
+              {"direction", "size", "count", "bytes", "host time", "synchronous", "pageable", "bandwidth"},
+              {}};
   struct Agg {
     uint64_t n = 0, sync = 0, pageable = 0;
     int64_t bytes = 0, ns = 0;
@@ -86,8 +91,13 @@ StatTable transfer_table(const TraceModel& m) {
   }
   for (auto& [key, a] : by) {
     double bw = a.ns > 0 ? double(a.bytes) / (double(a.ns) * 1e-9) : 0;
-    t.rows.push_back({text(std::string(name_of(key.first))), text(key.second), count(a.n), bytes(a.bytes),
-                      duration(a.ns), count(a.sync), count(a.pageable),
+    t.rows.push_back({text(std::string(name_of(key.first))),
+                      text(key.second),
+                      count(a.n),
+                      bytes(a.bytes),
+                      duration(a.ns),
+                      count(a.sync),
+                      count(a.pageable),
                       {format_byte_rate(bw), bw, true}});
   }
   sort_rows(t, 3);
@@ -95,7 +105,8 @@ StatTable transfer_table(const TraceModel& m) {
 }
 
 StatTable host_span_table(const TraceModel& m) {
-  StatTable t{"host_spans", "Host spans by name", {"name", "kind", "count", "total", "avg", "median", "min", "max"}, {}};
+  StatTable t{
+      "host_spans", "Host spans by name", {"name", "kind", "count", "total", "avg", "median", "min", "max"}, {}};
   std::map<std::pair<StringId, SpanKind>, Durations> by;
   for (const HostSpans& s : m.host_spans) {
     for (size_t i = 0; i < s.size(); ++i) by[{s.name[i], s.kind[i]}].add(s.dur[i]);
@@ -110,8 +121,10 @@ StatTable host_span_table(const TraceModel& m) {
 }
 
 StatTable compile_table(const TraceModel& m) {
-  StatTable t{"compiles", "Compiles by function",
-              {"function", "calls", "misses", "hits", "ahead of time", "compile time", "avg compile", "signatures"}, {}};
+  StatTable t{"compiles",
+              "Compiles by function",
+              {"function", "calls", "misses", "hits", "ahead of time", "compile time", "avg compile", "signatures"},
+              {}};
   struct Agg {
     uint64_t calls = 0, kinds[3] = {};
     int64_t compile_ns = 0;
@@ -139,8 +152,11 @@ StatTable compile_table(const TraceModel& m) {
 }
 
 StatTable memory_table(const TraceModel& m) {
-  StatTable t{"memory", "Memory peaks by device",
-              {"device", "peak allocated", "at", "peak reserved", "capacity", "of capacity", "retries", "out of memory"}, {}};
+  StatTable t{
+      "memory",
+      "Memory peaks by device",
+      {"device", "peak allocated", "at", "peak reserved", "capacity", "of capacity", "retries", "out of memory"},
+      {}};
   for (const MemoryEvents& me : m.memory) {
     if (me.size() == 0) continue;
     size_t peak = size_t(std::max_element(me.allocated.begin(), me.allocated.end()) - me.allocated.begin());

@@ -115,6 +115,7 @@ void measure_steps(const Context& ctx, AnalysisReport& report) {
   st.p10_ns = quantile(durations, 0.1);
   st.p90_ns = quantile(durations, 0.9);
   std::vector<int64_t> deviations;
+  deviations.reserve(durations.size());
   for (int64_t d : durations) deviations.push_back(std::abs(d - st.median_ns));
   st.mad_ns = quantile(deviations, 0.5);
 }
@@ -202,19 +203,19 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   for (size_t i = 0; i < shown; ++i) {
     const StepStats::Step& s = *slowest[i];
     f.ranges.push_back({s.start, s.start + s.dur});
-    f.evidence.push_back({fmt::format("slow step {}", s.number),
-                          devices ? fmt::format("{}: compile {}; on the device {}: idle {}, compute {}",
-                                                format_duration(s.dur), format_duration(s.compile_ns),
-                                                format_duration(s.device_end - s.device_start),
-                                                format_duration(s.idle_ns), format_duration(s.compute_ns))
-                                  : fmt::format("{}: compile {}", format_duration(s.dur),
-                                                format_duration(s.compile_ns))});
+    f.evidence.push_back(
+        {fmt::format("slow step {}", s.number),
+         devices ? fmt::format("{}: compile {}; on the device {}: idle {}, compute {}", format_duration(s.dur),
+                               format_duration(s.compile_ns), format_duration(s.device_end - s.device_start),
+                               format_duration(s.idle_ns), format_duration(s.compute_ns))
+                 : fmt::format("{}: compile {}", format_duration(s.dur), format_duration(s.compile_ns))});
   }
   if (too_few) {
     f.suggestion = "record more steps (a profiler schedule with more active steps) to see how step time varies";
   } else if (f.severity == Severity::warning || outliers > 0 || width > ctx.options.steady_width) {
-    f.suggestion = "look at the slowest steps: what they do that the median step does not (compiles, host work, "
-                   "synchronisation, data loading) is the cost to remove";
+    f.suggestion =
+        "look at the slowest steps: what they do that the median step does not (compiles, host work, "
+        "synchronisation, data loading) is the cost to remove";
   } else {
     f.suggestion = fmt::format("steps are steady: p10 to p90 spans {} of the median", format_percent(width));
   }

@@ -34,8 +34,7 @@ class EagerOps {
       if (t.spans == nullptr) continue;
       std::vector<uint32_t> mine;
       for (size_t i = 0; i < t.spans->size(); ++i) {
-        if (is_eager_op(t.spans->kind[i], ctx.model.str(t.spans->name[i])))
-          mine.push_back(uint32_t(i));
+        if (is_eager_op(t.spans->kind[i], ctx.model.str(t.spans->name[i]))) mine.push_back(uint32_t(i));
       }
       if (!mine.empty()) threads_[t.thread] = {t.spans, std::move(mine)};
     }
@@ -180,7 +179,8 @@ KernelCounts count_kernels(const Context& ctx) {
       }
       ++k.tiny_names[s.name[i]];
     }
-    if (any && std::find(k.devices.begin(), k.devices.end(), s.device) == k.devices.end()) k.devices.push_back(s.device);
+    if (any && std::find(k.devices.begin(), k.devices.end(), s.device) == k.devices.end())
+      k.devices.push_back(s.device);
   }
   // A graph launch that issued several tiny kernels counts once.
   std::sort(charged.begin(), charged.end());
@@ -263,22 +263,26 @@ void rule_tiny_kernels(const Context& ctx, const AnalysisReport& report, std::ve
   f.devices = k.devices;
   // What fusing would win back: the device's wait for the launches.
   f.impact_ns = waiting;
-  f.title = fmt::format("{} of {} kernels ({}) run shorter than it took to launch them, and the device sat idle {} "
-                        "({} of its window) waiting for launches: the program is launch-bound",
-                        format_count(k.tiny), format_count(k.kernels), format_percent(fraction),
-                        format_duration(waiting), format_percent(waiting_fraction));
-  f.evidence.push_back({"tiny kernels", fmt::format("{} ({} of kernels)", format_count(k.tiny), format_percent(fraction))});
-  f.evidence.push_back({"their device time", fmt::format("{} ({} of kernel time)", format_duration(k.tiny_ns),
-                                                         format_percent(double(k.tiny_ns) / double(std::max<int64_t>(k.kernel_ns, 1))))});
+  f.title = fmt::format(
+      "{} of {} kernels ({}) run shorter than it took to launch them, and the device sat idle {} "
+      "({} of its window) waiting for launches: the program is launch-bound",
+      format_count(k.tiny), format_count(k.kernels), format_percent(fraction), format_duration(waiting),
+      format_percent(waiting_fraction));
+  f.evidence.push_back(
+      {"tiny kernels", fmt::format("{} ({} of kernels)", format_count(k.tiny), format_percent(fraction))});
+  f.evidence.push_back({"their device time",
+                        fmt::format("{} ({} of kernel time)", format_duration(k.tiny_ns),
+                                    format_percent(double(k.tiny_ns) / double(std::max<int64_t>(k.kernel_ns, 1))))});
   f.evidence.push_back({"host time in their launch calls", format_duration(k.tiny_launch_ns)});
-  f.evidence.push_back({"device idle waiting for launches",
-                        fmt::format("{} ({} of the active window)", format_duration(waiting),
-                                    format_percent(waiting_fraction))});
+  f.evidence.push_back(
+      {"device idle waiting for launches",
+       fmt::format("{} ({} of the active window)", format_duration(waiting), format_percent(waiting_fraction))});
   if (ctx.distinct_steps > 0) {
     f.evidence.push_back({"launches per step", fmt::format("{:.1f}", ctx.per_step(double(launches)))});
   }
   if (eager > 0) {
-    f.evidence.push_back({"launched eagerly (outside jit)", fmt::format("{} of {}", format_count(eager), format_count(launches))});
+    f.evidence.push_back(
+        {"launched eagerly (outside jit)", fmt::format("{} of {}", format_count(eager), format_count(launches))});
   }
   // Where they were launched from, most first (eager ops carry the line).
   std::vector<std::pair<uint64_t, uint32_t>> sites;
@@ -286,14 +290,15 @@ void rule_tiny_kernels(const Context& ctx, const AnalysisReport& report, std::ve
   std::sort(sites.begin(), sites.end(),
             [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   for (size_t i = 0; i < sites.size() && i < 5; ++i) {
-    f.evidence.push_back({"call site", fmt::format("{} (x{})", ctx.callsite_text(sites[i].second),
-                                                   format_count(sites[i].first))});
+    f.evidence.push_back(
+        {"call site", fmt::format("{} (x{})", ctx.callsite_text(sites[i].second), format_count(sites[i].first))});
   }
   std::vector<std::pair<uint64_t, StringId>> names;
   for (auto& [name, n] : k.tiny_names) names.push_back({n, name});
   std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t i = 0; i < names.size() && i < 5; ++i) {
-    f.evidence.push_back({"tiny kernel", fmt::format("{} (x{})", ctx.model.str(names[i].second), format_count(names[i].first))});
+    f.evidence.push_back(
+        {"tiny kernel", fmt::format("{} (x{})", ctx.model.str(names[i].second), format_count(names[i].first))});
   }
   f.suggestion = eager > 0 ? "jit the whole step so that the element-wise chain fuses into a few kernels, instead of "
                              "running each operation eagerly"

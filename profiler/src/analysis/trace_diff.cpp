@@ -89,13 +89,22 @@ std::string percent_text(const DiffRow& r) {
   return fmt::format("{:+.1f}%", r.delta_fraction * 100);
 }
 
-const char* kMetricNames[] = {"step_time", "idle_fraction", "compiles", "recompiles", "sync_transfers_per_step",
-                              "transfer_bytes_per_step", "peak_memory", "kernel_count", "kernels_per_step",
-                              "tiny_kernel_fraction", "steps"};
+const char* kMetricNames[] = {"step_time",
+                              "idle_fraction",
+                              "compiles",
+                              "recompiles",
+                              "sync_transfers_per_step",
+                              "transfer_bytes_per_step",
+                              "peak_memory",
+                              "kernel_count",
+                              "kernels_per_step",
+                              "tiny_kernel_fraction",
+                              "steps"};
 
 }  // namespace
 
-TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const TraceModel& head, const AnalysisReport& h) {
+TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const TraceModel& head,
+                      const AnalysisReport& h) {
   TraceDiff d;
   // Without steps there is no spread to measure: 1% stands in for it.
   bool have_steps = b.metrics.steps >= 2 && h.metrics.steps >= 2;
@@ -127,10 +136,10 @@ TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const Tra
     mark(r, s.timed, d.noise_fraction);
     d.metrics.push_back(r);
   }
-  d.device_ops = name_rows(per_name(base, base.device_ops, steps_or_1(mb)), per_name(head, head.device_ops, steps_or_1(mh)),
-                           d.noise_fraction);
-  d.host_spans = name_rows(per_name(base, base.host_spans, steps_or_1(mb)), per_name(head, head.host_spans, steps_or_1(mh)),
-                           d.noise_fraction);
+  d.device_ops = name_rows(per_name(base, base.device_ops, steps_or_1(mb)),
+                           per_name(head, head.device_ops, steps_or_1(mh)), d.noise_fraction);
+  d.host_spans = name_rows(per_name(base, base.host_spans, steps_or_1(mb)),
+                           per_name(head, head.host_spans, steps_or_1(mh)), d.noise_fraction);
   return d;
 }
 
@@ -139,18 +148,22 @@ FailOn parse_fail_on(const std::string& text) {
   for (const char* n : kMetricNames) known += (known.empty() ? "" : ", ") + std::string(n);
   size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon + 1 >= text.size()) {
-    throw std::invalid_argument(fmt::format("--fail-on '{}': expected METRIC:+N% or METRIC:-N (metrics: {})", text, known));
+    throw std::invalid_argument(
+        fmt::format("--fail-on '{}': expected METRIC:+N% or METRIC:-N (metrics: {})", text, known));
   }
   FailOn f;
   f.text = text;
   f.metric = text.substr(0, colon);
   if (std::find(std::begin(kMetricNames), std::end(kMetricNames), f.metric) == std::end(kMetricNames)) {
-    throw std::invalid_argument(fmt::format("--fail-on '{}': unknown metric '{}' (metrics: {})", text, f.metric, known));
+    throw std::invalid_argument(
+        fmt::format("--fail-on '{}': unknown metric '{}' (metrics: {})", text, f.metric, known));
   }
   std::string spec = text.substr(colon + 1);
   if (spec[0] != '+' && spec[0] != '-') {
-    throw std::invalid_argument(fmt::format("--fail-on '{}': the threshold needs a sign, '+' (fail on an increase) or "
-                                            "'-' (fail on a decrease)", text));
+    throw std::invalid_argument(
+        fmt::format("--fail-on '{}': the threshold needs a sign, '+' (fail on an increase) or "
+                    "'-' (fail on a decrease)",
+                    text));
   }
   f.increase = spec[0] == '+';
   spec = spec.substr(1);
@@ -182,10 +195,11 @@ bool fail_on_crossed(const FailOn& rule, const TraceDiff& diff, std::string* why
       crossed = change > rule.threshold;
     }
     if (why) {
-      *why = fmt::format("{}: {} -> {} ({}), {} the limit {}{}{}", r.name, value_text(r, r.base), value_text(r, r.head),
-                         percent_text(r), crossed ? "beyond" : "within", rule.increase ? "+" : "-",
-                         rule.relative ? fmt::format("{:g}", rule.threshold * 100) : fmt::format("{:g}", rule.threshold),
-                         rule.relative ? "%" : "");
+      *why =
+          fmt::format("{}: {} -> {} ({}), {} the limit {}{}{}", r.name, value_text(r, r.base), value_text(r, r.head),
+                      percent_text(r), crossed ? "beyond" : "within", rule.increase ? "+" : "-",
+                      rule.relative ? fmt::format("{:g}", rule.threshold * 100) : fmt::format("{:g}", rule.threshold),
+                      rule.relative ? "%" : "");
     }
     return crossed;
   }
@@ -200,8 +214,8 @@ void table_text(std::string& out, const std::vector<DiffRow>& rows, size_t limit
   size_t shown = 0;
   for (const DiffRow& r : rows) {
     if (shown++ == limit) break;
-    cells.push_back({printable(r.name, kTextNameLimit), value_text(r, r.base), value_text(r, r.head), value_text(r, r.delta, true), percent_text(r),
-                     r.beyond_noise ? "*" : ""});
+    cells.push_back({printable(r.name, kTextNameLimit), value_text(r, r.base), value_text(r, r.head),
+                     value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "*" : ""});
   }
   std::vector<size_t> w(6, 0);
   std::vector<std::string> header = {"name", "base", "head", "delta", "delta %", ""};
@@ -210,8 +224,8 @@ void table_text(std::string& out, const std::vector<DiffRow>& rows, size_t limit
     for (size_t i = 0; i < 6; ++i) w[i] = std::max(w[i], c[i].size());
   }
   auto line = [&](const std::vector<std::string>& c) {
-    std::string s = fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}", c[0], w[0], c[1], w[1], c[2], w[2], c[3],
-                                w[3], c[4], w[4], c[5]);
+    std::string s = fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}", c[0], w[0], c[1], w[1], c[2], w[2],
+                                c[3], w[3], c[4], w[4], c[5]);
     while (!s.empty() && s.back() == ' ') s.pop_back();
     out += s + "\n";
   };
@@ -236,9 +250,10 @@ void table_markdown(std::string& out, const std::vector<DiffRow>& rows, size_t l
 }  // namespace
 
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string out = fmt::format("loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
-                                "'*' marks changes beyond it\n",
-                                printable(base), printable(head), d.noise_fraction * 100);
+  std::string out = fmt::format(
+      "loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
+      "'*' marks changes beyond it\n",
+      printable(base), printable(head), d.noise_fraction * 100);
   table_text(out, d.metrics, d.metrics.size(), "metrics");
   table_text(out, d.device_ops, limit, "device ops: time per step, largest changes first");
   table_text(out, d.host_spans, limit, "host spans: time per step, largest changes first");
@@ -246,8 +261,9 @@ std::string diff_text(const TraceDiff& d, const std::string& base, const std::st
 }
 
 std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string out = fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
-                                printable(base), printable(head), d.noise_fraction * 100);
+  std::string out =
+      fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
+                  printable(base), printable(head), d.noise_fraction * 100);
   table_markdown(out, d.metrics, d.metrics.size(), "Metrics");
   table_markdown(out, d.device_ops, limit, "Device ops (time per step)");
   table_markdown(out, d.host_spans, limit, "Host spans (time per step)");
@@ -261,8 +277,13 @@ std::string diff_json(const TraceDiff& d, const std::string& base, const std::st
   auto rows = [&](const std::vector<DiffRow>& v) {
     json a = json::array();
     for (const DiffRow& r : v) {
-      a.push_back({{"name", valid_utf8(r.name, &replaced)}, {"unit", r.unit}, {"base", r.base}, {"head", r.head}, {"delta", r.delta},
-                   {"delta_fraction", r.delta_fraction}, {"beyond_noise", r.beyond_noise}});
+      a.push_back({{"name", valid_utf8(r.name, &replaced)},
+                   {"unit", r.unit},
+                   {"base", r.base},
+                   {"head", r.head},
+                   {"delta", r.delta},
+                   {"delta_fraction", r.delta_fraction},
+                   {"beyond_noise", r.beyond_noise}});
     }
     return a;
   };

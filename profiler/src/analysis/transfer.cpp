@@ -28,7 +28,7 @@ struct Group {
   uint64_t count = 0, sync = 0, pageable = 0;
   std::vector<int64_t> steps;  // numbers of the steps it happened in
   int64_t bytes = 0, host_ns = 0;
-  int64_t copy_bytes = 0, copy_ns = 0;  // over transfers whose device copy is known
+  int64_t copy_bytes = 0, copy_ns = 0;                // over transfers whose device copy is known
   std::map<uint32_t, std::vector<Interval>> windows;  // per device: from the transfer to the next op
   std::vector<TimeRange> ranges;
   std::vector<uint32_t> threads;
@@ -101,7 +101,8 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
   std::map<std::pair<std::string, CopyKind>, Group> groups;
   for (const Transfers& t : m.transfers) {
     for (size_t i = 0; i < t.size(); ++i) {
-      std::string site = t.callsite[i] != 0 ? ctx.callsite_text(t.callsite[i]) : ctx.enclosing_chain(t.thread, t.start[i]);
+      std::string site =
+          t.callsite[i] != 0 ? ctx.callsite_text(t.callsite[i]) : ctx.enclosing_chain(t.thread, t.start[i]);
       Group& g = groups[{site, t.direction[i]}];
       g.site = site;
       g.direction = t.direction[i];
@@ -133,8 +134,9 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     bool has_steps = ctx.distinct_steps > 0;
     // Recurring every step: in enough of the steps, and in more than one
     // (one step cannot show recurrence).
-    bool recurring = has_steps ? in_steps >= 2 && double(in_steps) >= opt.recurring_per_step * double(ctx.distinct_steps)
-                               : g.count >= opt.recurring_without_steps;
+    bool recurring = has_steps
+                         ? in_steps >= 2 && double(in_steps) >= opt.recurring_per_step * double(ctx.distinct_steps)
+                         : g.count >= opt.recurring_without_steps;
     bool sync_read = g.direction == CopyKind::device_to_host && 2 * g.sync >= g.count;
     bool pageable_upload = g.direction == CopyKind::host_to_device && 2 * g.pageable >= g.count;
     if (!recurring || !(sync_read || pageable_upload)) continue;
@@ -174,15 +176,19 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     f.evidence.push_back({"direction", std::string(name_of(g.direction))});
     if (has_steps) {
       f.evidence.push_back({"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), per_step)});
-      f.evidence.push_back({"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
+      f.evidence.push_back(
+          {"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
     } else {
-      f.evidence.push_back({"count", fmt::format("{} (the trace has no steps: whether they recur in each step cannot be "
-                                                 "told)", format_count(g.count))});
+      f.evidence.push_back(
+          {"count", fmt::format("{} (the trace has no steps: whether they recur in each step cannot be "
+                                "told)",
+                                format_count(g.count))});
     }
     f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
                                                format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
     f.evidence.push_back({"synchronous", fmt::format("{} of {}", format_count(g.sync), format_count(g.count))});
-    f.evidence.push_back({"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
+    f.evidence.push_back(
+        {"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
     f.evidence.push_back({"host time in the calls", format_duration(g.host_ns)});
     f.evidence.push_back({"device idle caused", format_duration(idle_ns)});
     int64_t bw_bytes = g.copy_ns > 0 ? g.copy_bytes : g.bytes, bw_ns = g.copy_ns > 0 ? g.copy_ns : g.host_ns;

@@ -62,8 +62,8 @@ bool contains(const std::string& s, const char* part) { return s.find(part) != s
 
 // API calls that queue device work, so that their records are launches.
 bool queues_work(const std::string& name) {
-  return contains(name, "Launch") || contains(name, "Memcpy") || contains(name, "Memset") ||
-         contains(name, "memcpy") || contains(name, "memset");
+  return contains(name, "Launch") || contains(name, "Memcpy") || contains(name, "Memset") || contains(name, "memcpy") ||
+         contains(name, "memset");
 }
 
 bool is_synchronize(const std::string& name) { return contains(name, "Synchronize"); }
@@ -87,29 +87,21 @@ void ActivityConverter::convert(const CUpti_Activity* record, detail::ExternalEv
                          demangle(k.name), 0, CopyKind::none, correlation_of(k.correlationId)});
       return;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY:
-      memcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record), out);
-      return;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: memcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record), out); return;
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       out.ops.push_back({m.deviceId, m.streamId, int64_t(m.start), int64_t(m.end), DeviceOpKind::memset, "Memset",
                          int64_t(m.bytes), CopyKind::none, correlation_of(m.correlationId)});
       return;
     }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-      api(*reinterpret_cast<const CUpti_ActivityAPI*>(record), false, out);
-      return;
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-      api(*reinterpret_cast<const CUpti_ActivityAPI*>(record), true, out);
-      return;
+    case CUPTI_ACTIVITY_KIND_RUNTIME: api(*reinterpret_cast<const CUpti_ActivityAPI*>(record), false, out); return;
+    case CUPTI_ACTIVITY_KIND_DRIVER: api(*reinterpret_cast<const CUpti_ActivityAPI*>(record), true, out); return;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto& e = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
       if (external_.size() < kMaxPending) external_[e.correlationId] = e.externalId;
       return;
     }
-    case CUPTI_ACTIVITY_KIND_MARKER:
-      marker(*reinterpret_cast<const CUpti_ActivityMarker2*>(record), out);
-      return;
+    case CUPTI_ACTIVITY_KIND_MARKER: marker(*reinterpret_cast<const CUpti_ActivityMarker2*>(record), out); return;
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
       const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(record);
       if (m.memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) return;
@@ -127,8 +119,8 @@ void ActivityConverter::convert(const CUpti_Activity* record, detail::ExternalEv
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const auto& o = *reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
       if (o.objectKind != CUPTI_ACTIVITY_OBJECT_THREAD) return;
-      out.spans.push_back({int64_t(o.objectId.pt.threadId), int64_t(o.start), int64_t(o.end), "CUPTI overhead",
-                           SpanKind::runtime, 0});
+      out.spans.push_back(
+          {int64_t(o.objectId.pt.threadId), int64_t(o.start), int64_t(o.end), "CUPTI overhead", SpanKind::runtime, 0});
       return;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
@@ -164,8 +156,8 @@ void ActivityConverter::api(const CUpti_ActivityAPI& a, bool driver, detail::Ext
     }
   }
   if (!queues_work(name)) {
-    out.spans.push_back({tid, int64_t(a.start), int64_t(a.end), name,
-                         is_synchronize(name) ? SpanKind::wait : SpanKind::runtime, 0});
+    out.spans.push_back(
+        {tid, int64_t(a.start), int64_t(a.end), name, is_synchronize(name) ? SpanKind::wait : SpanKind::runtime, 0});
     return;
   }
   if (driver) {
@@ -228,8 +220,8 @@ void ActivityConverter::marker(const CUpti_ActivityMarker2& m, detail::ExternalE
   if (m.domain != nullptr && std::strcmp(m.domain, "loupe") == 0) return;
   int64_t tid = int64_t(m.objectId.pt.threadId);
   if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-    out.spans.push_back({tid, int64_t(m.timestamp), int64_t(m.timestamp), m.name ? m.name : "", SpanKind::user,
-                         open_per_thread_[tid]});
+    out.spans.push_back(
+        {tid, int64_t(m.timestamp), int64_t(m.timestamp), m.name ? m.name : "", SpanKind::user, open_per_thread_[tid]});
     return;
   }
   if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {

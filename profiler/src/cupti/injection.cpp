@@ -63,9 +63,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   std::lock_guard lock(g_mu);
   if (g_capture) return 1;
   const char* path = std::getenv("LOUPE_TRACE");
-  g_capture = std::make_unique<Capture>(CaptureOptions{.path = path && *path ? path : "loupe-capture.db",
-                                                       .producer = "loupe capture",
-                                                       .command_line = command_line()});
+  g_capture = std::make_unique<Capture>(CaptureOptions{
+      .path = path && *path ? path : "loupe-capture.db", .producer = "loupe capture", .command_line = command_line()});
   if (!g_capture->ok()) return 1;  // it said why; the program runs on
   std::string why;
   g_collector = CuptiCollector::start({}, &why);

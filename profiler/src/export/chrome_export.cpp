@@ -155,12 +155,14 @@ class ChromeEvents {
     for (const Launches& l : m.launches) {
       int64_t pid = pid_of_thread(l.thread);
       for (size_t i = 0; i < l.size(); ++i) {
-        w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"launch\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
-                            "\"args\":{{\"correlation\":{}}}",
-                            names(l.name[i]), pid, l.thread, us(l.start[i]), us(l.dur[i]), l.correlation[i]));
+        w.event(
+            fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"launch\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
+                        "\"args\":{{\"correlation\":{}}}",
+                        names(l.name[i]), pid, l.thread, us(l.start[i]), us(l.dur[i]), l.correlation[i]));
         if (l.correlation[i] != 0) {
-          w.event(fmt::format("\"ph\":\"s\",\"id\":{},\"name\":\"launch\",\"cat\":\"flow\",\"pid\":{},\"tid\":{},\"ts\":{}",
-                              l.correlation[i], pid, l.thread, us(l.start[i])));
+          w.event(
+              fmt::format("\"ph\":\"s\",\"id\":{},\"name\":\"launch\",\"cat\":\"flow\",\"pid\":{},\"tid\":{},\"ts\":{}",
+                          l.correlation[i], pid, l.thread, us(l.start[i])));
         }
       }
     }
@@ -175,13 +177,15 @@ class ChromeEvents {
         if (o.kind[i] != DeviceOpKind::kernel) {
           args += fmt::format(",\"bytes\":{},\"copy\":\"{}\"", o.bytes[i], name_of(o.copy_kind[i]));
         }
-        w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
-                            "\"args\":{{{}}}",
-                            names(o.name[i]), name_of(o.kind[i]), pid, o.stream, us(o.start[i]), us(o.dur[i]), args));
+        w.event(
+            fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
+                        "\"args\":{{{}}}",
+                        names(o.name[i]), name_of(o.kind[i]), pid, o.stream, us(o.start[i]), us(o.dur[i]), args));
         if (o.correlation[i] != 0) {
-          w.event(fmt::format("\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"name\":\"launch\",\"cat\":\"flow\",\"pid\":{},"
-                              "\"tid\":{},\"ts\":{}",
-                              o.correlation[i], pid, o.stream, us(o.start[i])));
+          w.event(
+              fmt::format("\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"name\":\"launch\",\"cat\":\"flow\",\"pid\":{},"
+                          "\"tid\":{},\"ts\":{}",
+                          o.correlation[i], pid, o.stream, us(o.start[i])));
         }
       }
     }
@@ -194,11 +198,11 @@ class ChromeEvents {
       for (size_t i = 0; i < t.size(); ++i) {
         const CallSite* cs = m.callsite(t.callsite[i]);
         std::string site = cs ? fmt::format("{}:{}", m.str(cs->file), cs->line) : "";
-        w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"transfer\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
-                            "\"args\":{{\"bytes\":{},\"synchronous\":{},\"host_memory\":\"{}\",\"callsite\":{}}}",
-                            names(fmt::format("transfer {}", name_of(t.direction[i]))), pid, t.thread, us(t.start[i]),
-                            us(t.dur[i]), t.bytes[i], t.synchronous[i] ? "true" : "false", name_of(t.host_memory[i]),
-                            names(site)));
+        w.event(fmt::format(
+            "\"ph\":\"X\",\"name\":{},\"cat\":\"transfer\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
+            "\"args\":{{\"bytes\":{},\"synchronous\":{},\"host_memory\":\"{}\",\"callsite\":{}}}",
+            names(fmt::format("transfer {}", name_of(t.direction[i]))), pid, t.thread, us(t.start[i]), us(t.dur[i]),
+            t.bytes[i], t.synchronous[i] ? "true" : "false", name_of(t.host_memory[i]), names(site)));
       }
     }
   }
@@ -208,9 +212,10 @@ class ChromeEvents {
     for (const MemoryEvents& me : m.memory) {
       int64_t pid = kDevicePidBase + me.device;
       for (size_t i = 0; i < me.size(); ++i) {
-        w.event(fmt::format("\"ph\":\"C\",\"name\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{\"allocated\":{},"
-                            "\"reserved\":{}}}",
-                            pid, us(me.time[i]), me.allocated[i], me.reserved[i]));
+        w.event(
+            fmt::format("\"ph\":\"C\",\"name\":\"memory\",\"pid\":{},\"ts\":{},\"args\":{{\"allocated\":{},"
+                        "\"reserved\":{}}}",
+                        pid, us(me.time[i]), me.allocated[i], me.reserved[i]));
       }
     }
     for (const Counter& c : m.counters) {
@@ -228,17 +233,17 @@ class ChromeEvents {
       int64_t pid = pid_of_thread(c.thread);
       for (size_t i = 0; i < c.size(); ++i) {
         if (c.kind[i] == CompileKind::hit) continue;
-        std::string args = fmt::format("\"signature\":{},\"reason\":{}", names(c.signature[i]),
-                                       names(std::string_view(c.reason[i])));
-        w.event(fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"compile\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
-                            "\"args\":{{{}}}",
-                            names(fmt::format("compile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]),
-                            us(c.dur[i]), args));
+        std::string args =
+            fmt::format("\"signature\":{},\"reason\":{}", names(c.signature[i]), names(std::string_view(c.reason[i])));
+        w.event(fmt::format(
+            "\"ph\":\"X\",\"name\":{},\"cat\":\"compile\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
+            "\"args\":{{{}}}",
+            names(fmt::format("compile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]), us(c.dur[i]), args));
         if (c.kind[i] == CompileKind::miss && c.reason[i] != "first compile") {
-          w.event(fmt::format("\"ph\":\"i\",\"s\":\"g\",\"name\":{},\"cat\":\"recompile\",\"pid\":{},\"tid\":{},\"ts\":{},"
-                              "\"args\":{{{}}}",
-                              names(fmt::format("recompile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]),
-                              args));
+          w.event(fmt::format(
+              "\"ph\":\"i\",\"s\":\"g\",\"name\":{},\"cat\":\"recompile\",\"pid\":{},\"tid\":{},\"ts\":{},"
+              "\"args\":{{{}}}",
+              names(fmt::format("recompile {}", m.str(c.function[i]))), pid, c.thread, us(c.start[i]), args));
         }
       }
     }
@@ -255,8 +260,9 @@ class ChromeEvents {
     for (const Steps& s : m.steps) {
       int64_t pid = pid_of_thread(s.thread);
       for (size_t i = 0; i < s.size(); ++i) {
-        w.event(fmt::format("\"ph\":\"X\",\"name\":\"step {}\",\"cat\":\"step\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}",
-                            s.number[i], pid, s.thread, us(s.start[i]), us(s.dur[i])));
+        w.event(
+            fmt::format("\"ph\":\"X\",\"name\":\"step {}\",\"cat\":\"step\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{}",
+                        s.number[i], pid, s.thread, us(s.start[i]), us(s.dur[i])));
       }
     }
   }

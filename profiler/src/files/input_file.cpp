@@ -28,7 +28,7 @@ int open_input_file(const std::string& path) {
   // waiting for a writer; fstat then says what it is.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw FileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);

@@ -37,15 +37,15 @@ std::string folder_of(const std::string& path) {
 struct Target {
   std::string path;
   bool exists = false;
-  struct stat st{};
+  struct stat st {};
 };
 
 Target resolve(const std::string& path) {
   Target t{path};
-  struct stat link_st{};
+  struct stat link_st {};
   if (::lstat(path.c_str(), &link_st) != 0) {
     if (errno != ENOENT) fail(path, fmt::format("cannot write: {}", std::strerror(errno)));
-    struct stat folder{};
+    struct stat folder {};
     std::string dir = folder_of(path);
     if (::stat(dir.c_str(), &folder) != 0 || !S_ISDIR(folder.st_mode)) {
       fail(path, fmt::format("the folder {} does not exist", dir));
@@ -56,11 +56,13 @@ Target resolve(const std::string& path) {
   if (S_ISLNK(link_st.st_mode)) {
     if (::stat(path.c_str(), &t.st) != 0) fail(path, "is a symbolic link to a file that does not exist");
     char resolved[PATH_MAX];
-    if (::realpath(path.c_str(), resolved) == nullptr) fail(path, fmt::format("cannot write: {}", std::strerror(errno)));
+    if (::realpath(path.c_str(), resolved) == nullptr)
+      fail(path, fmt::format("cannot write: {}", std::strerror(errno)));
     t.path = resolved;
   }
   if (!S_ISREG(t.st.st_mode)) {
-    fail(path, fmt::format("is {}, not a regular file; loupe writes only regular files", files::file_kind(t.st.st_mode)));
+    fail(path,
+         fmt::format("is {}, not a regular file; loupe writes only regular files", files::file_kind(t.st.st_mode)));
   }
   t.exists = true;
   return t;
@@ -69,7 +71,7 @@ Target resolve(const std::string& path) {
 void check_not_an_input(const std::string& path, const Target& t, const std::vector<std::string>& inputs) {
   if (!t.exists) return;
   for (const std::string& input : inputs) {
-    struct stat in{};
+    struct stat in {};
     if (::stat(input.c_str(), &in) == 0 && in.st_dev == t.st.st_dev && in.st_ino == t.st.st_ino) {
       fail(path, fmt::format("is the same file as the input {}; write the output elsewhere", input));
     }
@@ -87,8 +89,7 @@ void check_output_path(const std::string& path, const std::vector<std::string>& 
   check_not_an_input(path, resolve(path), inputs);
 }
 
-OutputFile::OutputFile(const std::string& path, const std::vector<std::string>& inputs)
-    : path_(path), inputs_(inputs) {
+OutputFile::OutputFile(const std::string& path, const std::vector<std::string>& inputs) : path_(path), inputs_(inputs) {
   Target t = resolve(path);
   check_not_an_input(path, t, inputs);
   target_ = t.path;
@@ -99,7 +100,8 @@ OutputFile::OutputFile(const std::string& path, const std::vector<std::string>& 
     temp_ = fmt::format("{}.loupe-tmp-{}-{}", target_, ::getpid(), counter.fetch_add(1));
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0) break;
-    if (errno != EEXIST || attempt > 100) fail(path, fmt::format("cannot create a file beside it: {}", std::strerror(errno)));
+    if (errno != EEXIST || attempt > 100)
+      fail(path, fmt::format("cannot create a file beside it: {}", std::strerror(errno)));
   }
   // A replaced file keeps its permissions.
   if (t.exists) ::fchmod(fd_, t.st.st_mode & 07777);

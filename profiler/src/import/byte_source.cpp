@@ -2,18 +2,18 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <isa-l/igzip_lib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <isa-l/igzip_lib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <cstring>
 #include <vector>
 
 #include "loupe/prof/import.h"
@@ -31,7 +31,7 @@ class Fd {
     } catch (const FileError& e) {
       throw ImportError(e.what());
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd_, &st) == 0) size_ = uint64_t(st.st_size);
   }
   ~Fd() { ::close(fd_); }
@@ -113,9 +113,9 @@ class GzipSource final : public ByteSource {
           done_ = true;
           break;
         }
-        throw ImportError(fmt::format(
-            "{}: truncated gzip data: the compressed stream ends at byte {} before its end marker", fd_.path(),
-            fd_.offset()));
+        throw ImportError(
+            fmt::format("{}: truncated gzip data: the compressed stream ends at byte {} before its end marker",
+                        fd_.path(), fd_.offset()));
       }
       if (member_ended_) start_member();
       int rc = isal_inflate(&z_);

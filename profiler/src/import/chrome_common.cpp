@@ -113,15 +113,23 @@ void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& o
       bool named = call.correlation != kNone && sync_correlations.count(call.correlation);
       if (named) matched_syncs.insert(call.correlation);
       bool waits = named || is_sync_call(strings.text(call.name));
-      out.host_spans.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
+      out.host_spans.push_back({.thread = call.thread,
+                                .start = call.start,
+                                .dur = call.dur,
+                                .name = call.name,
                                 .kind = waits ? SpanKind::wait : SpanKind::runtime});
       continue;
     }
     PendingOp& op = ops[it->second];
     if (op.bytes == kNone && call.size != kNone) op.bytes = call.size;  // ROCm: hipMemcpy*'s size
     uint64_t correlation = uint64_t(call.correlation);
-    out.launches.push_back({.thread = call.thread, .start = call.start, .dur = call.dur, .name = call.name,
-                            .device = op.row.device, .stream = op.row.stream, .correlation = correlation});
+    out.launches.push_back({.thread = call.thread,
+                            .start = call.start,
+                            .dur = call.dur,
+                            .name = call.name,
+                            .device = op.row.device,
+                            .stream = op.row.stream,
+                            .correlation = correlation});
     if (op.row.kind == DeviceOpKind::memcpy) {
       // A device-to-host copy into pageable memory returns only when it is
       // done, even through cudaMemcpyAsync (CUDA's documented behaviour).

@@ -31,23 +31,23 @@ struct Lane {
 inline constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
 
 struct ChromeEvent {
-  int64_t ts = 0;          // ns, on the file's clock
-  int64_t dur = kNone;     // ns; kNone when the event has no "dur"
-  uint32_t lane = 0;       // index into ChromeTrace::lanes
+  int64_t ts = 0;       // ns, on the file's clock
+  int64_t dur = kNone;  // ns; kNone when the event has no "dur"
+  uint32_t lane = 0;    // index into ChromeTrace::lanes
   StringId name = 0, cat = 0;
   char ph = 0;
-  char bp = 0;             // flow binding point ("bp": "e")
+  char bp = 0;  // flow binding point ("bp": "e")
   // Arguments (args.*) loupe reads; kNone when absent.
-  int64_t device = kNone;      // device, device_id, Device Id, device_ordinal
-  int64_t device_type = kNone; // Device Type ([memory] events)
-  int64_t stream = kNone;      // stream, stream_id
-  int64_t correlation = kNone; // correlation, correlation_id; a flow's id
-  int64_t bytes = kNone;       // bytes, Bytes, size
+  int64_t device = kNone;                                   // device, device_id, Device Id, device_ordinal
+  int64_t device_type = kNone;                              // Device Type ([memory] events)
+  int64_t stream = kNone;                                   // stream, stream_id
+  int64_t correlation = kNone;                              // correlation, correlation_id; a flow's id
+  int64_t bytes = kNone;                                    // bytes, Bytes, size
   int64_t total_allocated = kNone, total_reserved = kNone;  // [memory] totals
-  int64_t addr = kNone;        // Addr
-  int64_t step = kNone;        // step_num (JAX StepTraceAnnotation)
-  StringId arg_kind = 0;   // cuda_sync_kind, kind, memcpy_details or memset_details
-  StringId arg_name = 0;   // args.name (metadata value, XLA module name)
+  int64_t addr = kNone;                                     // Addr
+  int64_t step = kNone;                                     // step_num (JAX StepTraceAnnotation)
+  StringId arg_kind = 0;                                    // cuda_sync_kind, kind, memcpy_details or memset_details
+  StringId arg_name = 0;                                    // args.name (metadata value, XLA module name)
 };
 
 // A Chrome counter event ("ph": "C"): one sample per series.
@@ -65,15 +65,15 @@ struct ChromeTrace {
   std::map<LaneId, std::string> process_names, process_labels;  // by pid
   std::map<uint32_t, std::string> thread_names;                 // by lane
   std::vector<DeviceRow> device_properties;                     // Kineto deviceProperties
-  int64_t base_time_ns = kNone;   // Kineto baseTimeNanoseconds: wall time of ts 0
-  bool has_schema_version = false;  // Kineto's schemaVersion
+  int64_t base_time_ns = kNone;                                 // Kineto baseTimeNanoseconds: wall time of ts 0
+  bool has_schema_version = false;                              // Kineto's schemaVersion
   bool top_level_array = false;
-  uint64_t bytes = 0;             // JSON bytes read
-  uint64_t total_events = 0;      // elements of traceEvents read, of any phase
-  uint64_t metadata_events = 0;   // "ph": "M" events read
-  uint64_t begin_end_events = 0;  // "ph": "B" and "E" events read
+  uint64_t bytes = 0;                                    // JSON bytes read
+  uint64_t total_events = 0;                             // elements of traceEvents read, of any phase
+  uint64_t metadata_events = 0;                          // "ph": "M" events read
+  uint64_t begin_end_events = 0;                         // "ph": "B" and "E" events read
   int64_t min_ts = std::numeric_limits<int64_t>::max();  // earliest ts of the events
-  std::map<std::string, uint64_t> skipped;  // events the reader itself dropped, by reason
+  std::map<std::string, uint64_t> skipped;               // events the reader itself dropped, by reason
 
   // The lane of (pid, tid), created on first use.
   uint32_t lane(LaneId pid, LaneId tid) {

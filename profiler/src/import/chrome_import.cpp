@@ -43,16 +43,13 @@ void map_chrome(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) {
       case 'i':
       case 'I':
       case 'n':
-        out.instants.push_back({.thread = threads.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
+        out.instants.push_back(
+            {.thread = threads.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
         break;
       case 's':
       case 't':
-      case 'f':
-        ++out.skipped["flow events"];
-        break;
-      default:
-        ++out.skipped["async events (ph 'b', 'e')"];
-        break;
+      case 'f': ++out.skipped["flow events"]; break;
+      default: ++out.skipped["async events (ph 'b', 'e')"]; break;
     }
   }
   for (const ChromeCounter& c : raw.counters) out.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});

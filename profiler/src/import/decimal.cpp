@@ -136,7 +136,10 @@ std::optional<int64_t> parse_integer(std::string_view text) {
     if (text.size() > 18) return std::nullopt;
     for (size_t i = 2; i < text.size(); ++i) {
       char c = text[i];
-      int d = is_digit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+      int d = is_digit(c)              ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                       : -1;
       if (d < 0) return std::nullopt;
       v = v * 16 + unsigned(d);
     }

@@ -198,20 +198,23 @@ struct EventParser::Impl {
             continue;
           }
           break;
-        default:
-          break;
+        default: break;
       }
       if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
     }
   }
 
-  void read_event(od::object& object) {
-    ++batch_->total_events;
-    ChromeEvent e;
+  // The fields of one event as they stand in the JSON, before they are
+  // checked and converted.
+  struct RawFields {
     std::string_view ph, name, cat, ts, dur, id, bp, name_arg, kind_arg;
     LaneId pid, tid;
+  };
+
+  // Reads the fields loupe uses (and, through read_args, the arguments);
+  // false for an empty object.
+  bool read_fields(od::object& object, ChromeEvent& e, RawFields& r) {
     bool any_field = false;
-    numeric_args_.clear();
     for (auto f : object) {
       any_field = true;
       od::field field = std::move(f);
@@ -219,108 +222,137 @@ struct EventParser::Impl {
       od::value v = field.value();
       switch (k.size()) {
         case 2:
-          if (k == "ph") ph = string_of(v, "ph", &batch_->owned);
-          else if (k == "ts") ts = number_text(v, "ts");
-          else if (k == "id") id = v.raw_json_token();
-          else if (k == "bp") bp = string_of(v, "bp", &batch_->owned);
+          if (k == "ph") r.ph = string_of(v, "ph", &batch_->owned);
+          else if (k == "ts") r.ts = number_text(v, "ts");
+          else if (k == "id") r.id = v.raw_json_token();
+          else if (k == "bp") r.bp = string_of(v, "bp", &batch_->owned);
           break;
         case 3:
-          if (k == "pid") pid = lane_id(v, "pid");
-          else if (k == "tid") tid = lane_id(v, "tid");
-          else if (k == "cat") cat = text_of(v, "cat", &batch_->owned);
-          else if (k == "dur") dur = number_text(v, "dur");
+          if (k == "pid") r.pid = lane_id(v, "pid");
+          else if (k == "tid") r.tid = lane_id(v, "tid");
+          else if (k == "cat") r.cat = text_of(v, "cat", &batch_->owned);
+          else if (k == "dur") r.dur = number_text(v, "dur");
           break;
         case 4:
-          if (k == "name") name = text_of(v, "name", &batch_->owned);
+          if (k == "name") r.name = text_of(v, "name", &batch_->owned);
           else if (k == "args" && type_of(v) == od::json_type::object) {
             od::object args = v.get_object();
             // Counter series are only needed for "C" events (or when "ph"
             // comes after "args", as some writers order them).
-            read_args(args, e, name_arg, kind_arg, ph.empty() || ph == "C");
+            read_args(args, e, r.name_arg, r.kind_arg, r.ph.empty() || r.ph == "C");
           }
           break;
-        default:
-          break;
+        default: break;
       }
     }
-    if (!any_field) {
+    return any_field;
+  }
+
+  void read_metadata(const RawFields& r) {
+    ++batch_->metadata_events;
+    if (r.name == "process_name") {
+      batch_->metadata.push_back({Batch::Meta::process_name, r.pid, r.tid, intern(r.name_arg)});
+    } else if (r.name == "process_labels") {
+      batch_->metadata.push_back({Batch::Meta::process_labels, r.pid, r.tid, intern(r.kind_arg)});
+    } else if (r.name == "thread_name") {
+      batch_->metadata.push_back({Batch::Meta::thread_name, r.pid, r.tid, intern(r.name_arg)});
+    }
+  }
+
+  static bool is_known_phase(char kind) {
+    switch (kind) {
+      case 'X':
+      case 'B':
+      case 'E':
+      case 'i':
+      case 'I':
+      case 'n':
+      case 'b':
+      case 'e':
+      case 's':
+      case 't':
+      case 'f':
+      case 'C': return true;
+      default: return false;
+    }
+  }
+
+  // A counter event: one sample per numeric argument.
+  void read_counter(const ChromeEvent& e, std::string_view name) {
+    StringId base = intern(name);
+    for (const auto& [key, text] : numeric_args_) {
+      std::optional<int64_t> milli = scaled_decimal(text, 3);
+      double value = milli ? double(*milli) / 1000.0 : 0.0;
+      if (!milli) {
+        value = std::strtod(std::string(text).c_str(), nullptr);  // huge or tiny: a double is all it is
+      }
+      if (!std::isfinite(value)) {
+        ++batch_->skipped["counter values that are not finite"];
+        continue;
+      }
+      StringId series =
+          numeric_args_.size() == 1 ? base : intern(batch_->owned.emplace_back(fmt::format("{}.{}", name, key)));
+      batch_->counters.push_back({e.ts, e.lane, series, value});
+    }
+  }
+
+  // A complete event's duration; false (the event skipped) when it ends
+  // outside the times a trace can hold.
+  bool read_duration(ChromeEvent& e, std::string_view dur) {
+    if (dur.empty()) throw TypeError{"the complete event (ph 'X') has no 'dur'"};
+    std::optional<int64_t> d = micros_to_nanos(dur);
+    if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
+    e.dur = *d;
+    int64_t end = 0;
+    if (__builtin_add_overflow(e.ts, e.dur, &end) || !is_trace_time(end)) {
+      ++batch_->skipped[kTimeOutOfRange];
+      return false;
+    }
+    return true;
+  }
+
+  void read_event(od::object& object) {
+    ++batch_->total_events;
+    ChromeEvent e;
+    RawFields r;
+    numeric_args_.clear();
+    if (!read_fields(object, e, r)) {
       --batch_->total_events;  // "{}": XLA ends its event list with one
       return;
     }
-    if (ph.empty()) throw TypeError{"the event has no 'ph'"};
-    char kind = ph.size() == 1 ? ph[0] : '?';
-    if (kind == 'M') {
-      ++batch_->metadata_events;
-      if (name == "process_name") {
-        batch_->metadata.push_back({Batch::Meta::process_name, pid, tid, intern(name_arg)});
-      } else if (name == "process_labels") {
-        batch_->metadata.push_back({Batch::Meta::process_labels, pid, tid, intern(kind_arg)});
-      } else if (name == "thread_name") {
-        batch_->metadata.push_back({Batch::Meta::thread_name, pid, tid, intern(name_arg)});
-      }
+    if (r.ph.empty()) throw TypeError{"the event has no 'ph'"};
+    char kind = r.ph.size() == 1 ? r.ph[0] : '?';
+    if (kind == 'M') return read_metadata(r);
+    if (!is_known_phase(kind)) {
+      ++batch_->skipped[fmt::format("events of phase '{}'", r.ph)];
       return;
     }
-    switch (kind) {
-      case 'X': case 'B': case 'E': case 'i': case 'I': case 'n': case 'b': case 'e':
-      case 's': case 't': case 'f': case 'C':
-        break;
-      default:
-        ++batch_->skipped[fmt::format("events of phase '{}'", ph)];
-        return;
-    }
-    if (ts.empty()) throw TypeError{fmt::format("the event (ph '{}') has no 'ts'", ph)};
-    std::optional<int64_t> t = micros_to_nanos(ts);
-    if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", ts)};
+    if (r.ts.empty()) throw TypeError{fmt::format("the event (ph '{}') has no 'ts'", r.ph)};
+    std::optional<int64_t> t = micros_to_nanos(r.ts);
+    if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", r.ts)};
     e.ts = *t;
     if (!is_trace_time(e.ts)) {
       ++batch_->skipped[kTimeOutOfRange];
       return;
     }
-    e.lane = lane(pid, tid);
-    if (kind == 'C') {
-      StringId base = intern(name);
-      for (const auto& [key, text] : numeric_args_) {
-        std::optional<int64_t> milli = scaled_decimal(text, 3);
-        double value = milli ? double(*milli) / 1000.0 : 0.0;
-        if (!milli) {
-          value = std::strtod(std::string(text).c_str(), nullptr);  // huge or tiny: a double is all it is
-        }
-        if (!std::isfinite(value)) {
-          ++batch_->skipped["counter values that are not finite"];
-          continue;
-        }
-        StringId series =
-            numeric_args_.size() == 1 ? base : intern(batch_->owned.emplace_back(fmt::format("{}.{}", name, key)));
-        batch_->counters.push_back({e.ts, e.lane, series, value});
-      }
-      return;
-    }
-    if (kind == 'X') {
-      if (dur.empty()) throw TypeError{"the complete event (ph 'X') has no 'dur'"};
-      std::optional<int64_t> d = micros_to_nanos(dur);
-      if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
-      e.dur = *d;
-      int64_t end = 0;
-      if (__builtin_add_overflow(e.ts, e.dur, &end) || !is_trace_time(end)) {
-        ++batch_->skipped[kTimeOutOfRange];
-        return;
-      }
-    }
+    e.lane = lane(r.pid, r.tid);
+    if (kind == 'C') return read_counter(e, r.name);
+    if (kind == 'X' && !read_duration(e, r.dur)) return;
     if (kind == 's' || kind == 't' || kind == 'f') {
-      if (!id.empty()) {
-        std::string_view idt = id;
+      if (!r.id.empty()) {
+        std::string_view idt = r.id;
         if (idt[0] == '"') idt = idt.substr(1, idt.find_last_of('"') - 1);
         e.correlation = parse_integer(idt).value_or(kNone);
       }
-      if (!bp.empty()) e.bp = bp[0];
+      if (!r.bp.empty()) e.bp = r.bp[0];
     }
     e.ph = kind;
     batch_->min_ts = std::min(batch_->min_ts, e.ts);
     if (kind == 'B' || kind == 'E') ++batch_->begin_end_events;
-    e.name = intern(name);
-    e.cat = cat.empty() ? 0 : intern(cat);
-    if (!kind_arg.empty()) e.arg_kind = intern(kind_arg);
-    if (!name_arg.empty()) e.arg_name = intern(name_arg);
+    e.name = intern(r.name);
+    e.cat = r.cat.empty() ? 0 : intern(r.cat);
+    if (!r.kind_arg.empty()) e.arg_kind = intern(r.kind_arg);
+    if (!r.name_arg.empty()) e.arg_name = intern(r.name_arg);
     batch_->events.push_back(e);
   }
 

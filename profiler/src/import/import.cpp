@@ -18,7 +18,9 @@ namespace loupe::prof {
 
 namespace {
 
-bool is_sqlite(const std::string& head) { return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0; }
+bool is_sqlite(const std::string& head) {
+  return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0;
+}
 
 bool is_json_format(ImportFormat f) {
   return f == ImportFormat::kineto || f == ImportFormat::chrome || f == ImportFormat::jax;
@@ -73,19 +75,21 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", in));
   bool sqlite = is_sqlite(head);
   if (options.format == ImportFormat::nsys && !sqlite) {
-    throw ImportError(fmt::format("{}: not an Nsight Systems SQLite export (not a SQLite file); export one with "
-                                  "'nsys export --type sqlite'",
-                                  in));
+    throw ImportError(
+        fmt::format("{}: not an Nsight Systems SQLite export (not a SQLite file); export one with "
+                    "'nsys export --type sqlite'",
+                    in));
   }
   if (is_json_format(options.format) && sqlite) {
-    throw ImportError(fmt::format("{}: a SQLite database, not a {} JSON trace", in, import_format_name(options.format)));
+    throw ImportError(
+        fmt::format("{}: a SQLite database, not a {} JSON trace", in, import_format_name(options.format)));
   }
   if (sqlite && !import::is_nsys_export(in)) {
     throw ImportError(fmt::format(
         "{}: a SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)",
         in));
   }
-  struct stat in_st{};
+  struct stat in_st {};
   ::stat(in.c_str(), &in_st);
 
   // Written beside the output and moved into place by close(): a failed
@@ -110,9 +114,8 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
     result.read_seconds = seconds_since(t0);
     auto t1 = Clock::now();
     result.input_bytes = raw.bytes;
-    ImportFormat format = options.format == ImportFormat::auto_detect
-                              ? import::detect_json_dialect(raw, writer)
-                              : options.format;
+    ImportFormat format =
+        options.format == ImportFormat::auto_detect ? import::detect_json_dialect(raw, writer) : options.format;
     result.format = format;
     if (format == ImportFormat::kineto) {
       import::map_kineto(raw, writer, trace);

@@ -118,9 +118,10 @@ void check_totals(const char* table, const std::vector<Row>& rows) {
     if constexpr (requires { r.dur; }) ok &= add_to_table_total(dur, r.dur);
     if constexpr (requires { r.bytes; }) ok &= add_to_table_total(bytes, r.bytes);
     if (!ok) {
-      throw ImportError(fmt::format("the {} of the source add up to 2^60 or more (36 years, or an exbibyte): "
-                                    "not a real trace",
-                                    table));
+      throw ImportError(
+          fmt::format("the {} of the source add up to 2^60 or more (36 years, or an exbibyte): "
+                      "not a real trace",
+                      table));
     }
   }
 }

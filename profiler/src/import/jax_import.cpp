@@ -96,7 +96,8 @@ class JaxMapper {
     for (const PendingOp& op : ops_) streams_used_.insert({op.row.device, op.row.stream});
     emit_device_ops(ops_, out_);
     devices_and_streams();
-    for (const ChromeCounter& c : raw_.counters) out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
+    for (const ChromeCounter& c : raw_.counters)
+      out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
     assign_depths(out_.host_spans);
     threads_.emit(out_);
     for (const auto& [why, n] : raw_.skipped) out_.skipped[why] += n;
@@ -158,15 +159,11 @@ class JaxMapper {
       return;
     }
     switch (p.kind) {
-      case Process::device:
-        device_op(e, p.device);
-        break;
+      case Process::device: device_op(e, p.device); break;
       case Process::cupti:
         calls_.push_back({threads_.thread(e.lane), e.ts, e.dur, e.name, e.correlation, kNone, e.lane});
         break;
-      case Process::host:
-        host_event(e);
-        break;
+      case Process::host: host_event(e); break;
     }
   }
 

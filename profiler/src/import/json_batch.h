@@ -26,8 +26,8 @@ struct Batch {
   std::vector<ChromeEvent> events;
   std::vector<ChromeCounter> counters;
   std::vector<std::string_view> strings;  // local string id -> text, in bytes or owned
-  std::deque<std::string> owned;           // unescaped and composed strings
-  std::vector<Lane> lanes;                 // local lane id -> (pid, tid); string ids local
+  std::deque<std::string> owned;          // unescaped and composed strings
+  std::vector<Lane> lanes;                // local lane id -> (pid, tid); string ids local
   struct Meta {
     enum Kind : uint8_t { process_name, process_labels, thread_name } kind;
     LaneId pid, tid;

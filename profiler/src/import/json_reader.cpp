@@ -36,8 +36,7 @@ constexpr uint64_t kNoOffset = ~uint64_t(0);
 
 class JsonReader {
  public:
-  JsonReader(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace,
-             unsigned threads)
+  JsonReader(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace, unsigned threads)
       : source_(source), path_(path), strings_(strings), trace_(trace), intern_(strings) {
     workers_ = threads != 0 ? threads : std::min<size_t>(std::thread::hardware_concurrency(), kMaxWorkers);
     allocate(kInitialBuffer);
@@ -59,7 +58,7 @@ class JsonReader {
   void read_document() {
     int c = next_nonspace();
     if (c < 0) {
-      fail(kNoOffset, trace_.bytes > 0          ? "the JSON document is empty"
+      fail(kNoOffset, trace_.bytes > 0       ? "the JSON document is empty"
                       : source_.compressed() ? "the JSON document is empty (the compressed data holds nothing)"
                                              : "the file is empty");
     }
@@ -77,8 +76,9 @@ class JsonReader {
       ++pos_;
       read_top_object();
     } else if (c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
-      fail(offset(), "not a trace: the JSON document is a single value, not an object with 'traceEvents' or an "
-                     "array of events");
+      fail(offset(),
+           "not a trace: the JSON document is a single value, not an object with 'traceEvents' or an "
+           "array of events");
     } else {
       fail(offset(), "not JSON (a trace file is JSON, gzip-compressed JSON or an Nsight Systems SQLite export)");
     }
@@ -283,8 +283,9 @@ class JsonReader {
       }
     }
     if (!saw_events) {
-      fail(offset(), "not a trace: the JSON object has no 'traceEvents' array (expected a Chrome trace: PyTorch "
-                     "profiler, JAX profiler or another tool's trace-event JSON)");
+      fail(offset(),
+           "not a trace: the JSON object has no 'traceEvents' array (expected a Chrome trace: PyTorch "
+           "profiler, JAX profiler or another tool's trace-event JSON)");
     }
   }
 

@@ -48,7 +48,8 @@ inline od::json_type type_of(od::value& v) {
     case '"': return od::json_type::string;
     case '{': return od::json_type::object;
     case '[': return od::json_type::array;
-    case 't': case 'f': return od::json_type::boolean;
+    case 't':
+    case 'f': return od::json_type::boolean;
     case 'n': return od::json_type::null;
     default: return od::json_type::number;
   }

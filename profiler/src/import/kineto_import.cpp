@@ -85,7 +85,8 @@ class KinetoMapper {
     join_calls();
     finish_ops();
     devices_and_streams();
-    for (const ChromeCounter& c : raw_.counters) out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
+    for (const ChromeCounter& c : raw_.counters)
+      out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
     assign_depths(out_.host_spans);
     threads_.emit(out_);
     for (const auto& [why, n] : raw_.skipped) out_.skipped[why] += n;
@@ -106,10 +107,19 @@ class KinetoMapper {
       if (e.ph != 'X') continue;
       switch (cat(e.cat)) {
         case KinetoCat::runtime: ++calls; break;
-        case KinetoCat::kernel: case KinetoCat::memset: ++ops; break;
-        case KinetoCat::memcpy: ++ops; ++copies; break;
-        case KinetoCat::sync: case KinetoCat::gpu_user_annotation: case KinetoCat::overhead: break;
-        case KinetoCat::other: case KinetoCat::cpu_op: case KinetoCat::user_annotation: case KinetoCat::python_function:
+        case KinetoCat::kernel:
+        case KinetoCat::memset: ++ops; break;
+        case KinetoCat::memcpy:
+          ++ops;
+          ++copies;
+          break;
+        case KinetoCat::sync:
+        case KinetoCat::gpu_user_annotation:
+        case KinetoCat::overhead: break;
+        case KinetoCat::other:
+        case KinetoCat::cpu_op:
+        case KinetoCat::user_annotation:
+        case KinetoCat::python_function:
         case KinetoCat::ac2g: ++spans; break;
       }
     }
@@ -134,8 +144,11 @@ class KinetoMapper {
   void skip(const char* why) { ++out_.skipped[why]; }
 
   void span(const ChromeEvent& e, SpanKind kind) {
-    out_.host_spans.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = std::max<int64_t>(e.dur, 0),
-                               .name = e.name, .kind = kind});
+    out_.host_spans.push_back({.thread = threads_.thread(e.lane),
+                               .start = e.ts,
+                               .dur = std::max<int64_t>(e.dur, 0),
+                               .name = e.name,
+                               .kind = kind});
   }
 
   void event(const ChromeEvent& e) {
@@ -160,8 +173,8 @@ class KinetoMapper {
       if (strings_.text(e.name) == "[memory]") {
         memory(e);
       } else {
-        out_.instants.push_back({.thread = threads_.thread(e.lane), .time = e.ts, .name = e.name,
-                                 .kind = SpanKind::user});
+        out_.instants.push_back(
+            {.thread = threads_.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
       }
       return;
     }
@@ -174,9 +187,7 @@ class KinetoMapper {
       return;
     }
     switch (c) {
-      case KinetoCat::cpu_op:
-        span(e, SpanKind::runtime);
-        break;
+      case KinetoCat::cpu_op: span(e, SpanKind::runtime); break;
       case KinetoCat::user_annotation:
         if (auto n = step_number(strings_.text(e.name))) {
           out_.steps.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = e.dur, .number = *n});
@@ -184,28 +195,20 @@ class KinetoMapper {
           span(e, SpanKind::user);
         }
         break;
-      case KinetoCat::python_function:
-        span(e, SpanKind::user);
-        break;
+      case KinetoCat::python_function: span(e, SpanKind::user); break;
       case KinetoCat::runtime:
         calls_.push_back({threads_.thread(e.lane), e.ts, e.dur, e.name, e.correlation, e.bytes, e.lane});
         if (strings_.text(e.name).starts_with("hip")) rocm_ = true;
         break;
       case KinetoCat::kernel:
       case KinetoCat::memcpy:
-      case KinetoCat::memset:
-        device_op(e, c);
-        break;
+      case KinetoCat::memset: device_op(e, c); break;
       case KinetoCat::sync:
         if (e.correlation != kNone) sync_correlations_.insert(e.correlation);
         syncs_.push_back(e.correlation);
         break;
-      case KinetoCat::gpu_user_annotation:
-        skip("gpu_user_annotation (user annotations repeated on GPU lanes)");
-        break;
-      case KinetoCat::overhead:
-        skip("overhead (profiler overhead on GPU lanes)");
-        break;
+      case KinetoCat::gpu_user_annotation: skip("gpu_user_annotation (user annotations repeated on GPU lanes)"); break;
+      case KinetoCat::overhead: skip("overhead (profiler overhead on GPU lanes)"); break;
       case KinetoCat::ac2g:
       case KinetoCat::other:
         // Kept: a host span of an unknown category on its lane.
@@ -229,8 +232,9 @@ class KinetoMapper {
     op.row.start = e.ts;
     op.row.dur = e.dur;
     op.row.name = e.name;
-    op.row.kind = c == KinetoCat::kernel ? DeviceOpKind::kernel : c == KinetoCat::memcpy ? DeviceOpKind::memcpy
-                                                                             : DeviceOpKind::memset;
+    op.row.kind = c == KinetoCat::kernel   ? DeviceOpKind::kernel
+                  : c == KinetoCat::memcpy ? DeviceOpKind::memcpy
+                                           : DeviceOpKind::memset;
     op.bytes = c == KinetoCat::kernel ? 0 : e.bytes;
     op.correlation = e.correlation;
     op.lane = e.lane;
@@ -281,9 +285,7 @@ class KinetoMapper {
     }
   }
 
-  void join_calls() {
-    join_api_calls(calls_, ops_, sync_correlations_, syncs_, strings_, out_);
-  }
+  void join_calls() { join_api_calls(calls_, ops_, sync_correlations_, syncs_, strings_, out_); }
 
   void finish_ops() {
     for (const PendingOp& op : ops_) {

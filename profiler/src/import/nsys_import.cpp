@@ -155,8 +155,8 @@ class NsysReader {
   StringId string_id(int64_t id, uint64_t row, std::string_view column) {
     auto it = string_ids_.find(id);
     if (it == string_ids_.end()) {
-      fail(current_table_, fmt::format("row {}: column '{}' refers to string id {}, which StringIds lacks", row,
-                                       column, id));
+      fail(current_table_,
+           fmt::format("row {}: column '{}' refers to string id {}, which StringIds lacks", row, column, id));
     }
     return it->second;
   }
@@ -223,8 +223,7 @@ class NsysReader {
     if (has_word("DTOH") || has_word("Device-to-Host") || has_word("ATOH")) return CopyKind::device_to_host;
     if (has_word("PTOP") || has_word("Peer-to-Peer")) return CopyKind::peer_to_peer;
     if (has_word("HTOH") || has_word("Host-to-Host")) return CopyKind::host_to_host;
-    if (has_word("DTOD") || has_word("Device-to-Device") || has_word("ATOA") || has_word("ATOD") ||
-        has_word("DTOA")) {
+    if (has_word("DTOD") || has_word("Device-to-Device") || has_word("ATOA") || has_word("ATOD") || has_word("DTOA")) {
       return CopyKind::device_to_device;
     }
     return CopyKind::none;
@@ -235,9 +234,14 @@ class NsysReader {
     // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA,
     // 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP.
     switch (id) {
-      case 1: case 3: return CopyKind::host_to_device;
-      case 2: case 4: return CopyKind::device_to_host;
-      case 5: case 6: case 7: case 8: return CopyKind::device_to_device;
+      case 1:
+      case 3: return CopyKind::host_to_device;
+      case 2:
+      case 4: return CopyKind::device_to_host;
+      case 5:
+      case 6:
+      case 7:
+      case 8: return CopyKind::device_to_device;
       case 9: return CopyKind::host_to_host;
       case 10: return CopyKind::peer_to_peer;
       default: return CopyKind::none;
@@ -258,8 +262,8 @@ class NsysReader {
       }
       return n;
     }
-    static const char* kNames[] = {"Unknown", "Pageable", "Pinned", "Device", "Array", "Managed", "Device Static",
-                                   "Managed Static"};
+    static const char* kNames[] = {"Unknown", "Pageable", "Pinned",        "Device",
+                                   "Array",   "Managed",  "Device Static", "Managed Static"};
     return id >= 0 && id < 8 ? kNames[id] : "Unknown";
   }
 
@@ -323,7 +327,9 @@ class NsysReader {
       ++row;
       int64_t id = integer(s, 0, "id", row);
       if (id < 0 || id > 0xffff) fail(current_table_, fmt::format("row {}: bad GPU id {}", row, id));
-      DeviceRow d{.id = uint32_t(id), .name = std::string(s.text(1)), .kind = DeviceKind::cuda,
+      DeviceRow d{.id = uint32_t(id),
+                  .name = std::string(s.text(1)),
+                  .kind = DeviceKind::cuda,
                   .memory_capacity = integer(s, 2, "totalMemory", row, 0)};
       if (d.name.empty()) d.name = fmt::format("GPU {}", id);
       gpus_[d.id] = d;
@@ -404,16 +410,15 @@ class NsysReader {
         op.host_memory = host_memory(dst);
       }
       static const char* kTokens[] = {"?", "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"};
-      op.row.name =
-          strings_.intern(fmt::format("Memcpy {} ({} -> {})", kTokens[int(op.row.copy_kind)], src, dst));
+      op.row.name = strings_.intern(fmt::format("Memcpy {} ({} -> {})", kTokens[int(op.row.copy_kind)], src, dst));
       ops_.push_back(op);
     }
   }
 
   void memsets() {
     auto cols = columns(kMemset, {"start", "end", "deviceId", "streamId", "bytes"});
-    Stmt s(db_.get(), select(kMemset, cols, {"start", "end", "deviceId", "streamId", "correlationId", "bytes",
-                                             "memKind"}));
+    Stmt s(db_.get(),
+           select(kMemset, cols, {"start", "end", "deviceId", "streamId", "correlationId", "bytes", "memKind"}));
     uint64_t row = 0;
     while (s.step()) {
       ++row;
@@ -491,7 +496,8 @@ class NsysReader {
       StringId name = text_id >= 0 ? string_id(text_id, row, "textId") : strings_.intern(s.text(4));
       uint32_t th = thread(integer(s, 3, "globalTid", row, 0));
       if (type == kNvtxMark) {
-        if (instant(start)) out_.instants.push_back({.thread = th, .time = start, .name = name, .kind = SpanKind::user});
+        if (instant(start))
+          out_.instants.push_back({.thread = th, .time = start, .name = name, .kind = SpanKind::user});
         continue;
       }
       int64_t end = integer(s, 1, "end", row, -1);
@@ -500,8 +506,8 @@ class NsysReader {
         continue;
       }
       if (!span(start, end)) continue;
-      out_.host_spans.push_back({.thread = th, .start = start, .dur = end - start, .name = name,
-                                 .kind = SpanKind::user});
+      out_.host_spans.push_back(
+          {.thread = th, .start = start, .dur = end - start, .name = name, .kind = SpanKind::user});
     }
   }
 
@@ -509,8 +515,8 @@ class NsysReader {
   // back: alloc and free events with running totals per device.
   void memory() {
     auto cols = columns(kMemory, {"start", "deviceId", "bytes", "memoryOperationType"});
-    Stmt s(db_.get(), select(kMemory, cols, {"start", "deviceId", "address", "bytes", "memKind",
-                                             "memoryOperationType"}));
+    Stmt s(db_.get(),
+           select(kMemory, cols, {"start", "deviceId", "address", "bytes", "memKind", "memoryOperationType"}));
     uint64_t row = 0;
     std::vector<MemoryEventRow> events;
     while (s.step()) {
@@ -523,10 +529,13 @@ class NsysReader {
       }
       int64_t oper = integer(s, 5, "memoryOperationType", row);
       auto it = mem_opers_.find(oper);
-      MemoryEventKind k = it != mem_opers_.end() ? it->second : oper == 1 ? MemoryEventKind::free
-                                                                          : MemoryEventKind::alloc;
-      MemoryEventRow m{.device = device_id(integer(s, 1, "deviceId", row), row), .time = integer(s, 0, "start", row),
-                       .kind = k, .bytes = std::max<int64_t>(0, integer(s, 3, "bytes", row)),
+      MemoryEventKind k = it != mem_opers_.end() ? it->second
+                          : oper == 1            ? MemoryEventKind::free
+                                                 : MemoryEventKind::alloc;
+      MemoryEventRow m{.device = device_id(integer(s, 1, "deviceId", row), row),
+                       .time = integer(s, 0, "start", row),
+                       .kind = k,
+                       .bytes = std::max<int64_t>(0, integer(s, 3, "bytes", row)),
                        .address = uint64_t(integer(s, 2, "address", row, 0))};
       if (instant(m.time)) events.push_back(m);
     }

@@ -34,7 +34,8 @@ namespace {
 bool g_ignoring_sigxfsz = false;
 
 void ignore_sigxfsz() {
-  struct sigaction old{}, ign{};
+  struct sigaction old {
+  }, ign{};
   ign.sa_handler = SIG_IGN;
   sigemptyset(&ign.sa_mask);
   if (sigaction(SIGXFSZ, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
@@ -43,7 +44,8 @@ void ignore_sigxfsz() {
 }
 
 void restore_sigxfsz() {
-  struct sigaction cur{}, dfl{};
+  struct sigaction cur {
+  }, dfl{};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   if (g_ignoring_sigxfsz && sigaction(SIGXFSZ, nullptr, &cur) == 0 && cur.sa_handler == SIG_IGN) {
@@ -167,8 +169,7 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
   {
     std::lock_guard lock(g_capture_mu);
     if (g_capture_exists) {
-      std::fprintf(stderr, "loupe: a capture is already recording; '%s' will not be written\n",
-                   s.options.path.c_str());
+      std::fprintf(stderr, "loupe: a capture is already recording; '%s' will not be written\n", s.options.path.c_str());
       s.stopped = true;
       return;
     }
@@ -236,7 +237,6 @@ CaptureStats Capture::stats() const {
   return state_->stats;
 }
 
-
 void Capture::stop() {
   State& s = *state_;
   if (s.stopped) return;
@@ -267,8 +267,7 @@ void Capture::State::run_drainer() {
   for (;;) {
     {
       std::unique_lock wait(reg.drain_mu);
-      reg.drain_cv.wait_for(wait, interval,
-                            [&] { return reg.drain_requested.load(std::memory_order_acquire); });
+      reg.drain_cv.wait_for(wait, interval, [&] { return reg.drain_requested.load(std::memory_order_acquire); });
     }
     bool stopping;
     {
@@ -365,8 +364,10 @@ void Capture::State::run_writer() {
   std::erase_if(reg.threads, [](const auto& e) { return e->retired; });
   std::lock_guard stats_lock(stats_mu);
   if (stats.dropped + stats.lost > 0) {
-    std::fprintf(stderr, "loupe: trace '%s': %llu events dropped (a ring full, or no memory for one), %llu lost (write errors)\n",
-                 options.path.c_str(), (unsigned long long)stats.dropped, (unsigned long long)stats.lost);
+    std::fprintf(
+        stderr,
+        "loupe: trace '%s': %llu events dropped (a ring full, or no memory for one), %llu lost (write errors)\n",
+        options.path.c_str(), (unsigned long long)stats.dropped, (unsigned long long)stats.lost);
   }
 }
 

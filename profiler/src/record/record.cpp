@@ -159,7 +159,9 @@ CallSiteId callsite(const char* file, uint32_t line, const char* function) {
   std::lock_guard lock(reg.mu);
   auto [it, inserted] = reg.callsite_ids.emplace(std::move(key), CallSiteId(reg.callsites.size() + 1));
   // Keep copies: callers need not pass strings that live forever.
-  if (inserted) reg.callsites.push_back({reg.strings.emplace(file).first->c_str(), reg.strings.emplace(function).first->c_str(), line});
+  if (inserted)
+    reg.callsites.push_back(
+        {reg.strings.emplace(file).first->c_str(), reg.strings.emplace(function).first->c_str(), line});
   return it->second;
 }
 

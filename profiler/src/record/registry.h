@@ -34,7 +34,7 @@ struct ThreadEntry {
   RingSlots storage;
   Ring ring;
   bool has_ring = false;
-  bool retired = false;      // the thread exited; freed once drained
+  bool retired = false;       // the thread exited; freed once drained
   uint64_t dropped_base = 0;  // ring.dropped when the current capture began
 };
 

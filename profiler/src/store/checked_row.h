@@ -28,13 +28,15 @@ class CheckedRow {
   // a large trace's load time.
   int64_t integer(int col) const {
     sqlite3_value* v = value(col);
-    if (sqlite3_value_type(v) != SQLITE_INTEGER) [[unlikely]] wrong_type(col, v, "an integer");
+    if (sqlite3_value_type(v) != SQLITE_INTEGER) [[unlikely]]
+      wrong_type(col, v, "an integer");
     return sqlite3_value_int64(v);
   }
   // An integer in [lo, hi].
   int64_t in_range(int col, int64_t lo, int64_t hi) const {
     int64_t v = integer(col);
-    if (v < lo || v > hi) [[unlikely]] out_of_range(col, v, lo, hi);
+    if (v < lo || v > hi) [[unlikely]]
+      out_of_range(col, v, lo, hi);
     return v;
   }
   int64_t non_negative(int col) const { return in_range(col, 0, std::numeric_limits<int64_t>::max()); }
@@ -44,21 +46,24 @@ class CheckedRow {
   template <typename Enum>
   Enum enumerator(int col) const {
     int64_t v = integer(col);
-    if (v < 0 || uint64_t(v) >= enumerator_count<Enum>()) [[unlikely]] undefined_kind(col, v);
+    if (v < 0 || uint64_t(v) >= enumerator_count<Enum>()) [[unlikely]]
+      undefined_kind(col, v);
     return Enum(v);
   }
   // A finite number (REAL, or an INTEGER SQLite stored compactly).
   double real(int col) const {
     sqlite3_value* v = value(col);
     int type = sqlite3_value_type(v);
-    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) [[unlikely]] wrong_type(col, v, "a number");
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) [[unlikely]]
+      wrong_type(col, v, "a number");
     double d = sqlite3_value_double(v);
     if (!std::isfinite(d)) bad(col, "holds a value that is not finite");
     return d;
   }
   std::string_view text(int col) const {
     sqlite3_value* v = value(col);
-    if (sqlite3_value_type(v) != SQLITE_TEXT) [[unlikely]] wrong_type(col, v, "text");
+    if (sqlite3_value_type(v) != SQLITE_TEXT) [[unlikely]]
+      wrong_type(col, v, "text");
     const unsigned char* p = sqlite3_value_text(v);
     return p ? std::string_view(reinterpret_cast<const char*>(p), size_t(sqlite3_value_bytes(v))) : std::string_view();
   }

@@ -34,7 +34,7 @@ void check_header(const std::string& path) {
   } catch (const FileError& e) {
     throw TraceError(e.what());
   }
-  struct stat st{};
+  struct stat st {};
   ::fstat(fd, &st);
   char header[100] = {};
   ssize_t n = 0;
@@ -58,7 +58,7 @@ void check_header(const std::string& path) {
   // The page count is only valid when the change counter matches the
   // version-valid-for field (bytes 24-27 and 92-95).
   bool count_valid = std::memcmp(header + 24, header + 92, 4) == 0;
-  struct stat wal{};
+  struct stat wal {};
   bool has_wal = ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0;
   if (count_valid && !has_wal && uint64_t(st.st_size) < uint64_t(pages) * page_size) {
     fail(path, fmt::format("truncated: the header describes {} bytes, the file has {}", uint64_t(pages) * page_size,
@@ -70,7 +70,7 @@ void check_header(const std::string& path) {
 // middle of a transaction ("hot"): SQLite must play it back before the
 // file can be read, which a read-only connection cannot do.
 bool has_hot_journal(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat((path + "-journal").c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 

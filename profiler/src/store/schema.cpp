@@ -115,11 +115,10 @@ class EventTableSql {
   t.column("id", "integer");  \
   t.key("id");
 #define LOUPE_SQL_COLUMN(name, type, check, init) t.column(#name, #check);
-#define LOUPE_SQL_TABLE(Row, Track, table, member)                                            \
-  {                                                                                           \
-    EventTableSql t(#table);                                                                  \
-    LOUPE_COLUMNS_##table(LOUPE_SQL_KEY, LOUPE_SQL_SPAN, LOUPE_SQL_POINT, LOUPE_SQL_COLUMN) \
-    sql += t.text();                                                                          \
+#define LOUPE_SQL_TABLE(Row, Track, table, member)                                                           \
+  {                                                                                                          \
+    EventTableSql t(#table);                                                                                 \
+    LOUPE_COLUMNS_##table(LOUPE_SQL_KEY, LOUPE_SQL_SPAN, LOUPE_SQL_POINT, LOUPE_SQL_COLUMN) sql += t.text(); \
   }
 
 std::string build_schema() {
@@ -136,11 +135,20 @@ std::string build_schema() {
 
 #define LOUPE_TABLE_NAME(Row, Track, table, member) std::string_view(#table),
 constexpr std::array kTables = {
-    std::string_view("meta"),        std::string_view("strings"),           std::string_view("span_kinds"),
-    std::string_view("device_op_kinds"), std::string_view("copy_kinds"),    std::string_view("host_memory_kinds"),
-    std::string_view("memory_event_kinds"), std::string_view("compile_kinds"), std::string_view("device_kinds"),
-    std::string_view("devices"),     std::string_view("streams"),           std::string_view("threads"),
-    std::string_view("callsites"),   LOUPE_EVENT_TABLES(LOUPE_TABLE_NAME) std::string_view("tracks"),
+    std::string_view("meta"),
+    std::string_view("strings"),
+    std::string_view("span_kinds"),
+    std::string_view("device_op_kinds"),
+    std::string_view("copy_kinds"),
+    std::string_view("host_memory_kinds"),
+    std::string_view("memory_event_kinds"),
+    std::string_view("compile_kinds"),
+    std::string_view("device_kinds"),
+    std::string_view("devices"),
+    std::string_view("streams"),
+    std::string_view("threads"),
+    std::string_view("callsites"),
+    LOUPE_EVENT_TABLES(LOUPE_TABLE_NAME) std::string_view("tracks"),
 };
 #undef LOUPE_TABLE_NAME
 

@@ -47,9 +47,8 @@ std::span<const std::string_view> event_tables() { return kEventTables; }
 
 TraceInfo read_meta(sqlite3* db) {
   TraceInfo info;
-  for_each_row(db, "meta", "SELECT key, value FROM meta", {"key", "value"}, [&](const CheckedRow& r) {
-    info.meta.emplace(std::string(r.text(0)), std::string(r.text(1)));
-  });
+  for_each_row(db, "meta", "SELECT key, value FROM meta", {"key", "value"},
+               [&](const CheckedRow& r) { info.meta.emplace(std::string(r.text(0)), std::string(r.text(1))); });
   auto text = [&](const char* key) {
     auto it = info.meta.find(key);
     return it == info.meta.end() ? std::string() : it->second;
@@ -90,18 +89,19 @@ std::vector<Device> read_devices(sqlite3* db) {
 std::vector<Stream> read_streams(sqlite3* db) {
   std::vector<Stream> streams;
   for_each_row(db, "streams", "SELECT device, stream, name FROM streams ORDER BY device, stream",
-               {"device", "stream", "name"},
-               [&](const CheckedRow& r) { streams.push_back({r.u32(0), r.u32(1), std::string(r.text(2))}); });
+               {"device", "stream", "name"}, [&](const CheckedRow& r) {
+                 streams.push_back({r.u32(0), r.u32(1), std::string(r.text(2))});
+               });
   return streams;
 }
 
 std::vector<Thread> read_threads(sqlite3* db) {
   std::vector<Thread> threads;
-  for_each_row(db, "threads", "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id",
-               {"id", "process", "os_tid", "name", "dropped_events"}, [&](const CheckedRow& r) {
-                 threads.push_back({r.u32(0), r.integer(1), r.integer(2), std::string(r.text(3)),
-                                    uint64_t(r.non_negative(4))});
-               });
+  for_each_row(
+      db, "threads", "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id",
+      {"id", "process", "os_tid", "name", "dropped_events"}, [&](const CheckedRow& r) {
+        threads.push_back({r.u32(0), r.integer(1), r.integer(2), std::string(r.text(3)), uint64_t(r.non_negative(4))});
+      });
   return threads;
 }
 

@@ -5,8 +5,7 @@
 namespace loupe::prof::store {
 
 Stmt::Stmt(sqlite3* db, std::string_view sql) {
-  if (sqlite3_prepare_v3(db, sql.data(), int(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_prepare_v3(db, sql.data(), int(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
     throw StoreError(fmt::format("cannot prepare statement: {}", sqlite3_errmsg(db)));
   }
 }

@@ -19,7 +19,10 @@ class Db {
   explicit Db(sqlite3* db) : db_(db) {}
   ~Db() { sqlite3_close_v2(db_); }
   Db(Db&& o) noexcept : db_(std::exchange(o.db_, nullptr)) {}
-  Db& operator=(Db&& o) noexcept { std::swap(db_, o.db_); return *this; }
+  Db& operator=(Db&& o) noexcept {
+    std::swap(db_, o.db_);
+    return *this;
+  }
   sqlite3* get() const { return db_; }
   std::string error() const { return db_ ? sqlite3_errmsg(db_) : "out of memory"; }
 
@@ -34,18 +37,17 @@ class Stmt {
   Stmt(sqlite3* db, std::string_view sql);  // throws StoreError
   ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(Stmt&& o) noexcept : stmt_(std::exchange(o.stmt_, nullptr)) {}
-  Stmt& operator=(Stmt&& o) noexcept { std::swap(stmt_, o.stmt_); return *this; }
+  Stmt& operator=(Stmt&& o) noexcept {
+    std::swap(stmt_, o.stmt_);
+    return *this;
+  }
   sqlite3_stmt* get() const { return stmt_; }
   explicit operator bool() const { return stmt_ != nullptr; }
 
   void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void bind(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
-  }
-  void bind_static(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_STATIC);
-  }
+  void bind(int i, std::string_view v) { sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
+  void bind_static(int i, std::string_view v) { sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_STATIC); }
   bool step();  // true: a row; false: done; throws StoreError on error
   void reset() { sqlite3_reset(stmt_); }
 

@@ -27,20 +27,62 @@ std::span<const std::string_view> memory_event_kind_names() { return kMemoryEven
 std::span<const std::string_view> compile_kind_names() { return kCompileKinds; }
 std::span<const std::string_view> device_kind_names() { return kDeviceKinds; }
 
-template <> std::string_view name_of(SpanKind v) { return lookup(kSpanKinds, unsigned(v)); }
-template <> std::string_view name_of(DeviceOpKind v) { return lookup(kDeviceOpKinds, unsigned(v)); }
-template <> std::string_view name_of(CopyKind v) { return lookup(kCopyKinds, unsigned(v)); }
-template <> std::string_view name_of(HostMemory v) { return lookup(kHostMemory, unsigned(v)); }
-template <> std::string_view name_of(MemoryEventKind v) { return lookup(kMemoryEventKinds, unsigned(v)); }
-template <> std::string_view name_of(CompileKind v) { return lookup(kCompileKinds, unsigned(v)); }
-template <> std::string_view name_of(DeviceKind v) { return lookup(kDeviceKinds, unsigned(v)); }
+template <>
+std::string_view name_of(SpanKind v) {
+  return lookup(kSpanKinds, unsigned(v));
+}
+template <>
+std::string_view name_of(DeviceOpKind v) {
+  return lookup(kDeviceOpKinds, unsigned(v));
+}
+template <>
+std::string_view name_of(CopyKind v) {
+  return lookup(kCopyKinds, unsigned(v));
+}
+template <>
+std::string_view name_of(HostMemory v) {
+  return lookup(kHostMemory, unsigned(v));
+}
+template <>
+std::string_view name_of(MemoryEventKind v) {
+  return lookup(kMemoryEventKinds, unsigned(v));
+}
+template <>
+std::string_view name_of(CompileKind v) {
+  return lookup(kCompileKinds, unsigned(v));
+}
+template <>
+std::string_view name_of(DeviceKind v) {
+  return lookup(kDeviceKinds, unsigned(v));
+}
 
-template <> size_t enumerator_count<SpanKind>() { return kSpanKinds.size(); }
-template <> size_t enumerator_count<DeviceOpKind>() { return kDeviceOpKinds.size(); }
-template <> size_t enumerator_count<CopyKind>() { return kCopyKinds.size(); }
-template <> size_t enumerator_count<HostMemory>() { return kHostMemory.size(); }
-template <> size_t enumerator_count<MemoryEventKind>() { return kMemoryEventKinds.size(); }
-template <> size_t enumerator_count<CompileKind>() { return kCompileKinds.size(); }
-template <> size_t enumerator_count<DeviceKind>() { return kDeviceKinds.size(); }
+template <>
+size_t enumerator_count<SpanKind>() {
+  return kSpanKinds.size();
+}
+template <>
+size_t enumerator_count<DeviceOpKind>() {
+  return kDeviceOpKinds.size();
+}
+template <>
+size_t enumerator_count<CopyKind>() {
+  return kCopyKinds.size();
+}
+template <>
+size_t enumerator_count<HostMemory>() {
+  return kHostMemory.size();
+}
+template <>
+size_t enumerator_count<MemoryEventKind>() {
+  return kMemoryEventKinds.size();
+}
+template <>
+size_t enumerator_count<CompileKind>() {
+  return kCompileKinds.size();
+}
+template <>
+size_t enumerator_count<DeviceKind>() {
+  return kDeviceKinds.size();
+}
 
 }  // namespace loupe::prof

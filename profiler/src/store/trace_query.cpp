@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include <map>
 #include <chrono>
+#include <map>
 
 #include "loupe/prof/trace_reader.h"
 #include "store/open_trace.h"
@@ -56,6 +56,7 @@ void query_trace(const std::string& path, const std::string& sql,
   }
   int ncols = sqlite3_column_count(raw);
   std::vector<std::string> columns;
+  columns.reserve(size_t(ncols));
   for (int i = 0; i < ncols; ++i) columns.emplace_back(sqlite3_column_name(raw, i));
   on_columns(columns);
   QueryRow row(static_cast<size_t>(ncols));
@@ -83,7 +84,7 @@ void query_trace(const std::string& path, const std::string& sql,
 TraceSummary summarize_trace(const std::string& path) {
   store::Db db = store::open_trace(path);
   TraceSummary s;
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0) s.file_bytes = uint64_t(st.st_size);
   try {
     store::exec(db.get(), "BEGIN");
@@ -106,9 +107,10 @@ TraceSummary summarize_trace(const std::string& path) {
         any = true;
       }
       if (claimed != rows) {
-        throw StoreError(fmt::format("the tracks table says {} holds {} rows, the table has {}; the file was damaged "
-                                     "or edited",
-                                     table, claimed, rows));
+        throw StoreError(
+            fmt::format("the tracks table says {} holds {} rows, the table has {}; the file was damaged "
+                        "or edited",
+                        table, claimed, rows));
       }
       s.counts.push_back({std::string(table), rows});
     }

@@ -69,32 +69,33 @@ struct TableDef;
 #define LOUPE_TIME_POINT(time) #time
 #define LOUPE_KEY_VALUE(name, type, check, init) int64_t(t.name),
 #define LOUPE_SET_KEY(name, type, check, init) t.name = decode<type, Check::check>(r, c++);
-#define LOUPE_APPEND_SPAN(start, dur)      \
-  t.start.push_back(r.integer(c++));       \
+#define LOUPE_APPEND_SPAN(start, dur) \
+  t.start.push_back(r.integer(c++));  \
   t.dur.push_back(r.integer(c++));
 #define LOUPE_APPEND_POINT(time) t.time.push_back(r.integer(c++));
 #define LOUPE_APPEND_COLUMN(name, type, check, init) t.name.push_back(decode<type, Check::check>(r, c++));
-#define LOUPE_TABLE_DEF(Row, Track, tbl, member)                                                                      \
-  template <>                                                                                                         \
-  struct TableDef<Track> {                                                                                            \
-    static constexpr const char* table = #tbl;                                                                        \
-    static constexpr const char* time_col =                                                                           \
-        LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_TIME_SPAN, LOUPE_TIME_POINT, LOUPE_IGNORE);                           \
-    static constexpr std::array columns = {                                                                           \
-        LOUPE_COLUMNS_##tbl(LOUPE_NAME_FIELD, LOUPE_NAME_SPAN, LOUPE_NAME_POINT, LOUPE_NAME_FIELD) std::string_view("id")}; \
-    static constexpr int ntrack = 0 LOUPE_COLUMNS_##tbl(LOUPE_COUNT_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE);    \
-    static std::pair<int64_t, int64_t> key_of(const Track& t) {                                                       \
-      std::initializer_list<int64_t> key = {LOUPE_COLUMNS_##tbl(LOUPE_KEY_VALUE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)}; \
-      return {*key.begin(), key.size() > 1 ? *(key.begin() + 1) : 0};                                                 \
-    }                                                                                                                 \
-    static void set_key(Track& t, const CheckedRow& r) {                                                              \
-      int c = 0;                                                                                                      \
-      LOUPE_COLUMNS_##tbl(LOUPE_SET_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)                                    \
-    }                                                                                                                 \
-    static void append(Track& t, const CheckedRow& r) {                                                               \
-      int c = ntrack;                                                                                                 \
-      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_APPEND_SPAN, LOUPE_APPEND_POINT, LOUPE_APPEND_COLUMN)                   \
-    }                                                                                                                 \
+#define LOUPE_TABLE_DEF(Row, Track, tbl, member)                                                                    \
+  template <>                                                                                                       \
+  struct TableDef<Track> {                                                                                          \
+    static constexpr const char* table = #tbl;                                                                      \
+    static constexpr const char* time_col =                                                                         \
+        LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_TIME_SPAN, LOUPE_TIME_POINT, LOUPE_IGNORE);                         \
+    static constexpr std::array columns = {LOUPE_COLUMNS_##tbl(LOUPE_NAME_FIELD, LOUPE_NAME_SPAN, LOUPE_NAME_POINT, \
+                                                               LOUPE_NAME_FIELD) std::string_view("id")};           \
+    static constexpr int ntrack = 0 LOUPE_COLUMNS_##tbl(LOUPE_COUNT_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE); \
+    static std::pair<int64_t, int64_t> key_of(const Track& t) {                                                     \
+      std::initializer_list<int64_t> key = {                                                                        \
+          LOUPE_COLUMNS_##tbl(LOUPE_KEY_VALUE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)};                          \
+      return {*key.begin(), key.size() > 1 ? *(key.begin() + 1) : 0};                                               \
+    }                                                                                                               \
+    static void set_key(Track& t, const CheckedRow& r) {                                                            \
+      int c = 0;                                                                                                    \
+      LOUPE_COLUMNS_##tbl(LOUPE_SET_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)                                  \
+    }                                                                                                               \
+    static void append(Track& t, const CheckedRow& r) {                                                             \
+      int c = ntrack;                                                                                               \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_APPEND_SPAN, LOUPE_APPEND_POINT, LOUPE_APPEND_COLUMN)                 \
+    }                                                                                                               \
   };
 LOUPE_EVENT_TABLES(LOUPE_TABLE_DEF)
 #undef LOUPE_TABLE_DEF
@@ -127,7 +128,7 @@ struct Key {
 
 // A contiguous key range of one table, read by one worker.
 struct Unit {
-  int table;       // index into the loader's table list
+  int table;  // index into the loader's table list
   bool has_lo, has_hi;
   Key lo, hi;
   int64_t rows_hint;
@@ -257,9 +258,10 @@ class TableLoader : public TableLoaderBase {
       return D::ntrack == 2 ? fmt::format("({}, {})", a, b) : fmt::format("{}", a);
     };
     if (claims.size() != out_.size()) {
-      throw StoreError(fmt::format("the tracks table lists {} tracks of {}, the table has {}; the file was damaged "
-                                   "or edited",
-                                   claims.size(), D::table, out_.size()));
+      throw StoreError(
+          fmt::format("the tracks table lists {} tracks of {}, the table has {}; the file was damaged "
+                      "or edited",
+                      claims.size(), D::table, out_.size()));
     }
     for (size_t i = 0; i < out_.size(); ++i) {
       const Track& t = out_[i];
@@ -267,10 +269,10 @@ class TableLoader : public TableLoaderBase {
       TrackClaim have{a, b, int64_t(t.size()), first_time(t), last_time(t)};
       const TrackClaim& c = claims[i];
       if (c.a != have.a || c.b != have.b || c.rows != have.rows || c.first != have.first || c.last != have.last) {
-        throw StoreError(fmt::format("the tracks table says track {} of {} holds {} rows from {} to {} ns; its rows "
-                                     "say track {}, {} rows from {} to {} ns; the file was damaged or edited",
-                                     key_text(c.a, c.b), D::table, c.rows, c.first, c.last, key_text(a, b),
-                                     have.rows, have.first, have.last));
+        throw StoreError(fmt::format(
+            "the tracks table says track {} of {} holds {} rows from {} to {} ns; its rows "
+            "say track {}, {} rows from {} to {} ns; the file was damaged or edited",
+            key_text(c.a, c.b), D::table, c.rows, c.first, c.last, key_text(a, b), have.rows, have.first, have.last));
       }
     }
   }
@@ -320,9 +322,8 @@ class TableLoader : public TableLoaderBase {
   static void append_columns(Track& into, Track& from) {
     auto dst = into.columns();
     auto src = from.columns();
-    [&]<size_t... I>(std::index_sequence<I...>) {
-      (append_one(std::get<I>(dst), std::get<I>(src)), ...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(dst)>>{});
+    [&]<size_t... I>(std::index_sequence<I...>) { (append_one(std::get<I>(dst), std::get<I>(src)), ...); }
+    (std::make_index_sequence<std::tuple_size_v<decltype(dst)>>{});
   }
   template <typename V>
   static void append_one(V& dst, V& src) {
@@ -340,13 +341,11 @@ class TableLoader : public TableLoaderBase {
 };
 
 int64_t file_bytes(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? int64_t(st.st_size) : 0;
 }
 
-std::string file_error(const std::string& path, const std::string& what) {
-  return fmt::format("{}: {}", path, what);
-}
+std::string file_error(const std::string& path, const std::string& what) { return fmt::format("{}: {}", path, what); }
 
 // What a table's rows refer to: string ids the strings table holds, call
 // sites the callsites table holds (trace_tables.h's string and callsite
@@ -377,9 +376,13 @@ class References {
  private:
   // A key is one value; a column, many.
   template <typename T>
-  static std::span<const T> as_range(const std::vector<T>& v) { return v; }
+  static std::span<const T> as_range(const std::vector<T>& v) {
+    return v;
+  }
   template <typename T>
-  static std::span<const T> as_range(const T& v) { return {&v, 1}; }
+  static std::span<const T> as_range(const T& v) {
+    return {&v, 1};
+  }
 
   const std::string& path_;
   const char* table_;
@@ -387,9 +390,9 @@ class References {
 };
 
 #define LOUPE_CHECK_REF(name, type, check, init) refs.require<Check::check>(#name, t.name);
-#define LOUPE_CHECK_REFS(Row, Track, table, member)                                                       \
-  [[maybe_unused]] void check_references(const References& refs, const Track& t) {                        \
-    LOUPE_COLUMNS_##table(LOUPE_CHECK_REF, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_CHECK_REF)                   \
+#define LOUPE_CHECK_REFS(Row, Track, table, member)                                     \
+  [[maybe_unused]] void check_references(const References& refs, const Track& t) {      \
+    LOUPE_COLUMNS_##table(LOUPE_CHECK_REF, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_CHECK_REF) \
   }
 LOUPE_EVENT_TABLES(LOUPE_CHECK_REFS)
 #undef LOUPE_CHECK_REFS
@@ -435,13 +438,13 @@ void check_totals(const std::string& path, const char* table, const std::vector<
   };
   using Column = const std::vector<int64_t>&;
 #define LOUPE_TOTAL_SPAN(start, dur) total_of(#dur, [](const Track& t) -> Column { return t.dur; });
-#define LOUPE_TOTAL_COLUMN(name, type, check, init)                                            \
-  if constexpr (Check::check == Check::count) {                                                \
-    total_of(#name, [](const Track& t) -> Column { return t.name; });                         \
+#define LOUPE_TOTAL_COLUMN(name, type, check, init)                   \
+  if constexpr (Check::check == Check::count) {                       \
+    total_of(#name, [](const Track& t) -> Column { return t.name; }); \
   }
-#define LOUPE_TOTALS(Row, T, table, member)                                                   \
-  if constexpr (std::is_same_v<Track, T>) {                                                   \
-    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TOTAL_SPAN, LOUPE_IGNORE, LOUPE_TOTAL_COLUMN)   \
+#define LOUPE_TOTALS(Row, T, table, member)                                                 \
+  if constexpr (std::is_same_v<Track, T>) {                                                 \
+    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TOTAL_SPAN, LOUPE_IGNORE, LOUPE_TOTAL_COLUMN) \
   }
   LOUPE_EVENT_TABLES(LOUPE_TOTALS)
 #undef LOUPE_TOTALS
@@ -524,6 +527,8 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     };
     std::vector<store::Db> extra;
     std::vector<std::thread> pool;
+    extra.reserve(nthreads - 1);
+    pool.reserve(nthreads - 1);
     for (unsigned i = 1; i < nthreads; ++i) extra.push_back(store::open_trace(path));
     for (auto& conn : extra) pool.emplace_back(worker, conn.get());
     worker(db.get());

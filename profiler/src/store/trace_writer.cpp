@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <initializer_list>
-#include <type_traits>
 #include <map>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -38,14 +38,12 @@ struct TrackKey {
 
 struct TrackKeyHash {
   size_t operator()(const TrackKey& k) const {
-    return std::hash<int64_t>{}(k.a * 0x9e3779b97f4a7c15ll + k.b);
+    return std::hash<uint64_t>{}(uint64_t(k.a) * 0x9e3779b97f4a7c15ull + uint64_t(k.b));
   }
 };
 
 // A track's key from its one or two key columns.
-TrackKey key_of(std::initializer_list<int64_t> key) {
-  return {*key.begin(), key.size() > 1 ? *(key.begin() + 1) : 0};
-}
+TrackKey key_of(std::initializer_list<int64_t> key) { return {*key.begin(), key.size() > 1 ? *(key.begin() + 1) : 0}; }
 
 template <typename Row>
 struct Staged {
@@ -67,7 +65,7 @@ template <typename Row>
 struct Traits;
 
 #define LOUPE_COUNT_FIELD(...) +1
-#define LOUPE_COUNT_SPAN(...) +3  // start, id, dur
+#define LOUPE_COUNT_SPAN(...) +3   // start, id, dur
 #define LOUPE_COUNT_POINT(...) +2  // time, id
 #define LOUPE_KEY_VALUE(name, type, check, init) int64_t(r.name),
 #define LOUPE_START_SPAN(start, dur) return r.start;
@@ -82,23 +80,25 @@ struct Traits;
 #define LOUPE_BIND_POINT(time) \
   bind_value(s, c++, r.time);  \
   bind_value(s, c++, id);
-#define LOUPE_WRITER_TRAITS(Row, Track, tbl, member)                                                                 \
-  template <>                                                                                                        \
-  struct Traits<Row> {                                                                                               \
-    static constexpr const char* table = #tbl;                                                                       \
-    static constexpr int columns =                                                                                   \
-        0 LOUPE_COLUMNS_##tbl(LOUPE_COUNT_FIELD, LOUPE_COUNT_SPAN, LOUPE_COUNT_POINT, LOUPE_COUNT_FIELD);              \
-    static TrackKey track(const Row& r) {                                                                            \
-      return key_of({LOUPE_COLUMNS_##tbl(LOUPE_KEY_VALUE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)});               \
-    }                                                                                                                \
-    static int64_t start(const Row& r) {                                                                             \
-      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_START_SPAN, LOUPE_START_POINT, LOUPE_IGNORE)                           \
-    }                                                                                                                \
-    static int64_t end(const Row& r) { LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_END_SPAN, LOUPE_END_POINT, LOUPE_IGNORE) } \
-    static void bind(Stmt& s, int i, const Row& r, int64_t id) {                                                     \
-      int c = i;                                                                                                     \
-      LOUPE_COLUMNS_##tbl(LOUPE_BIND_FIELD, LOUPE_BIND_SPAN, LOUPE_BIND_POINT, LOUPE_BIND_FIELD)                     \
-    }                                                                                                                \
+#define LOUPE_WRITER_TRAITS(Row, Track, tbl, member)                                                      \
+  template <>                                                                                             \
+  struct Traits<Row> {                                                                                    \
+    static constexpr const char* table = #tbl;                                                            \
+    static constexpr int columns =                                                                        \
+        0 LOUPE_COLUMNS_##tbl(LOUPE_COUNT_FIELD, LOUPE_COUNT_SPAN, LOUPE_COUNT_POINT, LOUPE_COUNT_FIELD); \
+    static TrackKey track(const Row& r) {                                                                 \
+      return key_of({LOUPE_COLUMNS_##tbl(LOUPE_KEY_VALUE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)});    \
+    }                                                                                                     \
+    static int64_t start(const Row& r) {                                                                  \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_START_SPAN, LOUPE_START_POINT, LOUPE_IGNORE)                \
+    }                                                                                                     \
+    static int64_t end(const Row& r) {                                                                    \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_END_SPAN, LOUPE_END_POINT, LOUPE_IGNORE)                    \
+    }                                                                                                     \
+    static void bind(Stmt& s, int i, const Row& r, int64_t id) {                                          \
+      int c = i;                                                                                          \
+      LOUPE_COLUMNS_##tbl(LOUPE_BIND_FIELD, LOUPE_BIND_SPAN, LOUPE_BIND_POINT, LOUPE_BIND_FIELD)          \
+    }                                                                                                     \
   };
 LOUPE_EVENT_TABLES(LOUPE_WRITER_TRAITS)
 #undef LOUPE_WRITER_TRAITS
@@ -303,8 +303,8 @@ namespace {
 
 store::Db open_database(const std::string& file) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   store::Db db(raw);
   if (rc != SQLITE_OK) throw StoreError(db.error());
   return db;
@@ -363,8 +363,8 @@ void TraceWriter::Impl::roll_back() {
 }
 
 void TraceWriter::Impl::finalize_statements() {
-  for (Stmt* s : {&insert_string, &put_device, &put_stream, &put_thread, &put_callsite, &put_meta, &put_track,
-                  &begin, &commit_tx, &rollback}) {
+  for (Stmt* s : {&insert_string, &put_device, &put_stream, &put_thread, &put_callsite, &put_meta, &put_track, &begin,
+                  &commit_tx, &rollback}) {
     *s = Stmt();
   }
   for_each_table([](auto& t) { t.finalize(); });

@@ -35,12 +35,13 @@ constexpr int kDevices = 2;
 constexpr int kLayers = 12;
 constexpr int64_t kGiB = int64_t(1) << 30;
 
-constexpr std::array<const char*, 12> kForwardKernels = {
-    "sgemm_128x64_nn", "bias_add_f32", "gelu_fwd_f32", "layer_norm_fwd", "softmax_fwd_f32", "dropout_fwd",
-    "fused_attention_fwd", "elementwise_add_f32", "sgemm_64x64_nt", "reduce_mean_f32", "embedding_gather", "cast_f16"};
+constexpr std::array<const char*, 12> kForwardKernels = {"sgemm_128x64_nn",     "bias_add_f32",        "gelu_fwd_f32",
+                                                         "layer_norm_fwd",      "softmax_fwd_f32",     "dropout_fwd",
+                                                         "fused_attention_fwd", "elementwise_add_f32", "sgemm_64x64_nt",
+                                                         "reduce_mean_f32",     "embedding_gather",    "cast_f16"};
 constexpr std::array<const char*, 10> kBackwardKernels = {
-    "sgemm_128x64_tn", "gelu_bwd_f32", "layer_norm_bwd", "softmax_bwd_f32", "fused_attention_bwd",
-    "reduce_sum_f32",  "dropout_bwd",  "elementwise_mul_f32", "sgemm_64x64_nn", "bias_grad_f32"};
+    "sgemm_128x64_tn", "gelu_bwd_f32", "layer_norm_bwd",      "softmax_bwd_f32", "fused_attention_bwd",
+    "reduce_sum_f32",  "dropout_bwd",  "elementwise_mul_f32", "sgemm_64x64_nn",  "bias_grad_f32"};
 
 // Emits rows until the budget is spent; every add is counted.
 class Emitter {
@@ -91,9 +92,9 @@ struct SynthNames {
     loss = w.intern("loss"), throughput = w.intern("samples_per_second"), epoch = w.intern("epoch");
     const StringId file = w.intern("examples/train.cpp"), fn_main = w.intern("int main()"),
                    fn_step = w.intern("train_step(Params&, Batch const&)");
-    w.put(CallSiteRow{1, file, 88, fn_main});   // loss.item()
-    w.put(CallSiteRow{2, file, 61, fn_step});   // activations
-    w.put(CallSiteRow{3, file, 74, fn_main});   // batch upload
+    w.put(CallSiteRow{1, file, 88, fn_main});  // loss.item()
+    w.put(CallSiteRow{2, file, 61, fn_step});  // activations
+    w.put(CallSiteRow{3, file, 74, fn_main});  // batch upload
     signatures[0] = w.intern("f32[256,784], i32[256]");
     signatures[1] = w.intern("f32[255,784], i32[255]");
     signatures[2] = w.intern("f32[128,784], i32[128]");
@@ -101,7 +102,7 @@ struct SynthNames {
 };
 
 constexpr uint32_t kLoader = 2;  // the data loader's thread
-constexpr int64_t kBatchBytes = 256 * 784 * 4;
+constexpr int64_t kBatchBytes = int64_t(256) * 784 * 4;
 
 // A data-parallel training loop on two devices, one host thread each, fed
 // by a loader thread: written step by step until the event budget is spent.
@@ -223,7 +224,7 @@ class SyntheticProgram {
       c.dur = rng_.uniform(2'000, 6'000);
     }
     t_ += c.dur;
-    out_.add(std::move(c));
+    out_.add(c);
     last_signature_ = signature;
   }
 
@@ -233,8 +234,8 @@ class SyntheticProgram {
     uint64_t corr = correlation_++;
     int64_t dur = rng_.uniform(8'000, 15'000);
     out_.add(LaunchRow{d_, t_, dur, names_.memcpy, d_, 1, corr});
-    out_.add(TransferRow{d_, t_, dur, d_, CopyKind::host_to_device, kBatchBytes, false, false, HostMemory::pinned, 3,
-                         corr});
+    out_.add(
+        TransferRow{d_, t_, dur, d_, CopyKind::host_to_device, kBatchBytes, false, false, HostMemory::pinned, 3, corr});
     int64_t copy_start = t_ + dur + rng_.uniform(2'000, 6'000);
     int64_t copy_dur = kBatchBytes / 12;  // ~12 GB/s
     out_.add(DeviceOpRow{d_, 1, copy_start, copy_dur, DeviceOpKind::memcpy, names_.h2d, kBatchBytes,
@@ -331,11 +332,11 @@ class SyntheticProgram {
     int64_t copy_dur = rng_.uniform(3'000, 6'000);
     int64_t done = copy_start + copy_dur + rng_.uniform(2'000, 5'000);
     out_.add(LaunchRow{d_, t_, 9'000, names_.memcpy, d_, 2, corr});
-    out_.add(DeviceOpRow{d_, 2, copy_start, copy_dur, DeviceOpKind::memcpy, names_.d2h, 4, CopyKind::device_to_host,
-                         corr});
+    out_.add(
+        DeviceOpRow{d_, 2, copy_start, copy_dur, DeviceOpKind::memcpy, names_.d2h, 4, CopyKind::device_to_host, corr});
     out_.add(HostSpanRow{d_, t_ + 9'000, done - (t_ + 9'000), names_.sync, SpanKind::wait, 1, 0});
-    out_.add(TransferRow{d_, t_, done - t_, d_, CopyKind::device_to_host, 4, true, true, HostMemory::pageable, 1,
-                         corr});
+    out_.add(
+        TransferRow{d_, t_, done - t_, d_, CopyKind::device_to_host, 4, true, true, HostMemory::pageable, 1, corr});
     t_ = done;
     ds.compute_free = done;
   }
@@ -347,7 +348,7 @@ SynthResult write_synthetic_trace(const std::string& path, const SynthOptions& o
   WriterOptions wo;
   wo.producer = "loupe synth";
   wo.origin_wall_ns = 1'767'225'600'000'000'000;  // 2026-01-01T00:00:00Z: fixed, so files are reproducible
-  wo.live = false;  // written in one go: the path gets the trace when it is complete
+  wo.live = false;                                // written in one go: the path gets the trace when it is complete
   TraceWriter w(path, wo);
   return SyntheticProgram(w, options).run();
 }

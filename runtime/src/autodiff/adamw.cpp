@@ -19,8 +19,8 @@ AdamWState adamw_init_flat(const std::vector<Array>& params, const std::source_l
 }
 
 std::pair<std::vector<Array>, AdamWState> adamw_update_flat(const AdamW& opt, const std::vector<Array>& params,
-                                                           const std::vector<Array>& grads, const AdamWState& state,
-                                                           const std::source_location& loc) {
+                                                            const std::vector<Array>& grads, const AdamWState& state,
+                                                            const std::source_location& loc) {
   if (grads.size() != params.size() || state.m.size() != params.size() || state.v.size() != params.size())
     throw ShapeError(fmt::format("adamw_update at {}: {} parameters, {} gradients and {} moments do not match",
                                  ir::format_loc(loc), params.size(), grads.size(), state.m.size()));

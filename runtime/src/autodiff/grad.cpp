@@ -30,7 +30,8 @@ std::pair<Array, std::vector<Array>> value_and_grad_flat(const std::function<Arr
   {
     TraceScope scope(trace);
     Array out = f(params);
-    if (!out.valid()) throw RuntimeError(fmt::format("grad at {}: the function returned a null Array", ir::format_loc(loc)));
+    if (!out.valid())
+      throw RuntimeError(fmt::format("grad at {}: the function returned a null Array", ir::format_loc(loc)));
     if (!out.shape().empty() || !is_floating(out.dtype()))
       throw ShapeError(fmt::format("grad at {}: the function must return a floating-point scalar, got {}",
                                    ir::format_loc(loc), type_str(out.dtype(), out.shape())));

@@ -32,6 +32,16 @@ Array zero_like(const Array& x) { return detail::splat(x.shape(), 0, x.dtype(), 
 std::vector<Array> vjp(const ir::Node& n, const std::vector<Array>& x, const Array& y, const Array& g) {
   const std::source_location& loc = n.loc;
   switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+    LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
+    case Op::logical_not:
+    case Op::stop_gradient:
+    case Op::argmax:
+      // Sources, comparisons, logic, argmax, random numbers, stop_gradient:
+      // no gradient flows.
+      return std::vector<Array>(x.size());
     case Op::neg: return {neg(g, loc)};
     case Op::exp: return {multiply(g, y, loc)};
     case Op::log: return {divide(g, x[0], loc)};
@@ -45,9 +55,9 @@ std::vector<Array> vjp(const ir::Node& n, const std::vector<Array>& x, const Arr
       Array u = multiply(add(x[0], multiply(multiply(xx, x[0], loc), a, loc), loc), c, loc);
       Array t = tanh(u, loc);
       Array du = multiply(add(multiply(xx, 3 * a, loc), 1.0, loc), c, loc);
-      Array d = add(multiply(add(t, 1.0, loc), 0.5, loc),
-                    multiply(multiply(multiply(x[0], 0.5, loc), subtract(1.0, multiply(t, t, loc), loc), loc), du, loc),
-                    loc);
+      Array d =
+          add(multiply(add(t, 1.0, loc), 0.5, loc),
+              multiply(multiply(multiply(x[0], 0.5, loc), subtract(1.0, multiply(t, t, loc), loc), loc), du, loc), loc);
       return {multiply(g, d, loc)};
     }
     case Op::sigmoid: return {multiply(g, multiply(y, subtract(1.0, y, loc), loc), loc)};
@@ -139,7 +149,8 @@ std::vector<Array> vjp(const ir::Node& n, const std::vector<Array>& x, const Arr
     case Op::scatter_add: return {Array(), take(g, x[0], loc)};
     case Op::attention: {
       ir::Attrs a = n.attrs;
-      Array packed = detail::apply(Op::attention_bwd, {x[0], x[1], x[2], y, g}, std::move(a), "attention (gradient)", loc);
+      Array packed =
+          detail::apply(Op::attention_bwd, {x[0], x[1], x[2], y, g}, std::move(a), "attention (gradient)", loc);
       std::vector<Array> out;
       int64_t at = 0;
       for (int i = 0; i < 3; ++i) {
@@ -150,19 +161,10 @@ std::vector<Array> vjp(const ir::Node& n, const std::vector<Array>& x, const Arr
       return out;
     }
     case Op::attention_bwd:
-      throw RuntimeError(fmt::format("attention at {}: the fused attention's gradient cannot be differentiated again; "
-                                     "use AttentionImpl::naive for higher-order gradients",
-                                     ir::format_loc(loc)));
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
-    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
-    LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
-    case Op::logical_not:
-    case Op::stop_gradient:
-    case Op::argmax:
-      // Sources, comparisons, logic, argmax, random numbers, stop_gradient:
-      // no gradient flows.
-      return std::vector<Array>(x.size());
+      throw RuntimeError(
+          fmt::format("attention at {}: the fused attention's gradient cannot be differentiated again; "
+                      "use AttentionImpl::naive for higher-order gradients",
+                      ir::format_loc(loc)));
   }
   throw RuntimeError(fmt::format("internal error: op {} has no gradient rule", int(n.op)));
 }

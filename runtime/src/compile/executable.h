@@ -20,8 +20,8 @@ struct Executable {
   struct Slot {
     enum class Kind : uint8_t { input, constant, temp };
     Kind kind = Kind::temp;
-    int input = -1;   // Kind::input: the position among the inputs
-    Array constant;   // Kind::constant
+    int input = -1;  // Kind::input: the position among the inputs
+    Array constant;  // Kind::constant
     int64_t bytes = 0;
     // Who allocates a temporary: the user's line that created the op.
     const char* op = "";

@@ -101,8 +101,8 @@ void Grouper::add_to(NodeId n, int gid) {
     int h = group_[size_t(r)] >= 0 ? find(group_[size_t(r)]) : -1;
     if (h < 0 || h == gid) continue;
     if (std::find(gr.inputs.begin(), gr.inputs.end(), h) == gr.inputs.end()) gr.inputs.push_back(h);
-    bool as_register = r == x && !ir::is_reduction(g_[x].op) && !ir::is_random(g_[n].op) &&
-                       g_[x].shape == gr.iter && g_[n].op != Op::argmax;
+    bool as_register = r == x && !ir::is_reduction(g_[x].op) && !ir::is_random(g_[n].op) && g_[x].shape == gr.iter &&
+                       g_[n].op != Op::argmax;
     if (!as_register && std::find(gr.view_reads.begin(), gr.view_reads.end(), h) == gr.view_reads.end())
       gr.view_reads.push_back(h);
   }

@@ -29,15 +29,15 @@ struct Group {
   // gather...; copy and fill: a view or a constant that needs a buffer.
   enum class Kind : uint8_t { loop, opaque, copy, fill };
   Kind kind = Kind::loop;
-  Shape iter;                   // the iteration space
+  Shape iter;                       // the iteration space
   std::vector<ir::NodeId> members;  // in graph order
   ir::NodeId reduce = -1;
-  std::vector<int> inputs;      // groups it reads from (while forming them)
+  std::vector<int> inputs;  // groups it reads from (while forming them)
   // Groups whose values it reads other than as same-shape registers
   // (through views, a reduction's result, a random key): never merged.
   std::vector<int> view_reads;
   bool alive = true;
-  std::set<int> deps;           // groups it reads from (exact, for scheduling)
+  std::set<int> deps;  // groups it reads from (exact, for scheduling)
 };
 
 struct Grouping {

@@ -77,9 +77,10 @@ Device call_device(const JitCore& core, const tree::Flat& flat, const std::sourc
   Device d = flat.arrays[0].device();
   for (size_t i = 1; i < flat.arrays.size(); ++i) {
     if (flat.arrays[i].device() == d) continue;
-    throw RuntimeError(fmt::format("{} at {}: its array arguments are on different devices ({} and {}); move them "
-                                   "with to_device()",
-                                   core.name, ir::format_loc(loc), d.str(), flat.arrays[i].device().str()));
+    throw RuntimeError(
+        fmt::format("{} at {}: its array arguments are on different devices ({} and {}); move them "
+                    "with to_device()",
+                    core.name, ir::format_loc(loc), d.str(), flat.arrays[i].device().str()));
   }
   return d;
 }

@@ -140,6 +140,11 @@ Source Lowering::resolve(NodeId x, int reader) {
   out.slot = in.slot;
   out.view.offset = in.view.offset;
   switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
+    case Op::reshape: throw RuntimeError(fmt::format("internal error: {} is not a strided view", ir::op_name(n.op)));
     case Op::transpose:
       for (int64_t p : n.attrs.axes) out.view.strides.push_back(in.view.strides[size_t(p)]);
       break;
@@ -155,11 +160,6 @@ Source Lowering::resolve(NodeId x, int reader) {
         out.view.strides.push_back(n.attrs.steps[d] * in.view.strides[d]);
       }
       break;
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
-    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
-    case Op::reshape: throw RuntimeError(fmt::format("internal error: {} is not a strided view", ir::op_name(n.op)));
   }
   return out;
 }
@@ -361,6 +361,11 @@ std::shared_ptr<KernelSpec> Lowering::build_opaque(int gid, std::vector<int>& in
   spec->name = prof::intern(kernel_name(gid));
   const ir::Attrs& a = n.attrs;
   switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+    throw RuntimeError(fmt::format("internal error: no kernel for {}", ir::op_name(n.op)));
     case Op::matmul: {
       MatmulKernel k;
       k.dtype = n.dtype;
@@ -443,19 +448,15 @@ std::shared_ptr<KernelSpec> Lowering::build_opaque(int gid, std::vector<int>& in
       else spec->body = AttentionBwdKernel{k};
       break;
     }
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
-    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
-      throw RuntimeError(fmt::format("internal error: no kernel for {}", ir::op_name(n.op)));
   }
   return spec;
 }
 
 std::shared_ptr<Executable> Lowering::run() {
   for (const Node& n : g_.nodes)
-    if (n.shape.size() > 16) throw ShapeError(fmt::format("{} at {}: arrays of more than 16 axes are not supported",
-                                                          ir::op_name(n.op), ir::format_loc(n.loc)));
+    if (n.shape.size() > 16)
+      throw ShapeError(fmt::format("{} at {}: arrays of more than 16 axes are not supported", ir::op_name(n.op),
+                                   ir::format_loc(n.loc)));
   stored_.assign(g_.size(), false);
   copy_group_.assign(g_.size(), -1);
   exe_.inputs = g_.params.size();

@@ -108,6 +108,13 @@ bool evaluate(Op op, const std::vector<double>& x, Dtype in, double& out) {
   const bool f = is_floating(in);
   double a = x.empty() ? 0 : x[0], b = x.size() > 1 ? x[1] : 0;
   switch (op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
+    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
+    case Op::gelu:
+    case Op::stop_gradient: return false;
     case Op::neg: out = -a; return true;
     case Op::exp: out = std::exp(a); return true;
     case Op::log: out = std::log(a); return true;
@@ -142,13 +149,6 @@ bool evaluate(Op op, const std::vector<double>& x, Dtype in, double& out) {
     case Op::logical_and: out = a != 0 && b != 0; return true;
     case Op::logical_or: out = a != 0 || b != 0; return true;
     case Op::where: out = a != 0 ? x[1] : x[2]; return true;
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
-    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
-    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
-    case Op::gelu:
-    case Op::stop_gradient: return false;
   }
   return false;  // not an Op
 }
@@ -206,6 +206,34 @@ Graph fold_constants(const Graph& g) {
     }
     if (r < 0) {
       switch (n.op) {
+        LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+        LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+        LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
+        LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+        LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
+        case Op::exp:
+        case Op::log:
+        case Op::tanh:
+        case Op::sqrt:
+        case Op::rsqrt:
+        case Op::relu:
+        case Op::gelu:
+        case Op::sigmoid:
+        case Op::abs:
+        case Op::logical_not:
+        case Op::cast:
+        case Op::stop_gradient:
+        case Op::pow:
+        case Op::maximum:
+        case Op::minimum:
+        case Op::where:
+        case Op::slice:
+        case Op::pad:
+        case Op::concat:
+        case Op::gather:
+        case Op::scatter_add:
+        case Op::attention:
+        case Op::attention_bwd: break;
         case Op::add:
           if (full_is(in[1], 0) && same(in[0])) r = in[0];
           else if (full_is(in[0], 0) && same(in[1])) r = in[1];
@@ -266,34 +294,6 @@ Graph fold_constants(const Graph& g) {
           if (changed) r = out.add(std::move(c));
           break;
         }
-        LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-        LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-        LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
-        LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
-        LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
-        case Op::exp:
-        case Op::log:
-        case Op::tanh:
-        case Op::sqrt:
-        case Op::rsqrt:
-        case Op::relu:
-        case Op::gelu:
-        case Op::sigmoid:
-        case Op::abs:
-        case Op::logical_not:
-        case Op::cast:
-        case Op::stop_gradient:
-        case Op::pow:
-        case Op::maximum:
-        case Op::minimum:
-        case Op::where:
-        case Op::slice:
-        case Op::pad:
-        case Op::concat:
-        case Op::gather:
-        case Op::scatter_add:
-        case Op::attention:
-        case Op::attention_bwd: break;
       }
     }
     if (r < 0) {

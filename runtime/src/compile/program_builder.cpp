@@ -143,7 +143,8 @@ FusedKernel ProgramBuilder::finish() {
     (hoist[size_t(i)] ? k_.hoisted : k_.code).push_back(in);
     if (last[size_t(v.dst)] < 0 && last[size_t(v.dst)] != -2) release(v.dst, -1);  // dead result
   }
-  for (const VStore& s : stores_) k_.stores.push_back({classes_[size_t(s.src)], int16_t(phys[size_t(s.src)]), s.out, s.dtype});
+  for (const VStore& s : stores_)
+    k_.stores.push_back({classes_[size_t(s.src)], int16_t(phys[size_t(s.src)]), s.out, s.dtype});
   if (reduce_) {
     reduce_->cls = classes_[size_t(reduce_src_)];
     reduce_->src = int16_t(phys[size_t(reduce_src_)]);
@@ -189,6 +190,11 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
     return b.op(fin ? fc : ic, RegClass::i, reg(0), reg(1));
   };
   switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
+    break;
     case Op::full: return b.constant(f ? RegClass::f : RegClass::i, n.attrs.value);
     case Op::iota: {
       int64_t inner = 1;
@@ -215,8 +221,8 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
       Dtype from = in_dtypes[0];
       int a = reg(0);
       if (is_floating(from) && f) return fix(a);
-      if (is_floating(from)) return t == Dtype::boolean ? b.op(Code::f_to_bool, RegClass::i, a)
-                                                        : fix(b.op(Code::f_to_i, RegClass::i, a));
+      if (is_floating(from))
+        return t == Dtype::boolean ? b.op(Code::f_to_bool, RegClass::i, a) : fix(b.op(Code::f_to_i, RegClass::i, a));
       if (f) return fix(b.op(Code::i_to_f, RegClass::f, a));
       if (t == Dtype::boolean) return b.op(Code::to_bool, RegClass::i, a);
       return fix(a);
@@ -247,14 +253,8 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
       if (f && opnds[1].is_const && !opnds[2].is_const)
         return b.op_imm(Code::where_f_imm_a, RegClass::f, reg(0), reg(2), opnds[1].value);
       return b.op(f ? Code::where_f : Code::where_i, f ? RegClass::f : RegClass::i, reg(0), reg(1), reg(2));
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
-    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
-      break;
   }
   throw RuntimeError(fmt::format("internal error: {} is not elementwise", ir::op_name(n.op)));
 }
-
 
 }  // namespace loupe::rt::compile

@@ -47,9 +47,8 @@ std::vector<Array> run(const Executable& exe, const std::vector<Array>& inputs, 
     const size_t first_out = step.slots.size() - size_t(step.outputs);
     for (size_t j = first_out; j < step.slots.size(); ++j) {
       const Executable::Slot& slot = exe.slots[size_t(step.slots[j])];
-      bufs[size_t(step.slots[j])] =
-          exec::allocate(dev, size_t(slot.bytes), stream, eager_loc ? eager_site : slot.site, slot.op,
-                         eager_loc ? eager_loc : &slot.loc);
+      bufs[size_t(step.slots[j])] = exec::allocate(dev, size_t(slot.bytes), stream, eager_loc ? eager_site : slot.site,
+                                                   slot.op, eager_loc ? eager_loc : &slot.loc);
     }
     ptrs.clear();
     for (int s : step.slots) ptrs.push_back(bufs[size_t(s)]->data());

@@ -112,9 +112,11 @@ std::string explain_miss(const Signature& now, const std::vector<const Signature
     const LeafSig &a = now.leaves[i], &b = best->leaves[i];
     if (a == b) continue;
     if (a.is_array)
-      diffs.push_back(fmt::format("{}: now {}, before {}", describe(a, path(i), arg_names), array_type(a), array_type(b)));
+      diffs.push_back(
+          fmt::format("{}: now {}, before {}", describe(a, path(i), arg_names), array_type(a), array_type(b)));
     else
-      diffs.push_back(fmt::format("{}: now {}, before {}", describe(a, path(i), arg_names), a.value.str(), b.value.str()));
+      diffs.push_back(
+          fmt::format("{}: now {}, before {}", describe(a, path(i), arg_names), a.value.str(), b.value.str()));
   }
   std::string out;
   for (size_t i = 0; i < diffs.size() && i < 3; ++i) out += (i ? "; " : "") + diffs[i];

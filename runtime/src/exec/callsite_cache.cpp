@@ -13,8 +13,8 @@ struct Key {
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
-    return std::hash<const void*>{}(k.file) ^ (std::hash<const void*>{}(k.function) << 1) ^
-           (size_t(k.line) << 20) ^ size_t(k.column);
+    return std::hash<const void*>{}(k.file) ^ (std::hash<const void*>{}(k.function) << 1) ^ (size_t(k.line) << 20) ^
+           size_t(k.column);
   }
 };
 }  // namespace

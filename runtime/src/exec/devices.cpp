@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -104,8 +104,8 @@ DeviceImpl& device_impl(Device device) {
   initialize_once();
   if (device.type == DeviceType::cuda) return cuda_device_impl(device);
   if (device.index < 0 || device.index >= kMaxCpuDevices)
-    throw RuntimeError(fmt::format("device {} does not exist (CPU devices are cpu:0 to cpu:{})", device.str(),
-                                   kMaxCpuDevices - 1));
+    throw RuntimeError(
+        fmt::format("device {} does not exist (CPU devices are cpu:0 to cpu:{})", device.str(), kMaxCpuDevices - 1));
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   DeviceImpl*& slot = r.cpu[size_t(device.index)];
@@ -126,17 +126,13 @@ std::vector<DeviceImpl*> live_devices() {
 
 }  // namespace exec
 
-std::string Device::str() const {
-  return fmt::format("{}:{}", type == DeviceType::cpu ? "cpu" : "cuda", index);
-}
+std::string Device::str() const { return fmt::format("{}:{}", type == DeviceType::cpu ? "cpu" : "cuda", index); }
 
 namespace {
 
 // LOUPE_DEVICE=cpu, cpu:N, cuda or cuda:N picks the default device.
 Device parse_device(const std::string& text) {
-  auto fail = [&] {
-    return RuntimeError(fmt::format("LOUPE_DEVICE={}: expected cpu, cpu:N, cuda or cuda:N", text));
-  };
+  auto fail = [&] { return RuntimeError(fmt::format("LOUPE_DEVICE={}: expected cpu, cpu:N, cuda or cuda:N", text)); };
   std::string type = text, index;
   if (size_t colon = text.find(':'); colon != std::string::npos) {
     type = text.substr(0, colon);

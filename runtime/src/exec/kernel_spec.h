@@ -28,28 +28,90 @@ enum class RegClass : uint8_t { f, i };
 
 enum class Code : uint8_t {
   // f -> f
-  neg, exp, log, tanh, sqrt, rsqrt, relu, gelu, sigmoid, abs, round_f16, round_bf16, rcp,
+  neg,
+  exp,
+  log,
+  tanh,
+  sqrt,
+  rsqrt,
+  relu,
+  gelu,
+  sigmoid,
+  abs,
+  round_f16,
+  round_bf16,
+  rcp,
   // f, f -> f
-  add, sub, mul, div, pow, max, min,
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  max,
+  min,
   // f, f -> i (0/1)
-  eq, ne, lt, le, gt, ge,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
   // f with the immediate: a+imm, a*imm, a-imm, imm-a, a/imm, imm/a, max, min
-  add_imm, mul_imm, sub_imm, rsub_imm, div_imm, rdiv_imm, max_imm, min_imm,
+  add_imm,
+  mul_imm,
+  sub_imm,
+  rsub_imm,
+  div_imm,
+  rdiv_imm,
+  max_imm,
+  min_imm,
   // f compared with the immediate -> i
-  eq_imm, ne_imm, lt_imm, le_imm, gt_imm, ge_imm,
+  eq_imm,
+  ne_imm,
+  lt_imm,
+  le_imm,
+  gt_imm,
+  ge_imm,
   // i ? f : imm, i ? imm : f
-  where_f_imm_b, where_f_imm_a,
+  where_f_imm_b,
+  where_f_imm_a,
   // i -> i
-  ineg, iabs, irelu, inot, wrap_i32, to_bool,
+  ineg,
+  iabs,
+  irelu,
+  inot,
+  wrap_i32,
+  to_bool,
   // i, i -> i
-  iadd, isub, imul, idiv, imax, imin, iand, ior, ieq, ine, ilt, ile, igt, ige,
+  iadd,
+  isub,
+  imul,
+  idiv,
+  imax,
+  imin,
+  iand,
+  ior,
+  ieq,
+  ine,
+  ilt,
+  ile,
+  igt,
+  ige,
   // i ? x : y
-  where_f, where_i,
+  where_f,
+  where_i,
   // conversions
-  f_to_i, f_to_bool, i_to_f,
+  f_to_i,
+  f_to_bool,
+  i_to_f,
   // sources: an immediate; the index along an axis, (linear / div) % mod;
   // counter-based random numbers from a key register and the linear index
-  const_f, const_i, iota, rand_bits, rand_uniform, rand_normal,
+  const_f,
+  const_i,
+  iota,
+  rand_bits,
+  rand_uniform,
+  rand_normal,
 };
 
 struct Instr {
@@ -135,8 +197,8 @@ struct ScatterAddKernel {
 
 struct ConcatKernel {
   Dtype dtype = Dtype::f32;
-  int64_t outer = 0;               // product of the axes before the concat axis
-  std::vector<int64_t> chunk;      // per input: its extent on the axis times the inner size
+  int64_t outer = 0;           // product of the axes before the concat axis
+  std::vector<int64_t> chunk;  // per input: its extent on the axis times the inner size
 };
 
 // out = 0; out[starts + i * steps] = in[i]

@@ -43,6 +43,19 @@ std::string ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt
 std::string attrs_text(const Node& n) {
   const Attrs& a = n.attrs;
   switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_UNARY_OPS(LOUPE_OP_CASE)
+    LOUPE_ARITHMETIC_OPS(LOUPE_OP_CASE)
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+    LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
+    case Op::random_bits:
+    case Op::random_uniform:
+    case Op::random_normal:
+    case Op::where:
+    case Op::reshape:
+    case Op::broadcast_to:
+    case Op::gather:
+    case Op::scatter_add: return "";
     case Op::full: return fmt::format("value={}", a.value);
     case Op::iota: return fmt::format("axis={}", a.axis);
     case Op::reduce_sum:
@@ -59,19 +72,6 @@ std::string attrs_text(const Node& n) {
       return "";
     case Op::attention:
     case Op::attention_bwd: return fmt::format("scale={:.4g}{}", a.value, a.causal ? " causal" : "");
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_UNARY_OPS(LOUPE_OP_CASE)
-    LOUPE_ARITHMETIC_OPS(LOUPE_OP_CASE)
-    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
-    LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
-    case Op::random_bits:
-    case Op::random_uniform:
-    case Op::random_normal:
-    case Op::where:
-    case Op::reshape:
-    case Op::broadcast_to:
-    case Op::gather:
-    case Op::scatter_add: return "";
   }
   return "";  // not an Op
 }

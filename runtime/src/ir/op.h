@@ -19,50 +19,75 @@ namespace loupe::rt::ir {
 // The ops come in groups, so that a switch can name a whole group at once
 // (`LOUPE_VIEW_OPS(LOUPE_OP_CASE)`) and still have no `default:`: a new op
 // goes into its group here, and every switch that names the group gets it.
-#define LOUPE_SOURCE_OPS(X)                                                                           \
-  X(parameter, source)     /* an input of the traced function */                                     \
-  X(constant, source)      /* a concrete array captured by the trace */
+#define LOUPE_SOURCE_OPS(X)                                  \
+  X(parameter, source) /* an input of the traced function */ \
+  X(constant, source)  /* a concrete array captured by the trace */
 // Elementwise ops that make their values from attributes (and a key), not
 // from array operands.
-#define LOUPE_GENERATOR_OPS(X)                                                                        \
-  X(full, elementwise)     /* every element `value` */                                               \
-  X(iota, elementwise)     /* the index along `axis` */                                              \
-  X(random_bits, elementwise) /* counter-based, from a key operand, as the next two */               \
-  X(random_uniform, elementwise)                                                                      \
+#define LOUPE_GENERATOR_OPS(X)                                                         \
+  X(full, elementwise)        /* every element `value` */                              \
+  X(iota, elementwise)        /* the index along `axis` */                             \
+  X(random_bits, elementwise) /* counter-based, from a key operand, as the next two */ \
+  X(random_uniform, elementwise)                                                       \
   X(random_normal, elementwise)
-#define LOUPE_UNARY_OPS(X)                                                                            \
-  X(neg, elementwise) X(exp, elementwise) X(log, elementwise) X(tanh, elementwise)                    \
-  X(sqrt, elementwise) X(rsqrt, elementwise) X(relu, elementwise) X(gelu, elementwise)                \
-  X(sigmoid, elementwise) X(abs, elementwise) X(logical_not, elementwise) X(cast, elementwise)        \
+#define LOUPE_UNARY_OPS(X)    \
+  X(neg, elementwise)         \
+  X(exp, elementwise)         \
+  X(log, elementwise)         \
+  X(tanh, elementwise)        \
+  X(sqrt, elementwise)        \
+  X(rsqrt, elementwise)       \
+  X(relu, elementwise)        \
+  X(gelu, elementwise)        \
+  X(sigmoid, elementwise)     \
+  X(abs, elementwise)         \
+  X(logical_not, elementwise) \
+  X(cast, elementwise)        \
   X(stop_gradient, elementwise)
 // Binary ops take operands of equal shape and dtype.
-#define LOUPE_ARITHMETIC_OPS(X)                                                                       \
-  X(add, elementwise) X(sub, elementwise) X(mul, elementwise) X(div, elementwise)                     \
-  X(pow, elementwise) X(maximum, elementwise) X(minimum, elementwise)
-#define LOUPE_COMPARISON_OPS(X)                                                                       \
-  X(eq, elementwise) X(ne, elementwise) X(lt, elementwise) X(le, elementwise) X(gt, elementwise)      \
+#define LOUPE_ARITHMETIC_OPS(X) \
+  X(add, elementwise)           \
+  X(sub, elementwise)           \
+  X(mul, elementwise)           \
+  X(div, elementwise)           \
+  X(pow, elementwise)           \
+  X(maximum, elementwise)       \
+  X(minimum, elementwise)
+#define LOUPE_COMPARISON_OPS(X) \
+  X(eq, elementwise)            \
+  X(ne, elementwise)            \
+  X(lt, elementwise)            \
+  X(le, elementwise)            \
+  X(gt, elementwise)            \
   X(ge, elementwise)
 #define LOUPE_LOGICAL_OPS(X) X(logical_and, elementwise) X(logical_or, elementwise)
-#define LOUPE_ELEMENTWISE_OPS(X)                                                                      \
-  LOUPE_GENERATOR_OPS(X) LOUPE_UNARY_OPS(X) LOUPE_ARITHMETIC_OPS(X) LOUPE_COMPARISON_OPS(X)          \
-  LOUPE_LOGICAL_OPS(X)                                                                                \
-  X(where, elementwise)    /* ternary */
+#define LOUPE_ELEMENTWISE_OPS(X) \
+  LOUPE_GENERATOR_OPS(X)         \
+  LOUPE_UNARY_OPS(X)             \
+  LOUPE_ARITHMETIC_OPS(X)        \
+  LOUPE_COMPARISON_OPS(X)        \
+  LOUPE_LOGICAL_OPS(X)           \
+  X(where, elementwise) /* ternary */
 // Reductions over `axes`.
-#define LOUPE_REDUCTION_OPS(X)                                                                        \
+#define LOUPE_REDUCTION_OPS(X) \
   X(reduce_sum, reduction) X(reduce_max, reduction) X(reduce_min, reduction) X(argmax, reduction)
 // Layout: views of their operand.
 #define LOUPE_VIEW_OPS(X) X(reshape, view) X(transpose, view) X(broadcast_to, view) X(slice, view)
 // Kernels of their own.
-#define LOUPE_OPAQUE_OPS(X)                                                                           \
-  X(pad, opaque) /* inverse of slice: the operand placed at starts + i*steps, zeros elsewhere */      \
-  X(concat, opaque)                                                                                   \
-  X(matmul, opaque)                                                                                   \
-  X(gather, opaque)      /* rows of operand 0 picked by operand 1 */                                  \
-  X(scatter_add, opaque) /* zeros of `shape` plus operand 1 added at rows operand 0 */                \
-  X(attention, opaque)                                                                                \
+#define LOUPE_OPAQUE_OPS(X)                                                                      \
+  X(pad, opaque) /* inverse of slice: the operand placed at starts + i*steps, zeros elsewhere */ \
+  X(concat, opaque)                                                                              \
+  X(matmul, opaque)                                                                              \
+  X(gather, opaque)      /* rows of operand 0 picked by operand 1 */                             \
+  X(scatter_add, opaque) /* zeros of `shape` plus operand 1 added at rows operand 0 */           \
+  X(attention, opaque)                                                                           \
   X(attention_bwd, opaque) /* d(q), d(k), d(v) packed in one flat array */
-#define LOUPE_OPS(X)                                                                                  \
-  LOUPE_SOURCE_OPS(X) LOUPE_ELEMENTWISE_OPS(X) LOUPE_REDUCTION_OPS(X) LOUPE_VIEW_OPS(X) LOUPE_OPAQUE_OPS(X)
+#define LOUPE_OPS(X)       \
+  LOUPE_SOURCE_OPS(X)      \
+  LOUPE_ELEMENTWISE_OPS(X) \
+  LOUPE_REDUCTION_OPS(X)   \
+  LOUPE_VIEW_OPS(X)        \
+  LOUPE_OPAQUE_OPS(X)
 // The case labels of a group, for a switch over Op.
 #define LOUPE_OP_CASE(op, cls) case Op::op:
 

@@ -44,8 +44,7 @@ struct Checker {
     if (in[i].dtype != Dtype::boolean) fail(fmt::format("needs a bool operand, got {}", dtype_name(in[i].dtype)));
   }
   void integer(size_t i) const {
-    if (!is_integer(in[i].dtype))
-      fail(fmt::format("needs integer indices, got {}", dtype_name(in[i].dtype)));
+    if (!is_integer(in[i].dtype)) fail(fmt::format("needs integer indices, got {}", dtype_name(in[i].dtype)));
   }
   void same_dtype(size_t a, size_t b) const {
     if (in[a].dtype != in[b].dtype)
@@ -82,9 +81,13 @@ Type reduce_type(const Checker& c, const Attrs& a, Dtype out_dtype) {
 Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view name, const std::source_location& loc) {
   Checker c{name, in, loc};
   switch (op) {
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+    c.arity(2);
+    c.same_dtype(0, 1);
+    c.same_shape(0, 1);
+    return {in[0].shape, Dtype::boolean};
     case Op::parameter:
-    case Op::constant:
-      c.fail("is not inferred");
+    case Op::constant: c.fail("is not inferred");
     case Op::full:
     case Op::iota:
       c.arity(0);
@@ -120,12 +123,8 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
       c.arity(1);
       c.boolean(0);
       return in[0];
-    case Op::cast:
-      c.arity(1);
-      return {in[0].shape, a.dtype};
-    case Op::stop_gradient:
-      c.arity(1);
-      return in[0];
+    case Op::cast: c.arity(1); return {in[0].shape, a.dtype};
+    case Op::stop_gradient: c.arity(1); return in[0];
     case Op::add:
     case Op::sub:
     case Op::mul:
@@ -143,11 +142,6 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
       c.same_shape(0, 1);
       c.floating(0);
       return in[0];
-    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
-      c.arity(2);
-      c.same_dtype(0, 1);
-      c.same_shape(0, 1);
-      return {in[0].shape, Dtype::boolean};
     case Op::logical_and:
     case Op::logical_or:
       c.arity(2);
@@ -176,8 +170,8 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
     case Op::reshape:
       c.arity(1);
       if (numel(a.shape) != numel(in[0].shape))
-        c.fail(fmt::format("cannot reshape {} elements into {} ({} elements)", numel(in[0].shape),
-                           shape_str(a.shape), numel(a.shape)));
+        c.fail(fmt::format("cannot reshape {} elements into {} ({} elements)", numel(in[0].shape), shape_str(a.shape),
+                           numel(a.shape)));
       return {a.shape, in[0].dtype};
     case Op::transpose: {
       c.arity(1);
@@ -213,7 +207,8 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
       for (size_t d = 0; d < s.size(); ++d) {
         if (a.steps[d] < 1) c.fail(fmt::format("step {} on axis {} is not positive", a.steps[d], d));
         if (a.starts[d] < 0 || a.starts[d] > a.stops[d] || a.stops[d] > s[d])
-          c.fail(fmt::format("range {}:{} is out of bounds for axis {} of extent {}", a.starts[d], a.stops[d], d, s[d]));
+          c.fail(
+              fmt::format("range {}:{} is out of bounds for axis {} of extent {}", a.starts[d], a.stops[d], d, s[d]));
         out.push_back((a.stops[d] - a.starts[d] + a.steps[d] - 1) / a.steps[d]);
       }
       return {out, in[0].dtype};
@@ -282,7 +277,8 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
       Shape expect = in[0].shape;
       expect.insert(expect.end(), a.shape.begin() + 1, a.shape.end());
       if (in[1].shape != expect)
-        c.fail(fmt::format("updates must have shape {} for a result of shape {}", shape_str(expect), shape_str(a.shape)));
+        c.fail(
+            fmt::format("updates must have shape {} for a result of shape {}", shape_str(expect), shape_str(a.shape)));
       return {a.shape, in[1].dtype};
     }
     case Op::attention:

@@ -28,7 +28,9 @@ int64_t numel(const Shape& shape) {
 
 std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
-std::string type_str(Dtype dtype, const Shape& shape) { return fmt::format("{}{}", dtype_name(dtype), shape_str(shape)); }
+std::string type_str(Dtype dtype, const Shape& shape) {
+  return fmt::format("{}{}", dtype_name(dtype), shape_str(shape));
+}
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
   std::vector<int64_t> s(shape.size(), 1);

@@ -35,7 +35,7 @@ struct Block {
   size_t size = 0;
   int stream = 0;  // the stream it was allocated for
   bool allocated = false;
-  bool small = false;  // from the small pool
+  bool small = false;     // from the small pool
   Block* prev = nullptr;  // neighbours within the segment
   Block* next = nullptr;
   Segment* segment = nullptr;

@@ -68,16 +68,19 @@ Array splat(const Shape& shape, double value, Dtype dtype, Device device) {
 void not_concrete(const ArrayData& d, std::string_view what, const std::source_location& loc) {
   std::string type = type_str(d.dtype, d.shape);
   if (d.abstract)
-    throw RuntimeError(fmt::format("{} at {}: an abstract array ({}, from rt::spec) has no value; it can only be an "
-                                   "argument of compile_for",
-                                   what, ir::format_loc(loc), type));
+    throw RuntimeError(
+        fmt::format("{} at {}: an abstract array ({}, from rt::spec) has no value; it can only be an "
+                    "argument of compile_for",
+                    what, ir::format_loc(loc), type));
   if (d.trace && d.trace->active)
-    throw RuntimeError(fmt::format("{} at {}: a traced value ({}) has no value yet inside jit or grad; return it "
-                                   "from the function and read it outside",
-                                   what, ir::format_loc(loc), type));
-  throw RuntimeError(fmt::format("{} at {}: a traced value ({}) escaped the jit or grad that traced it; return "
-                                 "values from the function instead of keeping tracers",
-                                 what, ir::format_loc(loc), type));
+    throw RuntimeError(
+        fmt::format("{} at {}: a traced value ({}) has no value yet inside jit or grad; return it "
+                    "from the function and read it outside",
+                    what, ir::format_loc(loc), type));
+  throw RuntimeError(
+      fmt::format("{} at {}: a traced value ({}) escaped the jit or grad that traced it; return "
+                  "values from the function instead of keeping tracers",
+                  what, ir::format_loc(loc), type));
 }
 
 const std::shared_ptr<exec::Buffer>& buffer_of(const Array& a, std::string_view what, const std::source_location& loc) {
@@ -102,7 +105,8 @@ const std::shared_ptr<exec::Buffer>& buffer_of(const Array& a, std::string_view 
 
 Array from_host(const void* data, const Shape& shape, Dtype dtype, Device device, std::source_location loc) {
   for (int64_t e : shape)
-    if (e < 0) throw ShapeError(fmt::format("from_host at {}: negative extent in {}", ir::format_loc(loc), shape_str(shape)));
+    if (e < 0)
+      throw ShapeError(fmt::format("from_host at {}: negative extent in {}", ir::format_loc(loc), shape_str(shape)));
   exec::DeviceImpl& dev = exec::device_impl(device);
   exec::Phase phase("upload");
   prof::Ticks start = prof::ticks_now();

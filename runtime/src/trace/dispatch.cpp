@@ -191,9 +191,10 @@ Array apply(ir::Op op, const std::vector<Array>& inputs, ir::Attrs attrs, std::s
     if (d.is_tracer() || d.abstract) not_concrete(d, name, loc);
     if (d.splat) continue;
     if (placed && d.device != device)
-      throw RuntimeError(fmt::format("{} at {}: operands are on different devices ({} and {}); move one with "
-                                     "to_device()",
-                                     name, ir::format_loc(loc), device.str(), d.device.str()));
+      throw RuntimeError(
+          fmt::format("{} at {}: operands are on different devices ({} and {}); move one with "
+                      "to_device()",
+                      name, ir::format_loc(loc), device.str(), d.device.str()));
     device = d.device;
     placed = true;
   }

@@ -18,9 +18,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view name, co
     int64_t ea = d + a.size() >= r ? a[d + a.size() - r] : 1;
     int64_t eb = d + b.size() >= r ? b[d + b.size() - r] : 1;
     if (ea != eb && ea != 1 && eb != 1)
-      ir::fail(name, operands, fmt::format("shapes {} and {} do not broadcast (axis {}: {} vs {})", shape_str(a),
-                                           shape_str(b), d, ea, eb),
-               loc);
+      ir::fail(
+          name, operands,
+          fmt::format("shapes {} and {} do not broadcast (axis {}: {} vs {})", shape_str(a), shape_str(b), d, ea, eb),
+          loc);
     out[d] = ea == 1 ? eb : ea;
   }
   return out;
@@ -116,13 +117,14 @@ Array where(const Array& cond, const Operand& a, const Operand& b, Loc loc) {
   if (cond.dtype() != Dtype::boolean)
     ir::fail(name, types, fmt::format("the condition must be bool, got {}", dtype_name(cond.dtype())), loc);
   if (x.dtype() != y.dtype())
-    ir::fail(name, types, fmt::format("dtypes differ ({} vs {}); cast one operand with astype", dtype_name(x.dtype()),
-                                      dtype_name(y.dtype())),
+    ir::fail(name, types,
+             fmt::format("dtypes differ ({} vs {}); cast one operand with astype", dtype_name(x.dtype()),
+                         dtype_name(y.dtype())),
              loc);
   Shape s = detail::broadcast_shapes(cond.shape(), x.shape(), name, types, loc);
   s = detail::broadcast_shapes(s, y.shape(), name, types, loc);
-  return detail::apply(Op::where, {detail::broadcast(cond, s, loc), detail::broadcast(x, s, loc),
-                                   detail::broadcast(y, s, loc)},
+  return detail::apply(Op::where,
+                       {detail::broadcast(cond, s, loc), detail::broadcast(x, s, loc), detail::broadcast(y, s, loc)},
                        {}, name, loc);
 }
 

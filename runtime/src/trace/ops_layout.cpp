@@ -16,7 +16,8 @@ Array reshape(const Array& x, Shape shape, Loc loc) {
   int64_t known = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1) {
-      if (infer >= 0) ir::fail("reshape", {detail::type_of(x)}, fmt::format("{} has more than one -1", shape_str(shape)), loc);
+      if (infer >= 0)
+        ir::fail("reshape", {detail::type_of(x)}, fmt::format("{} has more than one -1", shape_str(shape)), loc);
       infer = int(d);
     } else if (shape[d] < 0) {
       ir::fail("reshape", {detail::type_of(x)}, fmt::format("{} has a negative extent", shape_str(shape)), loc);
@@ -58,7 +59,8 @@ Array expand_dims(const Array& x, int axis, Loc loc) {
 Array squeeze(const Array& x, int axis, Loc loc) {
   int64_t a = ir::normalize_axis(axis, x.shape().size(), "squeeze", {detail::type_of(x)}, loc);
   if (x.shape()[size_t(a)] != 1)
-    ir::fail("squeeze", {detail::type_of(x)}, fmt::format("axis {} has extent {}, not 1", a, x.shape()[size_t(a)]), loc);
+    ir::fail("squeeze", {detail::type_of(x)}, fmt::format("axis {} has extent {}, not 1", a, x.shape()[size_t(a)]),
+             loc);
   Shape s = x.shape();
   s.erase(s.begin() + a);
   return reshape(x, s, loc);
@@ -73,8 +75,8 @@ Array slice(const Array& x, std::vector<int64_t> starts, std::vector<int64_t> st
   a.steps = std::move(steps);
   bool whole = a.starts.size() == x.shape().size();
   for (size_t d = 0; whole && d < a.starts.size(); ++d)
-    whole = a.starts[d] == 0 && a.stops.size() > d && a.stops[d] == x.shape()[d] && a.steps.size() > d &&
-            a.steps[d] == 1;
+    whole =
+        a.starts[d] == 0 && a.stops.size() > d && a.stops[d] == x.shape()[d] && a.steps.size() > d && a.steps[d] == 1;
   if (whole && a.stops.size() == a.starts.size() && a.steps.size() == a.starts.size()) return x;
   return detail::apply(Op::slice, {x}, std::move(a), "slice", loc);
 }

@@ -61,8 +61,7 @@ Array take(const Array& table, const Array& indices, Loc loc) {
 }
 
 Array one_hot(const Array& labels, int64_t classes, Dtype dtype, Loc loc) {
-  if (!is_integer(labels.dtype()))
-    ir::fail("one_hot", {detail::type_of(labels)}, "labels must be integers", loc);
+  if (!is_integer(labels.dtype())) ir::fail("one_hot", {detail::type_of(labels)}, "labels must be integers", loc);
   if (classes < 0) ir::fail("one_hot", {detail::type_of(labels)}, "the number of classes is negative", loc);
   Shape s = labels.shape();
   s.push_back(classes);

@@ -24,7 +24,8 @@ std::vector<Array> split(const Array& key, int n, Loc loc) {
 }
 
 Array normal(const Array& key, const Shape& shape, Dtype dtype, double mean, double stddev, Loc loc) {
-  if (!is_floating(dtype)) throw ShapeError(fmt::format("random::normal at {}: needs a floating dtype", ir::format_loc(loc)));
+  if (!is_floating(dtype))
+    throw ShapeError(fmt::format("random::normal at {}: needs a floating dtype", ir::format_loc(loc)));
   ir::Attrs a;
   a.shape = shape;
   Array r = detail::apply(Op::random_normal, {key}, std::move(a), "random::normal", loc);
@@ -34,7 +35,8 @@ Array normal(const Array& key, const Shape& shape, Dtype dtype, double mean, dou
 }
 
 Array uniform(const Array& key, const Shape& shape, Dtype dtype, double low, double high, Loc loc) {
-  if (!is_floating(dtype)) throw ShapeError(fmt::format("random::uniform at {}: needs a floating dtype", ir::format_loc(loc)));
+  if (!is_floating(dtype))
+    throw ShapeError(fmt::format("random::uniform at {}: needs a floating dtype", ir::format_loc(loc)));
   ir::Attrs a;
   a.shape = shape;
   Array r = detail::apply(Op::random_uniform, {key}, std::move(a), "random::uniform", loc);

@@ -15,7 +15,9 @@ std::atomic<uint64_t> g_trace_ids{0};
 
 TraceState* current_trace() { return t_traces.empty() ? nullptr : t_traces.back(); }
 
-TraceScope::TraceScope(std::shared_ptr<TraceState> trace) : trace_(std::move(trace)) { t_traces.push_back(trace_.get()); }
+TraceScope::TraceScope(std::shared_ptr<TraceState> trace) : trace_(std::move(trace)) {
+  t_traces.push_back(trace_.get());
+}
 
 TraceScope::~TraceScope() {
   trace_->active = false;

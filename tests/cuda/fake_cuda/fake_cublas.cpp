@@ -29,9 +29,8 @@ void store(void* p, cudaDataType t, long long i, float v) {
 
 size_t size_of(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
 
-void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void* a,
-          cudaDataType at, int lda, const void* b, cudaDataType bt, int ldb, float beta, void* c, cudaDataType ct,
-          int ldc) {
+void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void* a, cudaDataType at,
+          int lda, const void* b, cudaDataType bt, int ldb, float beta, void* c, cudaDataType ct, int ldc) {
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
       double s = 0;
@@ -62,11 +61,11 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_S
 const char* cublasGetStatusString(cublasStatus_t) { return "fake cuBLAS status"; }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const void* alpha, const void* a, cudaDataType at, int lda, const void* b,
-                            cudaDataType bt, int ldb, const void* beta, void* c, cudaDataType ct, int ldc,
-                            cublasComputeType_t, cublasGemmAlgo_t) {
-  gemm(ta, tb, m, n, k, *static_cast<const float*>(alpha), a, at, lda, b, bt, ldb, *static_cast<const float*>(beta),
-       c, ct, ldc);
+                            const void* alpha, const void* a, cudaDataType at, int lda, const void* b, cudaDataType bt,
+                            int ldb, const void* beta, void* c, cudaDataType ct, int ldc, cublasComputeType_t,
+                            cublasGemmAlgo_t) {
+  gemm(ta, tb, m, n, k, *static_cast<const float*>(alpha), a, at, lda, b, bt, ldb, *static_cast<const float*>(beta), c,
+       ct, ldc);
   return CUBLAS_STATUS_SUCCESS;
 }
 

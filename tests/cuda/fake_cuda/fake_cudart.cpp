@@ -70,7 +70,9 @@ cudaError_t cudaDriverGetVersion(int* version) {
 }
 
 const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorFake"; }
-const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "an error of the fake CUDA runtime"; }
+const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "an error of the fake CUDA runtime";
+}
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 
 cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
@@ -172,9 +174,8 @@ cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, enum c
   for (std::sregex_iterator it(source.begin(), source.end(), entry_re), end; it != end; ++it) {
     names.push_back((*it)[1]);
     std::string list = (*it)[2];
-    params.push_back(list.find_first_not_of(" \n") == std::string::npos
-                         ? 0
-                         : size_t(std::count(list.begin(), list.end(), ',')) + 1);
+    params.push_back(
+        list.find_first_not_of(" \n") == std::string::npos ? 0 : size_t(std::count(list.begin(), list.end(), ',')) + 1);
   }
   try {
     std::lock_guard lock(g_mu);

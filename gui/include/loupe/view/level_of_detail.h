@@ -18,9 +18,9 @@
 namespace loupe::view {
 
 struct DrawItem {
-  float x0 = 0, x1 = 0;  // screen x; x1 >= x0 + 1
-  uint32_t first = 0;    // lane-position of the first interval
-  uint32_t count = 1;    // > 1: a merged run of `count` intervals
+  float x0 = 0, x1 = 0;        // screen x; x1 >= x0 + 1
+  uint32_t first = 0;          // lane-position of the first interval
+  uint32_t count = 1;          // > 1: a merged run of `count` intervals
   int64_t start = 0, end = 0;  // time covered (of the run when merged)
 };
 

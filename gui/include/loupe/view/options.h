@@ -13,8 +13,8 @@
 namespace loupe::view {
 
 struct ViewOptions {
-  std::string file;      // empty: start with no trace
-  std::string compare;   // --compare HEAD
+  std::string file;     // empty: start with no trace
+  std::string compare;  // --compare HEAD
   std::string screenshot;
   int width = 1600, height = 900;
   bool size_given = false;
@@ -22,7 +22,7 @@ struct ViewOptions {
   int64_t zoom_start = 0, zoom_end = 0;
   int select_finding = 0;  // 1-based, as `loupe analyze` numbers them; 0: none
   int bench_frames = 0;
-  std::string panel;       // --panel: the tab shown first (panel_list.h names them)
+  std::string panel;         // --panel: the tab shown first (panel_list.h names them)
   bool mouse_given = false;  // --mouse X,Y: where the pointer rests in a screenshot
   float mouse_x = 0, mouse_y = 0;
   bool help = false;

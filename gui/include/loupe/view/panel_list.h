@@ -19,8 +19,10 @@ struct PanelInfo {
 };
 
 inline constexpr PanelInfo kPanels[] = {
-    {Panel::findings, "findings", "Findings"},     {Panel::statistics, "statistics", "Statistics"},
-    {Panel::compiles, "compiles", "Compiles"},     {Panel::details, "details", "Details"},
+    {Panel::findings, "findings", "Findings"},
+    {Panel::statistics, "statistics", "Statistics"},
+    {Panel::compiles, "compiles", "Compiles"},
+    {Panel::details, "details", "Details"},
     {Panel::diff, "diff", "Diff"},
 };
 

@@ -10,10 +10,10 @@
 namespace loupe::view {
 
 struct TimeAxis {
-  double start_ns = 0;    // time at the left edge of the drawing area
-  double ns_per_px = 1;   // > 0
-  float x0 = 0;           // screen x of the left edge
-  float width = 1;        // pixels
+  double start_ns = 0;   // time at the left edge of the drawing area
+  double ns_per_px = 1;  // > 0
+  float x0 = 0;          // screen x of the left edge
+  float width = 1;       // pixels
 
   double end_ns() const { return start_ns + ns_per_px * width; }
   // Screen x of a time, and the time under a screen x.
@@ -36,7 +36,7 @@ void clamp(TimeAxis& axis, double lo, double hi);
 
 struct Tick {
   float x = 0;
-  double t = 0;      // the time the tick marks
+  double t = 0;  // the time the tick marks
   bool major = false;
   std::string label;  // major ticks only: relative to the label origin
 };

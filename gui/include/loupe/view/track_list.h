@@ -28,8 +28,8 @@ enum class LaneKind : uint8_t {
 
 struct TrackLane {
   LaneKind kind = LaneKind::spans;
-  uint32_t table = 0;   // index into the model's vector for the kind
-  uint32_t depth = 0;   // spans: nesting depth
+  uint32_t table = 0;        // index into the model's vector for the kind
+  uint32_t depth = 0;        // spans: nesting depth
   bool synchronous = false;  // transfers: this lane holds the synchronous ones
   bool marker_row = false;   // drawn in the thread's thin marker row
   Lane lane;
@@ -50,7 +50,7 @@ struct Track {
   std::string title;
   std::string subtitle;  // the device's name, for device tracks
   uint32_t thread = 0, device = 0, stream = 0;
-  uint32_t table = 0;   // memory: model.memory index; counter: model.counters index
+  uint32_t table = 0;  // memory: model.memory index; counter: model.counters index
   std::vector<TrackLane> lanes;
   Series allocated, reserved;  // memory tracks
   Series value;                // counter tracks
@@ -69,11 +69,11 @@ struct TrackList {
 TrackList build_track_list(const prof::TraceModel& model);
 
 struct TrackMetrics {
-  float lane = 18;      // one row of spans or operations
-  float marker = 9;     // a thread's marker row (instants, recompiles)
+  float lane = 18;   // one row of spans or operations
+  float marker = 9;  // a thread's marker row (instants, recompiles)
   float memory = 64;
   float counter = 40;
-  float spacing = 6;    // between tracks
+  float spacing = 6;  // between tracks
 };
 // Assigns y ranges from `top` down; returns the bottom.
 float layout_tracks(TrackList& list, const TrackMetrics& m, float top = 0);

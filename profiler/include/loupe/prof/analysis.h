@@ -24,12 +24,12 @@ struct TimeRange {
 };
 
 struct Finding {
-  std::string rule;      // "recompile", "transfer", "idle-gap", ...
+  std::string rule;  // "recompile", "transfer", "idle-gap", ...
   Severity severity = Severity::info;
-  std::string title;     // one line: what happened
-  int64_t impact_ns = 0;         // estimated time lost
-  double impact_fraction = 0;    // impact_ns over the active window
-  std::vector<TimeRange> ranges;  // where it happened, for the viewer
+  std::string title;                                          // one line: what happened
+  int64_t impact_ns = 0;                                      // estimated time lost
+  double impact_fraction = 0;                                 // impact_ns over the active window
+  std::vector<TimeRange> ranges;                              // where it happened, for the viewer
   std::vector<std::pair<std::string, std::string>> evidence;  // (what, value), in order
   std::string suggestion;
   std::vector<uint32_t> devices, threads;  // the tracks it concerns
@@ -67,8 +67,8 @@ struct DeviceIdle {
   // non-compute time), the union of collective kernels, and the time both
   // ran at once.
   int64_t compute_ns = 0, collective_ns = 0, compute_collective_overlap_ns = 0;
-  std::vector<IdleGap> gaps;                 // gaps >= min_gap, in time order
-  int64_t cause_ns[kGapCauses] = {};         // idle in those gaps per GapCause
+  std::vector<IdleGap> gaps;          // gaps >= min_gap, in time order
+  int64_t cause_ns[kGapCauses] = {};  // idle in those gaps per GapCause
 };
 
 struct StepStats {
@@ -98,31 +98,31 @@ struct TraceMetrics {
   uint64_t compiles = 0, recompiles_after_warmup = 0;
   double sync_transfers_per_step = 0;  // per step, or in total without steps
   double transfer_bytes_per_step = 0;
-  int64_t peak_memory_bytes = 0;       // the highest peak of any device
-  double peak_memory_fraction = 0;     // of that device's capacity (0 if unknown)
-  double tiny_kernel_fraction = 0;     // of kernel launches
+  int64_t peak_memory_bytes = 0;    // the highest peak of any device
+  double peak_memory_fraction = 0;  // of that device's capacity (0 if unknown)
+  double tiny_kernel_fraction = 0;  // of kernel launches
   uint64_t kernels = 0, device_ops = 0;
 };
 
 struct AnalysisOptions {
-  std::vector<std::string> rules;     // empty: all
-  int64_t min_gap_ns = 20'000;        // idle-gap
+  std::vector<std::string> rules;  // empty: all
+  int64_t min_gap_ns = 20'000;     // idle-gap
   int largest_gaps = 5;
   double idle_warning_fraction = 0.10, idle_error_fraction = 0.30;
   double cause_min_coverage = 0.5;
   int64_t kernel_wait_max_ns = 30'000;  // HTA's consecutive_kernel_delay
   int64_t warmup_steps = 1;             // recompile
   double recompile_error_fraction = 0.10;
-  double recurring_per_step = 0.5;      // transfer: how often counts as "every step"
+  double recurring_per_step = 0.5;  // transfer: how often counts as "every step"
   uint64_t recurring_without_steps = 10;
-  int64_t tiny_kernel_ns = 10'000;      // when a kernel has no launch to compare with
+  int64_t tiny_kernel_ns = 10'000;  // when a kernel has no launch to compare with
   double tiny_fraction_warning = 0.5;
   uint64_t tiny_min_kernels = 100;
-  double launch_bound_fraction = 0.10;  // of the window idle waiting for launches
-  double async_min_lag_ratio = 0.5;     // async-timing
-  double memory_high_fraction = 0.9;    // memory
-  double step_spread_warning = 1.5;     // steps: p90 / median
-  double steady_width = 0.10;           // steps: (p90 - p10) / median under which steps are steady
+  double launch_bound_fraction = 0.10;           // of the window idle waiting for launches
+  double async_min_lag_ratio = 0.5;              // async-timing
+  double memory_high_fraction = 0.9;             // memory
+  double step_spread_warning = 1.5;              // steps: p90 / median
+  double steady_width = 0.10;                    // steps: (p90 - p10) / median under which steps are steady
   double communication_warning_fraction = 0.10;  // communication: exposed share of the window
 };
 

@@ -31,7 +31,7 @@ struct Budget {
     std::string key;  // as written in the file
     double max = 0;
   };
-  std::vector<Limit> limits;                                  // in file order
+  std::vector<Limit> limits;                                    // in file order
   std::vector<std::pair<std::string, std::string>> thresholds;  // analysis parameters
 };
 

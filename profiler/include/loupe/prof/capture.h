@@ -36,8 +36,8 @@ struct CaptureStats {
   uint64_t dropped = 0;   // events lost because a ring was full
   uint64_t lost = 0;      // events lost because the file could not be written
   uint64_t commits = 0;
-  uint64_t drains = 0;    // times the drainer woke and emptied the rings
-  std::string error;      // the first write error, empty if none
+  uint64_t drains = 0;  // times the drainer woke and emptied the rings
+  std::string error;    // the first write error, empty if none
 };
 
 // Hooks for collectors that record outside the rings (the runtime's CUPTI

@@ -58,10 +58,10 @@ struct ImportOptions {
 
 struct ImportResult {
   ImportFormat format = ImportFormat::auto_detect;  // the format actually read
-  uint64_t input_bytes = 0;     // bytes parsed: uncompressed JSON, or the SQLite file
-  uint64_t source_events = 0;   // events (or rows) read from the input
-  uint64_t rows_written = 0;    // event rows in the loupe trace
-  uint64_t skipped = 0;         // source events not imported (also meta skipped_events)
+  uint64_t input_bytes = 0;                         // bytes parsed: uncompressed JSON, or the SQLite file
+  uint64_t source_events = 0;                       // events (or rows) read from the input
+  uint64_t rows_written = 0;                        // event rows in the loupe trace
+  uint64_t skipped = 0;                             // source events not imported (also meta skipped_events)
   std::map<std::string, uint64_t> skipped_by_kind;  // why, and how many
   std::map<std::string, uint64_t> rows_by_table;    // loupe table -> rows
   // Where the time went: reading and parsing, mapping to loupe rows, and

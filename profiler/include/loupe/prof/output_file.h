@@ -35,9 +35,9 @@ class OutputFile {
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
-  const std::string& path() const { return path_; }        // as given
-  const std::string& target() const { return target_; }    // symbolic links resolved
-  const std::string& temp_path() const { return temp_; }   // where the content goes
+  const std::string& path() const { return path_; }       // as given
+  const std::string& target() const { return target_; }   // symbolic links resolved
+  const std::string& temp_path() const { return temp_; }  // where the content goes
   // The temporary file as a stdio stream, for writers of text; opened on
   // first use. A writer that opens temp_path() itself (SQLite) must close
   // it before commit().

@@ -112,11 +112,11 @@ struct Compile {
   const char* function = "";   // interned
   const char* signature = "";  // interned: "f32[256,784], f32[256]"
   CompileKind kind = CompileKind::miss;
-  std::string reason;          // misses: why the cache missed
+  std::string reason;  // misses: why the cache missed
   Ticks start = 0, end = 0;
   int64_t trace_ns = 0, optimize_ns = 0, codegen_ns = 0;
   uint32_t nodes = 0, kernels = 0;
-  std::string ir;              // misses: the optimised IR as text
+  std::string ir;  // misses: the optimised IR as text
   CallSiteId callsite = kNoCallSite;
   uint64_t function_object = 0;  // identity of the jitted function object
 };
@@ -125,11 +125,31 @@ namespace detail {
 
 enum class EventKind : uint8_t { span, instant, counter, device_op, launch, transfer, memory, step };
 
-struct SpanRecord { Ticks start, end; const char* name; uint32_t depth; SpanKind kind; uint32_t callsite; };
-struct InstantRecord { Ticks time; const char* name; SpanKind kind; };
-struct CounterRecord { Ticks time; const char* name; double value; };
-struct StepRecord { Ticks start, end; int64_t number; };
-struct MemoryRecord { Ticks time; MemoryEvent event; };
+struct SpanRecord {
+  Ticks start, end;
+  const char* name;
+  uint32_t depth;
+  SpanKind kind;
+  uint32_t callsite;
+};
+struct InstantRecord {
+  Ticks time;
+  const char* name;
+  SpanKind kind;
+};
+struct CounterRecord {
+  Ticks time;
+  const char* name;
+  double value;
+};
+struct StepRecord {
+  Ticks start, end;
+  int64_t number;
+};
+struct MemoryRecord {
+  Ticks time;
+  MemoryEvent event;
+};
 
 struct alignas(64) RawEvent {
   RawEvent() : kind(EventKind::span), span{} {}
@@ -150,10 +170,10 @@ static_assert(sizeof(RawEvent) == 64, "a ring slot is one cache line");
 // A single-producer single-consumer ring owned by one thread.
 struct Ring {
   RawEvent* slots = nullptr;
-  uint64_t mask = 0;                        // capacity - 1 (a power of two)
-  uint64_t half = 0;                        // capacity / 2: wake the drainer
-  uint64_t head = 0;                        // producer: next slot to write
-  uint64_t cached_tail = 0;                 // producer: last tail it read
+  uint64_t mask = 0;                               // capacity - 1 (a power of two)
+  uint64_t half = 0;                               // capacity / 2: wake the drainer
+  uint64_t head = 0;                               // producer: next slot to write
+  uint64_t cached_tail = 0;                        // producer: last tail it read
   alignas(64) std::atomic<uint64_t> published{0};  // producer -> consumer
   alignas(64) std::atomic<uint64_t> tail{0};       // consumer -> producer
   std::atomic<uint64_t> dropped{0};                // written by the producer only
@@ -161,7 +181,7 @@ struct Ring {
 
 // An open span of span_begin()/span_end().
 struct OpenSpan {
-  Ticks start;          // 0 when the span began with no capture active
+  Ticks start;  // 0 when the span began with no capture active
   const char* name;
   SpanKind kind;
   uint32_t callsite;
@@ -194,7 +214,8 @@ RawEvent* acquire_slow();
 
 inline RawEvent* acquire() {
   Ring* r = t_state.ring;
-  if (r == nullptr || r->head - r->cached_tail >= r->half) [[unlikely]] return acquire_slow();
+  if (r == nullptr || r->head - r->cached_tail >= r->half) [[unlikely]]
+    return acquire_slow();
   return &r->slots[r->head & r->mask];
 }
 inline void publish() {
@@ -214,7 +235,10 @@ inline bool capturing() { return detail::g_generation.load(std::memory_order_rel
 inline void span_begin(const char* name, SpanKind kind = SpanKind::user, CallSiteId site = kNoCallSite) {
   using namespace detail;
   ThreadState& st = t_state;
-  if (st.depth >= kMaxOpenSpans) [[unlikely]] { ++st.overflow; return; }
+  if (st.depth >= kMaxOpenSpans) [[unlikely]] {
+    ++st.overflow;
+    return;
+  }
   uint32_t gen = g_generation.load(std::memory_order_relaxed);
   OpenSpan& s = st.open[st.depth++];
   s.name = name;
@@ -232,8 +256,12 @@ inline void span_begin(const char* name, SpanKind kind = SpanKind::user, CallSit
 inline void span_end() {
   using namespace detail;
   ThreadState& st = t_state;
-  if (st.overflow > 0) [[unlikely]] { --st.overflow; return; }
-  if (st.depth == 0) [[unlikely]] return;
+  if (st.overflow > 0) [[unlikely]] {
+    --st.overflow;
+    return;
+  }
+  if (st.depth == 0) [[unlikely]]
+    return;
   const OpenSpan& s = st.open[--st.depth];
   if (s.start == 0) return;
   if (st.visible_depth > 0) --st.visible_depth;

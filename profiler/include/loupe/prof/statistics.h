@@ -12,8 +12,8 @@
 namespace loupe::prof {
 
 struct StatCell {
-  std::string text;   // as shown: "1.234 ms"
-  double value = 0;   // for sorting and machine output: 1234000 (ns, bytes, counts)
+  std::string text;  // as shown: "1.234 ms"
+  double value = 0;  // for sorting and machine output: 1234000 (ns, bytes, counts)
   bool numeric = false;
 };
 

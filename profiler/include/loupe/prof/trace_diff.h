@@ -14,8 +14,8 @@ struct DiffRow {
   std::string name;
   std::string unit;  // "ns", "bytes", "count", "fraction"
   double base = 0, head = 0;
-  double delta = 0;          // head - base
-  double delta_fraction = 0; // delta / base (0 when base is 0)
+  double delta = 0;           // head - base
+  double delta_fraction = 0;  // delta / base (0 when base is 0)
   bool beyond_noise = false;
 };
 

@@ -53,7 +53,7 @@ enum class DeviceOpKind : uint8_t {
   kernel = 0,
   memcpy = 1,
   memset = 2,
-  sync = 3,     // a wait the device itself executes (an event wait on a stream)
+  sync = 3,  // a wait the device itself executes (an event wait on a stream)
   other = 4,
 };
 
@@ -84,9 +84,9 @@ enum class MemoryEventKind : uint8_t {
 };
 
 enum class CompileKind : uint8_t {
-  miss = 0,   // traced and compiled on a call: a new input signature
-  hit = 1,    // a call served from the compile cache
-  aot = 2,    // compiled ahead of time (compile_for), before any call
+  miss = 0,  // traced and compiled on a call: a new input signature
+  hit = 1,   // a call served from the compile cache
+  aot = 2,   // compiled ahead of time (compile_for), before any call
 };
 
 enum class DeviceKind : uint8_t {

@@ -54,24 +54,23 @@ struct ColumnOf<bool> {
 // merging, sizing) can visit them all. size() counts the events; a track
 // of spans also has end(i).
 #define LOUPE_TRACK_KEY(name, type, check, init) type name = init;
-#define LOUPE_TRACK_SPAN(start, dur)                 \
-  std::vector<int64_t> start, dur;                  \
-  size_t size() const { return start.size(); }      \
+#define LOUPE_TRACK_SPAN(start, dur)           \
+  std::vector<int64_t> start, dur;             \
+  size_t size() const { return start.size(); } \
   int64_t end(size_t i) const { return start[i] + dur[i]; }
 #define LOUPE_TRACK_POINT(time) \
-  std::vector<int64_t> time;   \
+  std::vector<int64_t> time;    \
   size_t size() const { return time.size(); }
 #define LOUPE_TRACK_COLUMN(name, cpp_type, check, init) std::vector<ColumnOf<cpp_type>::type> name;
 #define LOUPE_TIE_SPAN(start, dur) std::tie(start, dur),
 #define LOUPE_TIE_POINT(time) std::tie(time),
 #define LOUPE_TIE_COLUMN(name, type, check, init) std::tie(name),
-#define LOUPE_TRACK_STRUCT(Row, Track, table, member)                                                          \
-  struct Track {                                                                                               \
-    LOUPE_COLUMNS_##table(LOUPE_TRACK_KEY, LOUPE_TRACK_SPAN, LOUPE_TRACK_POINT, LOUPE_TRACK_COLUMN)            \
-    auto columns() {                                                                                           \
-      return std::tuple_cat(LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TIE_SPAN, LOUPE_TIE_POINT, LOUPE_TIE_COLUMN) \
-                                std::tuple<>());                                                               \
-    }                                                                                                          \
+#define LOUPE_TRACK_STRUCT(Row, Track, table, member)                                                                \
+  struct Track {                                                                                                     \
+    LOUPE_COLUMNS_##table(LOUPE_TRACK_KEY, LOUPE_TRACK_SPAN, LOUPE_TRACK_POINT, LOUPE_TRACK_COLUMN) auto columns() { \
+      return std::tuple_cat(LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TIE_SPAN, LOUPE_TIE_POINT, LOUPE_TIE_COLUMN)   \
+                                std::tuple<>());                                                                     \
+    }                                                                                                                \
   };
 LOUPE_EVENT_TABLES(LOUPE_TRACK_STRUCT)
 #undef LOUPE_TRACK_STRUCT

@@ -30,8 +30,8 @@ struct StreamRow {
 
 struct ThreadRow {
   uint32_t id = 0;
-  int64_t process = 0;   // OS process id
-  int64_t os_tid = 0;    // OS thread id
+  int64_t process = 0;  // OS process id
+  int64_t os_tid = 0;   // OS thread id
   std::string name;
   uint64_t dropped_events = 0;
 };
@@ -49,8 +49,8 @@ struct CallSiteRow {
 #define LOUPE_ROW_FIELD(name, type, check, init) type name = init;
 #define LOUPE_ROW_SPAN(start, dur) int64_t start = 0, dur = 0;
 #define LOUPE_ROW_POINT(time) int64_t time = 0;
-#define LOUPE_ROW_STRUCT(Row, Track, table, member) \
-  struct Row {                                      \
+#define LOUPE_ROW_STRUCT(Row, Track, table, member)                                          \
+  struct Row {                                                                               \
     LOUPE_COLUMNS_##table(LOUPE_ROW_FIELD, LOUPE_ROW_SPAN, LOUPE_ROW_POINT, LOUPE_ROW_FIELD) \
   };
 LOUPE_EVENT_TABLES(LOUPE_ROW_STRUCT)

@@ -35,15 +35,15 @@
 // table's durations add up to less than 2^60; times lie within +-2^62 ns.
 #pragma once
 
-#define LOUPE_EVENT_TABLES(T)                                \
-  T(HostSpanRow, HostSpans, host_spans, host_spans)          \
-  T(InstantRow, Instants, instants, instants)                \
-  T(CounterRow, Counter, counters, counters)                 \
-  T(DeviceOpRow, DeviceOps, device_ops, device_ops)          \
-  T(LaunchRow, Launches, launches, launches)                 \
-  T(TransferRow, Transfers, transfers, transfers)            \
-  T(MemoryEventRow, MemoryEvents, memory_events, memory)     \
-  T(CompileRow, Compiles, compiles, compiles)                \
+#define LOUPE_EVENT_TABLES(T)                            \
+  T(HostSpanRow, HostSpans, host_spans, host_spans)      \
+  T(InstantRow, Instants, instants, instants)            \
+  T(CounterRow, Counter, counters, counters)             \
+  T(DeviceOpRow, DeviceOps, device_ops, device_ops)      \
+  T(LaunchRow, Launches, launches, launches)             \
+  T(TransferRow, Transfers, transfers, transfers)        \
+  T(MemoryEventRow, MemoryEvents, memory_events, memory) \
+  T(CompileRow, Compiles, compiles, compiles)            \
   T(StepRow, Steps, steps, steps)
 
 // Nested time ranges on a host thread.
@@ -69,14 +69,14 @@
   COL(value, double, real, 0)
 
 // Work on a device stream: kernels, copies, memsets, event waits.
-#define LOUPE_COLUMNS_device_ops(KEY, SPAN, POINT, COL)    \
-  KEY(device, uint32_t, u32, 0)                            \
-  KEY(stream, uint32_t, u32, 0)                            \
-  SPAN(start, dur)                                         \
-  COL(kind, DeviceOpKind, kind, DeviceOpKind::kernel)      \
-  COL(name, StringId, string, 0)                           \
-  COL(bytes, int64_t, count, 0)                            \
-  COL(copy_kind, CopyKind, kind, CopyKind::none)           \
+#define LOUPE_COLUMNS_device_ops(KEY, SPAN, POINT, COL) \
+  KEY(device, uint32_t, u32, 0)                         \
+  KEY(stream, uint32_t, u32, 0)                         \
+  SPAN(start, dur)                                      \
+  COL(kind, DeviceOpKind, kind, DeviceOpKind::kernel)   \
+  COL(name, StringId, string, 0)                        \
+  COL(bytes, int64_t, count, 0)                         \
+  COL(copy_kind, CopyKind, kind, CopyKind::none)        \
   COL(correlation, uint64_t, id64, 0)
 
 // Host calls that queued device work.
@@ -89,27 +89,27 @@
   COL(correlation, uint64_t, id64, 0)
 
 // Host-device copies as the host saw them.
-#define LOUPE_COLUMNS_transfers(KEY, SPAN, POINT, COL)          \
-  KEY(thread, uint32_t, u32, 0)                                 \
-  SPAN(start, dur)                                              \
-  COL(device, uint32_t, u32, 0)                                 \
-  COL(direction, CopyKind, kind, CopyKind::host_to_device)      \
-  COL(bytes, int64_t, count, 0)                                 \
-  COL(synchronous, bool, flag, false)                           \
-  COL(implicit, bool, flag, false)                              \
-  COL(host_memory, HostMemory, kind, HostMemory::unknown)       \
-  COL(callsite, uint32_t, callsite, 0)                          \
+#define LOUPE_COLUMNS_transfers(KEY, SPAN, POINT, COL)     \
+  KEY(thread, uint32_t, u32, 0)                            \
+  SPAN(start, dur)                                         \
+  COL(device, uint32_t, u32, 0)                            \
+  COL(direction, CopyKind, kind, CopyKind::host_to_device) \
+  COL(bytes, int64_t, count, 0)                            \
+  COL(synchronous, bool, flag, false)                      \
+  COL(implicit, bool, flag, false)                         \
+  COL(host_memory, HostMemory, kind, HostMemory::unknown)  \
+  COL(callsite, uint32_t, callsite, 0)                     \
   COL(correlation, uint64_t, id64, 0)
 
 // Device memory allocations and frees, with the levels after each.
-#define LOUPE_COLUMNS_memory_events(KEY, SPAN, POINT, COL)  \
-  KEY(device, uint32_t, u32, 0)                             \
-  POINT(time)                                               \
-  COL(kind, MemoryEventKind, kind, MemoryEventKind::alloc)  \
-  COL(bytes, int64_t, count, 0)                             \
-  COL(address, uint64_t, id64, 0)                           \
-  COL(allocated, int64_t, level, 0)                         \
-  COL(reserved, int64_t, level, 0)                          \
+#define LOUPE_COLUMNS_memory_events(KEY, SPAN, POINT, COL) \
+  KEY(device, uint32_t, u32, 0)                            \
+  POINT(time)                                              \
+  COL(kind, MemoryEventKind, kind, MemoryEventKind::alloc) \
+  COL(bytes, int64_t, count, 0)                            \
+  COL(address, uint64_t, id64, 0)                          \
+  COL(allocated, int64_t, level, 0)                        \
+  COL(reserved, int64_t, level, 0)                         \
   COL(callsite, uint32_t, callsite, 0)
 
 // Compile-cache lookups: hits, misses and what each compile cost.

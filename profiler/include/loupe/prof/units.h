@@ -12,7 +12,7 @@ std::string format_bytes(int64_t bytes);  // "512 B", "1.5 KiB", "12.3 MiB", "2.
 // A rate, any finite value (a copy timed at 1 ns gives an absurd one):
 // "512 B/s", "12.3 MiB/s", "24.00 GiB/s".
 std::string format_byte_rate(double bytes_per_second);
-std::string format_count(uint64_t n);     // "1,234,567"
+std::string format_count(uint64_t n);         // "1,234,567"
 std::string format_percent(double fraction);  // 0.1234 -> "12.3%"
 
 }  // namespace loupe::prof

@@ -145,11 +145,31 @@ template <typename T>
 T HostArray::at(int64_t i) const {
   const std::byte* p = bytes.data() + size_t(i) * itemsize(dtype);
   switch (dtype) {
-    case Dtype::f32: { float v; std::memcpy(&v, p, 4); return T(v); }
-    case Dtype::f16: { uint16_t v; std::memcpy(&v, p, 2); return T(detail::half_to_float(v)); }
-    case Dtype::bf16: { uint16_t v; std::memcpy(&v, p, 2); return T(detail::bfloat_to_float(v)); }
-    case Dtype::i32: { int32_t v; std::memcpy(&v, p, 4); return T(v); }
-    case Dtype::i64: { int64_t v; std::memcpy(&v, p, 8); return T(v); }
+    case Dtype::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return T(v);
+    }
+    case Dtype::f16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return T(detail::half_to_float(v));
+    }
+    case Dtype::bf16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return T(detail::bfloat_to_float(v));
+    }
+    case Dtype::i32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return T(v);
+    }
+    case Dtype::i64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return T(v);
+    }
     case Dtype::boolean: return T(uint8_t(*p) != 0);
   }
   return T();

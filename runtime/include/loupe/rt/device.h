@@ -43,7 +43,7 @@ struct MemoryStats {
   int64_t reserved = 0;        // taken from the device by the allocator now
   int64_t peak_allocated = 0;  // highest `allocated` since start or reset
   int64_t peak_reserved = 0;
-  int64_t capacity = 0;        // the most the allocator may reserve
+  int64_t capacity = 0;            // the most the allocator may reserve
   int64_t largest_free_block = 0;  // largest cached block, for fragmentation
   uint64_t allocs = 0, frees = 0, reserves = 0, releases = 0, retries = 0, ooms = 0;
 };

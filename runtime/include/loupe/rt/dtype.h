@@ -42,9 +42,21 @@ std::string_view dtype_name(Dtype d);
 // The C++ type that holds one element on the host, for typed reads.
 template <typename T>
 constexpr Dtype dtype_of();
-template <> constexpr Dtype dtype_of<float>() { return Dtype::f32; }
-template <> constexpr Dtype dtype_of<int32_t>() { return Dtype::i32; }
-template <> constexpr Dtype dtype_of<int64_t>() { return Dtype::i64; }
-template <> constexpr Dtype dtype_of<bool>() { return Dtype::boolean; }
+template <>
+constexpr Dtype dtype_of<float>() {
+  return Dtype::f32;
+}
+template <>
+constexpr Dtype dtype_of<int32_t>() {
+  return Dtype::i32;
+}
+template <>
+constexpr Dtype dtype_of<int64_t>() {
+  return Dtype::i64;
+}
+template <>
+constexpr Dtype dtype_of<bool>() {
+  return Dtype::boolean;
+}
 
 }  // namespace loupe::rt

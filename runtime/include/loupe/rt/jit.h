@@ -130,8 +130,7 @@ class Jitted<R(P...)> {
 // it once and reuse it (creating one per iteration at the same line
 // recompiles every time, and the trace says so).
 template <typename F>
-auto jit(std::string name, F fn, JitOptions options = {},
-         std::source_location loc = std::source_location::current()) {
+auto jit(std::string name, F fn, JitOptions options = {}, std::source_location loc = std::source_location::current()) {
   using Sig = detail::SignatureOf<F>;
   return Jitted<Sig>(std::function<Sig>(std::move(fn)), detail::jit_create(std::move(name), std::move(options), loc));
 }

@@ -101,8 +101,8 @@ Array transpose(const Array& x, std::vector<int> perm = {}, Loc loc = Loc::curre
 Array expand_dims(const Array& x, int axis, Loc loc = Loc::current());
 Array squeeze(const Array& x, int axis, Loc loc = Loc::current());
 // x[starts:stops:steps] along every axis; steps default to 1.
-Array slice(const Array& x, std::vector<int64_t> starts, std::vector<int64_t> stops,
-            std::vector<int64_t> steps = {}, Loc loc = Loc::current());
+Array slice(const Array& x, std::vector<int64_t> starts, std::vector<int64_t> stops, std::vector<int64_t> steps = {},
+            Loc loc = Loc::current());
 Array concat(const std::vector<Array>& xs, int axis = 0, Loc loc = Loc::current());
 Array broadcast_to(const Array& x, const Shape& shape, Loc loc = Loc::current());
 
@@ -114,8 +114,7 @@ Array softmax(const Array& x, int axis = -1, Loc loc = Loc::current());
 Array log_softmax(const Array& x, int axis = -1, Loc loc = Loc::current());
 // Normalises over the last axis, then scales by gamma and shifts by beta
 // (both of the last axis' extent).
-Array layer_norm(const Array& x, const Array& gamma, const Array& beta, double eps = 1e-5,
-                 Loc loc = Loc::current());
+Array layer_norm(const Array& x, const Array& gamma, const Array& beta, double eps = 1e-5, Loc loc = Loc::current());
 // Rows of `table` (axis 0) picked by integer `indices`: shape
 // indices.shape + table.shape[1:]. Out-of-range indices are clamped.
 Array take(const Array& table, const Array& indices, Loc loc = Loc::current());

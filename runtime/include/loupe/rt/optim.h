@@ -31,8 +31,8 @@ struct AdamWState {
 namespace detail {
 AdamWState adamw_init_flat(const std::vector<Array>& params, const std::source_location& loc);
 std::pair<std::vector<Array>, AdamWState> adamw_update_flat(const AdamW& opt, const std::vector<Array>& params,
-                                                           const std::vector<Array>& grads, const AdamWState& state,
-                                                           const std::source_location& loc);
+                                                            const std::vector<Array>& grads, const AdamWState& state,
+                                                            const std::source_location& loc);
 }  // namespace detail
 
 template <typename Params>

@@ -130,7 +130,8 @@ LOUPE_SIMD_CLONES void run_attention_bwd(const exec::AttentionBwdKernel& kb, con
         }
       }
       for (int64_t i = 0; i < bq; ++i) {
-        lse[size_t(i0 + i)] = l[size_t(i)] > 0 ? m[size_t(i)] + std::log(l[size_t(i)]) : std::numeric_limits<float>::infinity();
+        lse[size_t(i0 + i)] =
+            l[size_t(i)] > 0 ? m[size_t(i)] + std::log(l[size_t(i)]) : std::numeric_limits<float>::infinity();
         float dsum = 0;
         for (int64_t j = 0; j < k.dv; ++j) dsum += d_o.data()[(i0 + i) * k.dv + j] * o.data()[(i0 + i) * k.dv + j];
         dvec[size_t(i0 + i)] = dsum;
@@ -143,13 +144,14 @@ LOUPE_SIMD_CLONES void run_attention_bwd(const exec::AttentionBwdKernel& kb, con
         const int64_t bk = std::min(kBlockK, kend - j0);
         scores(k, q.data(), kk.data(), i0, bq, j0, bk, s.data());
         for (int64_t i = 0; i < bq; ++i)  // P = exp(S - lse)
-          for (int64_t j = 0; j < bk; ++j) s[size_t(i * bk + j)] = fast_exp(s[size_t(i * bk + j)] - lse[size_t(i0 + i)]);
+          for (int64_t j = 0; j < bk; ++j)
+            s[size_t(i * bk + j)] = fast_exp(s[size_t(i * bk + j)] - lse[size_t(i0 + i)]);
         // dV += Pᵀ dO
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(k.dv), int(bq), 1.0f, s.data(), int(bk),
                     d_o.data() + i0 * k.dv, int(k.dv), 1.0f, dv.data() + j0 * k.dv, int(k.dv));
         // dP = dO Vᵀ
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(k.dv), 1.0f,
-                    d_o.data() + i0 * k.dv, int(k.dv), v.data() + j0 * k.dv, int(k.dv), 0.0f, dp.data(), int(bk));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(k.dv), 1.0f, d_o.data() + i0 * k.dv,
+                    int(k.dv), v.data() + j0 * k.dv, int(k.dv), 0.0f, dp.data(), int(bk));
         // dS = P (dP - D), reusing dp
         for (int64_t i = 0; i < bq; ++i)
           for (int64_t j = 0; j < bk; ++j)

@@ -33,9 +33,12 @@ int64_t cpu_capacity_from_env() {
   double v = std::strtod(env, &end);
   if (end == env || v <= 0) return CpuDevice::kDefaultCapacity;
   switch (*end) {
-    case 'k': case 'K': v *= 1024; break;
-    case 'm': case 'M': v *= 1024 * 1024; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case 'k':
+    case 'K': v *= 1024; break;
+    case 'm':
+    case 'M': v *= 1024 * 1024; break;
+    case 'g':
+    case 'G': v *= 1024.0 * 1024 * 1024; break;
     default: break;
   }
   return int64_t(v);
@@ -47,7 +50,8 @@ CpuDevice::CpuDevice(int index, uint32_t trace_id) : index_(index), trace_id_(tr
   compute_ = std::make_unique<CpuStream>(trace_id, 0, name + " compute");
   copy_ = std::make_unique<CpuStream>(trace_id, 1, name + " copy");
   int64_t capacity = cpu_capacity_from_env();
-  allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_, static_cast<mem::StreamClock*>(this), capacity);
+  allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_,
+                                                       static_cast<mem::StreamClock*>(this), capacity);
   register_in_trace(capacity);
   prof::register_stream(trace_id, 0, "compute");
   prof::register_stream(trace_id, 1, "copy");
@@ -85,8 +89,12 @@ exec::Event CpuDevice::launch(exec::Stream& s, std::shared_ptr<const exec::Kerne
   uint64_t corr = t.correlation;
   uint64_t seq = stream(s.index()).enqueue(std::move(t));
   if (prof::capturing()) {
-    prof::launch({.name = name, .start = start, .end = prof::ticks_now(), .device = trace_id_,
-                  .stream = uint32_t(s.index()), .correlation = corr});
+    prof::launch({.name = name,
+                  .start = start,
+                  .end = prof::ticks_now(),
+                  .device = trace_id_,
+                  .stream = uint32_t(s.index()),
+                  .correlation = corr});
   }
   return {&s, seq};
 }
@@ -115,8 +123,12 @@ exec::Event CpuDevice::copy(exec::Stream& s, prof::CopyKind kind, void* dst, con
   if (correlation) *correlation = corr;
   uint64_t seq = stream(s.index()).enqueue(std::move(t));
   if (prof::capturing()) {
-    prof::launch({.name = name, .start = start, .end = prof::ticks_now(), .device = trace_id_,
-                  .stream = uint32_t(s.index()), .correlation = corr});
+    prof::launch({.name = name,
+                  .start = start,
+                  .end = prof::ticks_now(),
+                  .device = trace_id_,
+                  .stream = uint32_t(s.index()),
+                  .correlation = corr});
   }
   return {&s, seq};
 }

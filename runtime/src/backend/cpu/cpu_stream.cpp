@@ -80,9 +80,7 @@ void CpuStream::execute(Task& task) {
   prof::Ticks start = prof::ticks_now();
   prof::DeviceOpKind kind = prof::DeviceOpKind::kernel;
   switch (task.kind) {
-    case Task::Kind::kernel:
-      try {
-        run_kernel(*task.spec, task.buffers);
+    case Task::Kind::kernel: try { run_kernel(*task.spec, task.buffers);
       } catch (const std::exception& e) {
         // A device has no way to raise into the host: say so and go on,
         // as a GPU reports a failed kernel.

@@ -175,35 +175,35 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
   const float* fb = in.b >= 0 ? fr[in.b] : nullptr;
   const int64_t* ia = in.a >= 0 ? I + in.a * kTile : nullptr;
   const int64_t* ib = in.b >= 0 ? I + in.b * kTile : nullptr;
-#define F1(expr)                                   \
-  for (int j = 0; j < n; ++j) {                    \
-    float a = fa[j];                               \
-    fd[j] = (expr);                                \
-  }                                                \
+#define F1(expr)                \
+  for (int j = 0; j < n; ++j) { \
+    float a = fa[j];            \
+    fd[j] = (expr);             \
+  }                             \
   break
-#define F2(expr)                                   \
-  for (int j = 0; j < n; ++j) {                    \
-    float a = fa[j], b = fb[j];                    \
-    fd[j] = (expr);                                \
-  }                                                \
+#define F2(expr)                \
+  for (int j = 0; j < n; ++j) { \
+    float a = fa[j], b = fb[j]; \
+    fd[j] = (expr);             \
+  }                             \
   break
-#define FC(expr)                                   \
-  for (int j = 0; j < n; ++j) {                    \
-    float a = fa[j], b = fb[j];                    \
-    id[j] = int64_t(expr);                         \
-  }                                                \
+#define FC(expr)                \
+  for (int j = 0; j < n; ++j) { \
+    float a = fa[j], b = fb[j]; \
+    id[j] = int64_t(expr);      \
+  }                             \
   break
-#define I1(expr)                                   \
-  for (int j = 0; j < n; ++j) {                    \
-    int64_t a = ia[j];                             \
-    id[j] = (expr);                                \
-  }                                                \
+#define I1(expr)                \
+  for (int j = 0; j < n; ++j) { \
+    int64_t a = ia[j];          \
+    id[j] = (expr);             \
+  }                             \
   break
-#define I2(expr)                                   \
-  for (int j = 0; j < n; ++j) {                    \
-    int64_t a = ia[j], b = ib[j];                  \
-    id[j] = (expr);                                \
-  }                                                \
+#define I2(expr)                  \
+  for (int j = 0; j < n; ++j) {   \
+    int64_t a = ia[j], b = ib[j]; \
+    id[j] = (expr);               \
+  }                               \
   break
   switch (in.code) {
     case Code::neg: F1(-a);
@@ -228,20 +228,68 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
       break;
     case Code::max: F2(a > b || a != a ? a : b);
     case Code::min: F2(a < b || a != a ? a : b);
-    case Code::add_imm: { const float v = float(in.imm); F1(a + v); }
-    case Code::mul_imm: { const float v = float(in.imm); F1(a * v); }
-    case Code::sub_imm: { const float v = float(in.imm); F1(a - v); }
-    case Code::rsub_imm: { const float v = float(in.imm); F1(v - a); }
-    case Code::div_imm: { const float v = float(in.imm); F1(a / v); }
-    case Code::rdiv_imm: { const float v = float(in.imm); F1(v / a); }
-    case Code::max_imm: { const float v = float(in.imm); F1(a > v || a != a ? a : v); }
-    case Code::min_imm: { const float v = float(in.imm); F1(a < v || a != a ? a : v); }
-    case Code::eq_imm: { const float v = float(in.imm); for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] == v); break; }
-    case Code::ne_imm: { const float v = float(in.imm); for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] != v); break; }
-    case Code::lt_imm: { const float v = float(in.imm); for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] < v); break; }
-    case Code::le_imm: { const float v = float(in.imm); for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] <= v); break; }
-    case Code::gt_imm: { const float v = float(in.imm); for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] > v); break; }
-    case Code::ge_imm: { const float v = float(in.imm); for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] >= v); break; }
+    case Code::add_imm: {
+      const float v = float(in.imm);
+      F1(a + v);
+    }
+    case Code::mul_imm: {
+      const float v = float(in.imm);
+      F1(a * v);
+    }
+    case Code::sub_imm: {
+      const float v = float(in.imm);
+      F1(a - v);
+    }
+    case Code::rsub_imm: {
+      const float v = float(in.imm);
+      F1(v - a);
+    }
+    case Code::div_imm: {
+      const float v = float(in.imm);
+      F1(a / v);
+    }
+    case Code::rdiv_imm: {
+      const float v = float(in.imm);
+      F1(v / a);
+    }
+    case Code::max_imm: {
+      const float v = float(in.imm);
+      F1(a > v || a != a ? a : v);
+    }
+    case Code::min_imm: {
+      const float v = float(in.imm);
+      F1(a < v || a != a ? a : v);
+    }
+    case Code::eq_imm: {
+      const float v = float(in.imm);
+      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] == v);
+      break;
+    }
+    case Code::ne_imm: {
+      const float v = float(in.imm);
+      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] != v);
+      break;
+    }
+    case Code::lt_imm: {
+      const float v = float(in.imm);
+      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] < v);
+      break;
+    }
+    case Code::le_imm: {
+      const float v = float(in.imm);
+      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] <= v);
+      break;
+    }
+    case Code::gt_imm: {
+      const float v = float(in.imm);
+      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] > v);
+      break;
+    }
+    case Code::ge_imm: {
+      const float v = float(in.imm);
+      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] >= v);
+      break;
+    }
     case Code::where_f_imm_b: {
       const float v = float(in.imm);
       const int64_t* cond = ia;
@@ -341,8 +389,8 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
 }
 
 // Folds a tile's register into the reduction's accumulators.
-LOUPE_SIMD_CLONES void accumulate(const Reduce& r, const Shape& iter, const int64_t* idx, int n, const float* f, const int64_t* i,
-                Scratch& s) {
+LOUPE_SIMD_CLONES void accumulate(const Reduce& r, const Shape& iter, const int64_t* idx, int n, const float* f,
+                                  const int64_t* i, Scratch& s) {
   const int nd = int(iter.size());
   const int64_t s_last = r.out_strides.back();
   walk(iter, idx, r.out_strides, 0, n, [&](int pos, int seg, int64_t o, const int64_t* mi) {
@@ -450,17 +498,42 @@ void write_accumulators(const Reduce& r, void* base, Scratch& s) {
 // Whether an instruction's result is a float register.
 bool writes_f(Code c) {
   switch (c) {
-    case Code::neg: case Code::exp: case Code::log: case Code::tanh: case Code::sqrt: case Code::rsqrt: case Code::rcp:
-    case Code::relu: case Code::gelu: case Code::sigmoid: case Code::abs: case Code::round_f16:
-    case Code::round_bf16: case Code::add: case Code::sub: case Code::mul: case Code::div: case Code::pow:
-    case Code::max: case Code::min: case Code::where_f: case Code::i_to_f: case Code::const_f:
-    case Code::add_imm: case Code::mul_imm: case Code::sub_imm: case Code::rsub_imm: case Code::div_imm:
-    case Code::rdiv_imm: case Code::max_imm: case Code::min_imm: case Code::where_f_imm_a:
+    case Code::neg:
+    case Code::exp:
+    case Code::log:
+    case Code::tanh:
+    case Code::sqrt:
+    case Code::rsqrt:
+    case Code::rcp:
+    case Code::relu:
+    case Code::gelu:
+    case Code::sigmoid:
+    case Code::abs:
+    case Code::round_f16:
+    case Code::round_bf16:
+    case Code::add:
+    case Code::sub:
+    case Code::mul:
+    case Code::div:
+    case Code::pow:
+    case Code::max:
+    case Code::min:
+    case Code::where_f:
+    case Code::i_to_f:
+    case Code::const_f:
+    case Code::add_imm:
+    case Code::mul_imm:
+    case Code::sub_imm:
+    case Code::rsub_imm:
+    case Code::div_imm:
+    case Code::rdiv_imm:
+    case Code::max_imm:
+    case Code::min_imm:
+    case Code::where_f_imm_a:
     case Code::where_f_imm_b:
-    case Code::rand_uniform: case Code::rand_normal:
-      return true;
-    default:
-      return false;
+    case Code::rand_uniform:
+    case Code::rand_normal: return true;
+    default: return false;
   }
 }
 
@@ -513,8 +586,7 @@ void run_fused(const FusedKernel& k, const std::vector<void*>& buffers) {
       if (ld.invariant) continue;
       if (ld.cls == RegClass::f)
         do_load(ld, buffers[size_t(ld.arg)], iter, idx, n, F + ld.dst * kTile, nullptr, &fr[size_t(ld.dst)]);
-      else
-        do_load(ld, buffers[size_t(ld.arg)], iter, idx, n, nullptr, I + ld.dst * kTile, &unused);
+      else do_load(ld, buffers[size_t(ld.arg)], iter, idx, n, nullptr, I + ld.dst * kTile, &unused);
     }
     for (const Instr& in : k.code) {
       execute(in, n, start, F, I, fr.data());

@@ -37,8 +37,8 @@ void run_matmul(const exec::MatmulKernel& k, const std::vector<void*>& buffers) 
   // [batch.., M, K] @ [K, N] with one shared right operand is one tall
   // product: fold the batch into M.
   if (b_batches == 1 && a_batches == batches && !k.transpose_a && batches > 1) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(m * batches), int(n), int(kk), 1.0f, a.data(), int(lda), b.data(),
-                int(ldb), 0.0f, c, int(n));
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m * batches), int(n), int(kk), 1.0f, a.data(), int(lda), b.data(), int(ldb),
+                0.0f, c, int(n));
   } else {
     const size_t nd = k.batch.size();
     std::vector<int64_t> idx(nd, 0);

@@ -22,8 +22,8 @@ using namespace exec;
 
 namespace {
 
-constexpr int kRows = 64;           // query (or key) rows per block: one per thread
-constexpr int kMaxHeadDim = 512;    // q/k and v widths the kernels hold in registers
+constexpr int kRows = 64;            // query (or key) rows per block: one per thread
+constexpr int kMaxHeadDim = 512;     // q/k and v widths the kernels hold in registers
 constexpr int kSharedFloats = 8192;  // 32 KiB of shared memory per block for tiles
 
 std::string load_fn(Dtype d) {
@@ -46,9 +46,10 @@ void check(const AttentionKernel& k) {
   if (k.dtype != Dtype::f32 && k.dtype != Dtype::f16 && k.dtype != Dtype::bf16)
     throw RuntimeError(fmt::format("attention of {} is not supported on the CUDA device", dtype_name(k.dtype)));
   if (k.d > kMaxHeadDim || k.dv > kMaxHeadDim)
-    throw RuntimeError(fmt::format("fused attention on the CUDA device supports head dimensions up to {} (got q/k {}, "
-                                   "v {}); use attention(..., naive)",
-                                   kMaxHeadDim, k.d, k.dv));
+    throw RuntimeError(
+        fmt::format("fused attention on the CUDA device supports head dimensions up to {} (got q/k {}, "
+                    "v {}); use attention(..., naive)",
+                    kMaxHeadDim, k.d, k.dv));
 }
 
 // Constants and element access shared by the forward and backward sources.

@@ -22,10 +22,9 @@ using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOpera
                                   const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
                                   cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
 using GemmStridedBatchedEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                                const void*, const void*, cudaDataType, int, long long int,
-                                                const void*, cudaDataType, int, long long int, const void*, void*,
-                                                cudaDataType, int, long long int, int, cublasComputeType_t,
-                                                cublasGemmAlgo_t);
+                                                const void*, const void*, cudaDataType, int, long long int, const void*,
+                                                cudaDataType, int, long long int, const void*, void*, cudaDataType, int,
+                                                long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
 
 struct CublasMatmul::Api {
   DynamicLibrary lib;
@@ -147,14 +146,13 @@ void CublasMatmul::run(const exec::MatmulKernel& k, const std::vector<void*>& bu
     return;
   }
   if (batches == 1) {
-    status(api_->gemm(h, op_b, op_a, int(n), int(m), int(kk), &one, b, t, int(ldb), a, t, int(lda), &zero, c, t,
-                      int(n), compute, CUBLAS_GEMM_DEFAULT));
+    status(api_->gemm(h, op_b, op_a, int(n), int(m), int(kk), &one, b, t, int(ldb), a, t, int(lda), &zero, c, t, int(n),
+                      compute, CUBLAS_GEMM_DEFAULT));
     return;
   }
   if (progression(ao, &sa) && progression(bo, &sb)) {
-    status(api_->gemm_strided(h, op_b, op_a, int(n), int(m), int(kk), &one, b, t, int(ldb), sb * kk * n, a, t,
-                              int(lda), sa * m * kk, &zero, c, t, int(n), m * n, int(batches), compute,
-                              CUBLAS_GEMM_DEFAULT));
+    status(api_->gemm_strided(h, op_b, op_a, int(n), int(m), int(kk), &one, b, t, int(ldb), sb * kk * n, a, t, int(lda),
+                              sa * m * kk, &zero, c, t, int(n), m * n, int(batches), compute, CUBLAS_GEMM_DEFAULT));
     return;
   }
   // Irregular broadcasting: one product per batch.

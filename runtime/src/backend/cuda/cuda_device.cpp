@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "backend/cuda/cuda_check.h"
@@ -65,8 +65,8 @@ CudaDevice::CudaDevice(int ordinal, uint32_t trace_id) : ordinal_(ordinal), trac
   compute_ = std::make_unique<CudaStream>(0, base + " compute", events_);
   copy_ = std::make_unique<CudaStream>(1, base + " copy", events_);
   total_memory_ = int64_t(total);
-  allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_, static_cast<mem::StreamClock*>(this),
-                                                       total_memory_);
+  allocator_ = std::make_unique<mem::CachingAllocator>(handle(), trace_id, memory_,
+                                                       static_cast<mem::StreamClock*>(this), total_memory_);
   timer_ = std::make_unique<EventTimer>(timing_events_, compute_->handle());
   register_in_trace(total_memory_);
   prof::register_stream(trace_id, 0, "compute");
@@ -95,7 +95,7 @@ void CudaDevice::make_current() const {
 // ---- kernels ------------------------------------------------------------------
 
 std::shared_ptr<CudaDevice::Module> CudaDevice::module_for(const std::string& source, const char* name,
-                                                             bool* compiled) {
+                                                           bool* compiled) {
   {
     std::lock_guard lock(cache_mu_);
     auto it = modules_.find(source);
@@ -229,8 +229,8 @@ void CudaDevice::run(const Prepared& p, const exec::KernelSpec& spec, const std:
     cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(p.kernels[i]), dim3(unsigned(blocks), st.grid_y),
                                      dim3(st.block), args.data(), 0, s.handle());
     if (e != cudaSuccess)
-      throw RuntimeError(fmt::format("CUDA launch of kernel {} ({}) failed: {}", spec.name, st.entry,
-                                     cuda_error_text(e)));
+      throw RuntimeError(
+          fmt::format("CUDA launch of kernel {} ({}) failed: {}", spec.name, st.entry, cuda_error_text(e)));
   }
 }
 
@@ -297,8 +297,12 @@ exec::Event CudaDevice::launch(exec::Stream& es, std::shared_ptr<const exec::Ker
   // Freed in stream order: later work on this stream may reuse it.
   scratch.reset();
   if (capturing) {
-    prof::launch({.name = spec->name, .start = start, .end = prof::ticks_now(), .device = trace_id_,
-                  .stream = uint32_t(s.index()), .correlation = corr});
+    prof::launch({.name = spec->name,
+                  .start = start,
+                  .end = prof::ticks_now(),
+                  .device = trace_id_,
+                  .stream = uint32_t(s.index()),
+                  .correlation = corr});
   }
   return {&es, seq};
 }
@@ -343,7 +347,7 @@ exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, c
           e = cudaMemcpyAsync(stage, src, bytes, cudaMemcpyDeviceToHost, s.handle());
           then = [dst, stage, bytes] { std::memcpy(dst, stage, bytes); };
           keep = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<void>>>(std::move(block),
-                                                                                          std::move(keep_alive));
+                                                                                           std::move(keep_alive));
         } else {
           e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.handle());
         }
@@ -367,8 +371,12 @@ exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, c
     seq = s.finish(std::move(c));
   }
   if (capturing) {
-    prof::launch({.name = name, .start = start, .end = prof::ticks_now(), .device = trace_id_,
-                  .stream = uint32_t(s.index()), .correlation = corr});
+    prof::launch({.name = name,
+                  .start = start,
+                  .end = prof::ticks_now(),
+                  .device = trace_id_,
+                  .stream = uint32_t(s.index()),
+                  .correlation = corr});
   }
   return {&es, seq};
 }

@@ -76,8 +76,8 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
 
   int ordinal_;
   uint32_t trace_id_;
-  int arch_ = 0;              // compute capability, major * 10 + minor
-  int sms_ = 1;               // multiprocessors, to size grid-stride launches
+  int arch_ = 0;  // compute capability, major * 10 + minor
+  int sms_ = 1;   // multiprocessors, to size grid-stride launches
   std::string name_;
   int64_t total_memory_ = 0;  // the GPU's memory, as the driver reports it
   EventPool events_{false}, timing_events_{true};

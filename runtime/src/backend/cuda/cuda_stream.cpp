@@ -20,7 +20,8 @@ EventHandle EventPool::get() {
       free_.pop_back();
     }
   }
-  if (e == nullptr) check(cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault : cudaEventDisableTiming), "cudaEventCreate");
+  if (e == nullptr)
+    check(cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault : cudaEventDisableTiming), "cudaEventCreate");
   return EventHandle(e, [this](cudaEvent_t ev) {
     std::lock_guard lock(mu_);
     free_.push_back(ev);
@@ -122,7 +123,8 @@ void CudaStream::wait_event(const exec::Event& e) {
   if (e.stream == this || e.done()) return;
   if (auto* other = dynamic_cast<CudaStream*>(e.stream)) {
     // Device-side: later work on this stream starts after the event.
-    if (EventHandle ev = other->event_of(e.seq)) check(cudaStreamWaitEvent(stream_, ev.get(), 0), "cudaStreamWaitEvent");
+    if (EventHandle ev = other->event_of(e.seq))
+      check(cudaStreamWaitEvent(stream_, ev.get(), 0), "cudaStreamWaitEvent");
     return;
   }
   // Work of another kind of device (the CPU device): the host waits for it.

@@ -47,8 +47,8 @@ class CudaStream final : public exec::Stream {
   static constexpr size_t kMaxPending = 4096;
 
   struct Completion {
-    std::shared_ptr<void> keep;   // released once the work has finished
-    std::function<void()> then;   // run once the work has finished
+    std::shared_ptr<void> keep;  // released once the work has finished
+    std::function<void()> then;  // run once the work has finished
   };
 
   CudaStream(int index, std::string name, EventPool& events);

@@ -8,7 +8,8 @@
 namespace loupe::rt::backend::cuda {
 
 namespace {
-constexpr const char* kWhy = "this build of loupe has no CUDA backend (the CUDA toolkit was not found when it was configured)";
+constexpr const char* kWhy =
+    "this build of loupe has no CUDA backend (the CUDA toolkit was not found when it was configured)";
 }
 
 int device_count(std::string* why) {

@@ -353,12 +353,12 @@ class FusedSource {
   }
 
   // a = a (+) b, for combining partial results in shared memory.
-  std::string combine(const std::string& a, const std::string& b, const std::string& aa,
-                      const std::string& ba) const {
+  std::string combine(const std::string& a, const std::string& b, const std::string& aa, const std::string& ba) const {
     const Reduce& r = *k_.reduce;
     if (r.kind == ReduceKind::argmax)
-      return fmt::format("if ({3} >= 0 && ({2} < 0 || {1} > {0} || ({1} == {0} && {3} < {2}))) {{ {0} = {1}; {2} = {3}; }}",
-                         a, b, aa, ba);
+      return fmt::format(
+          "if ({3} >= 0 && ({2} < 0 || {1} > {0} || ({1} == {0} && {3} < {2}))) {{ {0} = {1}; {2} = {3}; }}", a, b, aa,
+          ba);
     if (r.cls == RegClass::f) {
       switch (r.kind) {
         case ReduceKind::sum: return fmt::format("{} += {};", a, b);
@@ -375,8 +375,7 @@ class FusedSource {
 
   std::string write_result(const std::string& value, const std::string& arg) const {
     const Reduce& r = *k_.reduce;
-    if (r.kind == ReduceKind::argmax)
-      return fmt::format("((int*)p{0})[o] = (int)({1} > 0 ? {1} : 0);", r.out, arg);
+    if (r.kind == ReduceKind::argmax) return fmt::format("((int*)p{0})[o] = (int)({1} > 0 ? {1} : 0);", r.out, arg);
     if (r.cls == RegClass::f) return store_stmt(r.dtype, r.out, "o", fmt::format("(float){}", value));
     return store_stmt(r.dtype, r.out, "o", value);
   }
@@ -389,13 +388,15 @@ class FusedSource {
     std::string e;
     for (int d = 0; d < nd_; ++d) {
       if (k_.iter[size_t(d)] == 1) continue;
-      e += fmt::format("{}x{}{}", e.empty() ? "" : " + ", d, cs_[size_t(d)] == 1 ? "" : fmt::format(" * {}", cs_[size_t(d)]));
+      e += fmt::format("{}x{}{}", e.empty() ? "" : " + ", d,
+                       cs_[size_t(d)] == 1 ? "" : fmt::format(" * {}", cs_[size_t(d)]));
     }
     return e.empty() ? "0" : e;
   }
 
   // x_d of every axis are needed to form the linear index.
-  void decompose_all(std::string& o, const std::string& ind, const std::vector<int>& axes, const std::string& from) const {
+  void decompose_all(std::string& o, const std::string& ind, const std::vector<int>& axes,
+                     const std::string& from) const {
     if (axes.empty()) return;
     o += fmt::format("{}{{\n", ind);
     o += fmt::format("{}  idx_t t_ = {};\n", ind, from);
@@ -444,8 +445,9 @@ class FusedSource {
     o += "    __syncthreads();\n";
     o += "    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {\n";
     o += "      if (threadIdx.x < s) {\n";
-    o += "        " + combine("red_[threadIdx.x]", "red_[threadIdx.x + s]", "red_arg_[threadIdx.x]",
-                              "red_arg_[threadIdx.x + s]") + "\n";
+    o += "        " +
+         combine("red_[threadIdx.x]", "red_[threadIdx.x + s]", "red_arg_[threadIdx.x]", "red_arg_[threadIdx.x + s]") +
+         "\n";
     o += "      }\n";
     o += "      __syncthreads();\n";
     o += "    }\n";
@@ -465,7 +467,8 @@ class FusedSource {
     preamble(o);
     o += fmt::format("  const idx_t outs = {}, len = {};\n", r.out_size, len);
     declare_axes(o, "  ");
-    o += "  for (idx_t o = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; o < outs; o += (idx_t)gridDim.x * blockDim.x) {\n";
+    o += "  for (idx_t o = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; o < outs; o += (idx_t)gridDim.x * blockDim.x) "
+         "{\n";
     decompose_all(o, "    ", kept, "o");
     o += fmt::format("    {} acc = {};\n", a.type, a.init);
     if (arg) o += "    long long arg = -1;\n";

@@ -48,7 +48,9 @@ PlanStep zero(int buffer, size_t bytes) {
   return s;
 }
 
-const char* kLoop = "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {\n";
+const char* kLoop =
+    "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * "
+    "blockDim.x) {\n";
 
 }  // namespace
 
@@ -62,7 +64,8 @@ KernelPlan plan_gather(const GatherKernel& k) {
     return p;
   }
   const char* w = word_type(k.dtype);
-  p.source = prelude() + fmt::format(R"(
+  p.source =
+      prelude() + fmt::format(R"(
 extern "C" __global__ void __launch_bounds__(256) loupe_gather(const void* table, const void* idx, void* out) {{
   const long long total = {0};
 {1}    long long i = e / {2}, j = e % {2};
@@ -72,8 +75,7 @@ extern "C" __global__ void __launch_bounds__(256) loupe_gather(const void* table
   }}
 }}
 )",
-                                     total, kLoop, std::max<int64_t>(k.row_size, 1), index_type(k.index_dtype),
-                                     k.rows - 1, w);
+                              total, kLoop, std::max<int64_t>(k.row_size, 1), index_type(k.index_dtype), k.rows - 1, w);
   p.steps.push_back(launch("loupe_gather", {0, 1, 2}, total));
   return p;
 }
@@ -114,8 +116,8 @@ extern "C" __global__ void __launch_bounds__(256) loupe_scatter_add(const void* 
   }}
 }}
 )",
-                                            updates, kLoop, std::max<int64_t>(k.row_size, 1),
-                                            index_type(k.index_dtype), k.rows - 1, add);
+                                            updates, kLoop, std::max<int64_t>(k.row_size, 1), index_type(k.index_dtype),
+                                            k.rows - 1, add);
   if (updates > 0) p.steps.push_back(launch("loupe_scatter_add", {0, 1, acc_buffer}, updates));
   if (narrow) {
     src += fmt::format(R"(

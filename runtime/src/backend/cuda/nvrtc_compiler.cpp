@@ -115,8 +115,8 @@ CompiledKernel Nvrtc::compile(const std::string& source, int arch, const std::st
     for (int x : archs_)
       if (x <= arch) target = x;
     if (target == 0)
-      throw RuntimeError(fmt::format("NVRTC {} cannot generate code for compute capability {}.{}", version(), arch / 10,
-                                     arch % 10));
+      throw RuntimeError(
+          fmt::format("NVRTC {} cannot generate code for compute capability {}.{}", version(), arch / 10, arch % 10));
   }
   out.cubin = known && !ptx;
   out.target = fmt::format("{}_{}", out.cubin ? "sm" : "compute", target);
@@ -150,8 +150,8 @@ CompiledKernel Nvrtc::compile(const std::string& source, int arch, const std::st
   a.destroy(&prog);
   out.compile_ns = prof::monotonic_ns() - t0;
   if (r != NVRTC_SUCCESS)
-    throw RuntimeError(fmt::format("NVRTC failed to compile kernel {} for {}: {}\n{}", name, out.target,
-                                   a.error_string(r), out.log));
+    throw RuntimeError(
+        fmt::format("NVRTC failed to compile kernel {} for {}: {}\n{}", name, out.target, a.error_string(r), out.log));
   return out;
 }
 

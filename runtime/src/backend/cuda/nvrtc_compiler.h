@@ -12,7 +12,7 @@
 namespace loupe::rt::backend::cuda {
 
 struct CompiledKernel {
-  std::string image;   // CUBIN bytes, or PTX text ending in a NUL
+  std::string image;  // CUBIN bytes, or PTX text ending in a NUL
   bool cubin = false;
   std::string target;  // "sm_90" or "compute_90"
   std::string log;     // NVRTC's messages (warnings)
