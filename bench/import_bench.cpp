@@ -24,19 +24,11 @@
 
 #include "loupe/prof/import.h"
 #include "loupe/prof/trace_reader.h"
+#include "proc_status.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t proc_status_bytes(const char* field) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind(field, 0) == 0) return std::atoll(line.c_str() + std::char_traits<char>::length(field)) * 1024;
-  }
-  return 0;
-}
 
 int run_import(const std::string& in, const std::string& out, unsigned threads) {
   int64_t rss_before = proc_status_bytes("VmRSS:");

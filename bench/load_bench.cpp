@@ -11,20 +11,7 @@
 #include <string>
 
 #include "loupe/prof/trace_reader.h"
-
-namespace {
-
-// VmHWM (peak resident set) and VmRSS from /proc, in bytes.
-int64_t proc_status_kib(const char* field) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind(field, 0) == 0) return std::atoll(line.c_str() + std::char_traits<char>::length(field)) * 1024;
-  }
-  return 0;
-}
-
-}  // namespace
+#include "proc_status.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -32,11 +19,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   unsigned threads = argc > 2 ? unsigned(std::atoi(argv[2])) : 0;
-  int64_t rss_before = proc_status_kib("VmRSS:");
+  int64_t rss_before = proc_status_bytes("VmRSS:");
   auto t0 = std::chrono::steady_clock::now();
   loupe::prof::TraceModel m = loupe::prof::load_trace(argv[1], {.threads = threads});
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t peak = proc_status_kib("VmHWM:") - rss_before;
+  int64_t peak = proc_status_bytes("VmHWM:") - rss_before;
   uint64_t model = m.memory_bytes();
   fmt::print(
       "{{\"events\": {}, \"seconds\": {:.3f}, \"events_per_second\": {:.0f}, \"model_bytes\": {}, "

@@ -9,6 +9,10 @@
 #include <cstdio>
 #include <string>
 
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/import.h"
+#include "loupe/prof/trace_reader.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace loupe::fuzz {
@@ -31,5 +35,17 @@ inline std::string write_input(const uint8_t* data, size_t size, const char* suf
 }
 
 inline std::string output_path() { return write_input(nullptr, 0, ".out.db"); }
+
+// An importer on the input (written with `suffix`), then the reader and the
+// analyses on whatever it wrote. Bad input may only end in an ImportError.
+inline int import_and_analyze(const uint8_t* data, size_t size, const char* suffix, prof::ImportFormat format) {
+  std::string in = write_input(data, size, suffix), out = output_path();
+  try {
+    prof::import_trace(in, out, {.format = format, .threads = 1});
+    prof::analyze(prof::load_trace(out, {.threads = 1}));
+  } catch (const prof::ImportError&) {
+  }
+  return 0;
+}
 
 }  // namespace loupe::fuzz

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "covered_length.h"
 #include "loupe/prof/import.h"
 #include "loupe/prof/trace_model.h"
 #include "loupe/prof/trace_reader.h"
@@ -48,20 +49,7 @@ inline std::map<uint32_t, int64_t> busy_ns(const prof::TraceModel& m) {
     for (size_t i = 0; i < t.size(); ++i) intervals[t.device].push_back({t.start[i], t.end(i)});
   }
   std::map<uint32_t, int64_t> busy;
-  for (auto& [device, iv] : intervals) {
-    std::sort(iv.begin(), iv.end());
-    int64_t total = 0, s = iv[0].first, e = iv[0].second;
-    for (const auto& [a, b] : iv) {
-      if (a > e) {
-        total += e - s;
-        s = a;
-        e = b;
-      } else {
-        e = std::max(e, b);
-      }
-    }
-    busy[device] = total + (e - s);
-  }
+  for (auto& [device, iv] : intervals) busy[device] = test::covered_length(std::move(iv));
   return busy;
 }
 

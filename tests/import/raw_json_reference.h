@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "covered_length.h"
+
 namespace loupe::test {
 
 inline std::string gunzip_file(const std::string& path) {
@@ -48,20 +50,7 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
   // Busy time per device.
   std::map<int64_t, int64_t> busy_ns() const {
     std::map<int64_t, int64_t> out;
-    for (auto [device, iv] : intervals_) {
-      std::sort(iv.begin(), iv.end());
-      int64_t total = 0, s = iv[0].first, e = iv[0].second;
-      for (const auto& [a, b] : iv) {
-        if (a > e) {
-          total += e - s;
-          s = a;
-          e = b;
-        } else {
-          e = std::max(e, b);
-        }
-      }
-      out[device] = total + (e - s);
-    }
+    for (const auto& [device, iv] : intervals_) out[device] = test::covered_length(iv);
     return out;
   }
 

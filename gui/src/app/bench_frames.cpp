@@ -38,13 +38,8 @@ double percentile(std::vector<double> v, double p) {
 }  // namespace
 
 int run_bench_frames(const view::ViewOptions& o, std::chrono::steady_clock::time_point process_start) {
-  std::unique_ptr<Window> window;
-  try {
-    window = std::make_unique<Window>(WindowOptions{o.width, o.height, true, "loupe-view"});
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "loupe-view: %s\n", e.what());
-    return 1;
-  }
+  std::unique_ptr<Window> window = open_window({o.width, o.height, true, "loupe-view"});
+  if (!window) return 1;
   glfwSwapInterval(0);  // measure work, not the display's refresh
   Viewer viewer(Window::post_empty_event);
   viewer.open(o.file);

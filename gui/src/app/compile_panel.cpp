@@ -1,24 +1,15 @@
 #include <imgui.h>
 
 #include "loupe/prof/units.h"
+#include "panel_widgets.h"
 #include "panels.h"
 
 namespace loupe::app {
 
 void draw_compile_panel(ViewState& s) {
   static int doc_index = 0;
-  if (s.compare) {
-    ImGui::RadioButton("base", &doc_index, 0);
-    ImGui::SameLine();
-    ImGui::RadioButton("head", &doc_index, 1);
-  } else {
-    doc_index = 0;
-  }
-  Document* d = s.doc(doc_index);
-  if (!d || !d->analysis) {
-    ImGui::TextDisabled("computing...");
-    return;
-  }
+  Document* d = analysed_doc(s, doc_index, false);
+  if (!d) return;
   const auto& histories = d->analysis->compiles;
   if (histories.empty()) {
     ImGui::TextDisabled("no jitted functions in this trace");

@@ -4,6 +4,7 @@
 
 #include "loupe/prof/units.h"
 #include "loupe/view/event_details.h"
+#include "panel_widgets.h"
 #include "panels.h"
 
 namespace loupe::app {
@@ -21,18 +22,7 @@ void draw_details_panel(ViewState& s) {
     ImGui::TextDisabled("(%s)", s.selection.doc == 0 ? "base" : "head");
   }
   ImGui::Separator();
-  if (ImGui::BeginTable("##details", 2, ImGuiTableFlags_RowBg)) {
-    ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 15);
-    ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
-    for (const auto& [what, value] : det.lines) {
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
-      ImGui::TextDisabled("%s", what.c_str());
-      ImGui::TableNextColumn();
-      ImGui::TextUnformatted(value.c_str());
-    }
-    ImGui::EndTable();
-  }
+  what_value_table("##details", det.lines);
   if (s.flow.found && s.flow.from.same(s.selection.doc, s.selection.kind, s.selection.table, s.selection.index)) {
     view::EventDetails to = view::describe_event(d.model, s.flow.to_kind, s.flow.to.table, s.flow.to.index);
     ImGui::Spacing();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "loupe/prof/units.h"
+#include "panel_widgets.h"
 #include "panels.h"
 
 namespace loupe::app {
@@ -63,18 +64,7 @@ void draw_findings_panel(ViewState& s) {
     const prof::Finding& f = r.findings[size_t(s.selected_finding)];
     ImGui::TextWrapped("%s", f.title.c_str());
     ImGui::Separator();
-    if (ImGui::BeginTable("##evidence", 2, ImGuiTableFlags_RowBg)) {
-      ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::GetFontSize() * 15);
-      ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
-      for (const auto& [what, value] : f.evidence) {
-        ImGui::TableNextRow();
-        ImGui::TableNextColumn();
-        ImGui::TextDisabled("%s", what.c_str());
-        ImGui::TableNextColumn();
-        ImGui::TextUnformatted(value.c_str());
-      }
-      ImGui::EndTable();
-    }
+    what_value_table("##evidence", f.evidence);
     ImGui::Spacing();
     ImGui::TextWrapped("-> %s", f.suggestion.c_str());
     if (!f.ranges.empty()) {

@@ -14,13 +14,8 @@ using namespace loupe;
 namespace {
 
 int run_interactive(const view::ViewOptions& o) {
-  std::unique_ptr<app::Window> window;
-  try {
-    window = std::make_unique<app::Window>(app::WindowOptions{o.width, o.height, true, "loupe-view"});
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "loupe-view: %s\n", e.what());
-    return 1;
-  }
+  std::unique_ptr<app::Window> window = app::open_window({o.width, o.height, true, "loupe-view"});
+  if (!window) return 1;
   app::Viewer viewer(app::Window::post_empty_event);
   app::ViewState& s = viewer.state();
   viewer.set_remember_recent(true);
@@ -54,11 +49,7 @@ int run_interactive(const view::ViewOptions& o) {
     if (!s.paths[0].empty()) want += " - " + std::filesystem::path(s.paths[0]).filename().string();
     if (s.compare) want += " vs " + std::filesystem::path(s.paths[1]).filename().string();
     if (want != title) window->set_title(title = want);
-    int w = 0, h = 0;
-    window->framebuffer_size(&w, &h);
-    window->begin_frame();
-    viewer.frame(float(w), float(h));
-    window->end_frame();
+    window->frame([&](float w, float h) { viewer.frame(w, h); });
     window->swap();
     if (zoom_pending && s.doc(0) && s.fitted) {
       view::fit(s.axis, double(o.zoom_start - s.doc(0)->origin), double(o.zoom_end - s.doc(0)->origin));

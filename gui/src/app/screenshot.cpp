@@ -84,21 +84,10 @@ int run_screenshot(const view::ViewOptions& o) {
       return 2;
     }
   }
-  std::unique_ptr<Window> window;
-  try {
-    window = std::make_unique<Window>(WindowOptions{o.width, o.height, false, "loupe-view"});
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "loupe-view: %s\n", e.what());
-    return 1;
-  }
-  int w = 0, h = 0;
+  std::unique_ptr<Window> window = open_window({o.width, o.height, false, "loupe-view"});
+  if (!window) return 1;
   const float mouse[2] = {o.mouse_x, o.mouse_y};
-  auto frame = [&] {
-    window->framebuffer_size(&w, &h);
-    window->begin_frame(o.mouse_given ? mouse : nullptr);
-    viewer.frame(float(w), float(h));
-    window->end_frame();
-  };
+  auto frame = [&] { window->frame([&](float w, float h) { viewer.frame(w, h); }, o.mouse_given ? mouse : nullptr); };
   frame();  // lays the window out: the time axis learns its width
   if (o.select_finding > 0) {
     const Document* d = s.doc(0);
@@ -121,6 +110,7 @@ int run_screenshot(const view::ViewOptions& o) {
     window->swap();
     frame();
   }
+  int w = 0, h = 0;
   std::vector<uint8_t> pixels = window->read_pixels(&w, &h);
   try {
     write_png(o.screenshot, w, h, pixels);

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "loupe/prof/units.h"
+#include "panel_widgets.h"
 #include "panels.h"
 
 namespace loupe::app {
@@ -51,19 +52,8 @@ void draw_statistics_panel(ViewState& s) {
   static std::string filter;
   static RowOrder order;
   static int doc_index = 0;
-  if (s.compare) {
-    ImGui::RadioButton("base", &doc_index, 0);
-    ImGui::SameLine();
-    ImGui::RadioButton("head", &doc_index, 1);
-    ImGui::SameLine();
-  } else {
-    doc_index = 0;
-  }
-  Document* d = s.doc(doc_index);
-  if (!d || !d->analysis) {
-    ImGui::TextDisabled("computing...");
-    return;
-  }
+  Document* d = analysed_doc(s, doc_index, true);
+  if (!d) return;
   const auto& tables = d->analysis->statistics;
   if (tables.empty()) return;
   table_index = std::clamp(table_index, 0, int(tables.size()) - 1);

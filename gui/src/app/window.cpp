@@ -6,6 +6,7 @@
 
 #include <GLFW/glfw3.h>
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "loupe/view/palette.h"
@@ -134,6 +135,15 @@ std::vector<std::string> Window::take_dropped_files() {
   std::vector<std::string> out;
   out.swap(dropped_);
   return out;
+}
+
+std::unique_ptr<Window> open_window(const WindowOptions& options) {
+  try {
+    return std::make_unique<Window>(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "loupe-view: %s\n", e.what());
+    return nullptr;
+  }
 }
 
 }  // namespace loupe::app

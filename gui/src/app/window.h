@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,16 @@ class Window {
   void end_frame();   // ImGui::Render, then draw_frame
   void draw_frame();  // draws ImGui's draw data into the back buffer
   void swap();
+  // One frame at the framebuffer's size: begin_frame(mouse), then
+  // draw(width, height), then end_frame.
+  template <typename Draw>
+  void frame(Draw&& draw, const float* mouse = nullptr) {
+    int w = 0, h = 0;
+    framebuffer_size(&w, &h);
+    begin_frame(mouse);
+    draw(float(w), float(h));
+    end_frame();
+  }
   // The back buffer as RGBA rows, top row first.
   std::vector<uint8_t> read_pixels(int* width, int* height) const;
   void framebuffer_size(int* width, int* height) const;
@@ -47,5 +58,8 @@ class Window {
   GLFWwindow* window_ = nullptr;
   std::vector<std::string> dropped_;
 };
+
+// A window, or null after saying on stderr why none opened.
+std::unique_ptr<Window> open_window(const WindowOptions& options);
 
 }  // namespace loupe::app
