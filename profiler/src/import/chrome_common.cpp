@@ -41,6 +41,18 @@ std::string lane_id_text(LaneId id, const TraceWriter& strings) {
   return id.is_string ? std::string(strings.text(StringId(id.value))) : std::to_string(id.value);
 }
 
+void add_host_instant(const ChromeEvent& e, LaneThreads& threads, ImportedTrace& out) {
+  out.instants.push_back({.thread = threads.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
+}
+
+void finish_mapping(const ChromeTrace& raw, const LaneThreads& threads, ImportedTrace& out) {
+  for (const ChromeCounter& c : raw.counters) out.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
+  assign_depths(out.host_spans);
+  threads.emit(out);
+  for (const auto& [why, n] : raw.skipped) out.skipped[why] += n;
+  out.source_events = raw.total_events;
+}
+
 void guess_wall_clock(const ChromeTrace& raw, ImportedTrace& out) {
   int64_t first = raw.min_ts;
   if (first != std::numeric_limits<int64_t>::max() && first > int64_t(946684800) * 1'000'000'000) {

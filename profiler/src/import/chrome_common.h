@@ -52,6 +52,14 @@ struct PendingOp {
   uint32_t lane = 0;
 };
 
+// An instant event of a host lane, as a user instant of its thread.
+void add_host_instant(const ChromeEvent& e, LaneThreads& threads, ImportedTrace& out);
+
+// What every Chrome-JSON mapping ends with: the counters, the depth of
+// each host span, the threads, what the reader skipped and the count of
+// source events.
+void finish_mapping(const ChromeTrace& raw, const LaneThreads& threads, ImportedTrace& out);
+
 // Joins API calls to device ops by correlation id: a call that started an
 // op becomes a launch (and, for a copy, a transfer); a call that blocks on
 // the device (a *Synchronize, or one a sync record names) becomes a host

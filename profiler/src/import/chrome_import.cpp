@@ -42,21 +42,14 @@ void map_chrome(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) {
         break;
       case 'i':
       case 'I':
-      case 'n':
-        out.instants.push_back(
-            {.thread = threads.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
-        break;
+      case 'n': add_host_instant(e, threads, out); break;
       case 's':
       case 't':
       case 'f': ++out.skipped["flow events"]; break;
       default: ++out.skipped["async events (ph 'b', 'e')"]; break;
     }
   }
-  for (const ChromeCounter& c : raw.counters) out.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
-  assign_depths(out.host_spans);
-  threads.emit(out);
-  for (const auto& [why, n] : raw.skipped) out.skipped[why] += n;
-  out.source_events = raw.total_events;
+  finish_mapping(raw, threads, out);
   out.meta["source_format"] = "chrome";
   out.meta["clock"] = "chrome trace: ts in us";
   guess_wall_clock(raw, out);

@@ -41,12 +41,28 @@ namespace {
 
 constexpr uint64_t kRowsPerCommit = uint64_t(1) << 18;
 
+// Calls f(rows, table name) for each event table of the trace, in the
+// order the file lists them.
+template <typename F>
+void for_each_table(ImportedTrace& t, F&& f) {
+#define LOUPE_VISIT_TABLE(Row, Track, table, member) f(t.member, #table);
+  LOUPE_EVENT_TABLES(LOUPE_VISIT_TABLE)
+#undef LOUPE_VISIT_TABLE
+}
+
+// The time a row is placed at: its start, or its instant.
+template <typename Row>
+int64_t& time_of(Row& r) {
+  if constexpr (requires { r.dur; }) return r.start;
+  else return r.time;
+}
+
 // Adds every row of `rows` (shifted by `origin`) and frees the vector.
-template <typename Row, typename Shift>
-uint64_t add_all(TraceWriter& w, std::vector<Row>& rows, Shift shift) {
+template <typename Row>
+uint64_t add_all(TraceWriter& w, std::vector<Row>& rows, int64_t origin) {
   uint64_t n = rows.size();
   for (Row& row : rows) {
-    shift(row);
+    time_of(row) -= origin;
     w.add(std::move(row));
     if (w.staged() >= kRowsPerCommit) w.commit();
   }
@@ -131,25 +147,14 @@ void check_totals(const char* table, const std::vector<Row>& rows) {
 WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
   // The origin: the earliest time of any event.
   int64_t origin = std::numeric_limits<int64_t>::max();
-  auto at = [&](int64_t time) { origin = std::min(origin, time); };
-  for (const auto& r : t.host_spans) at(r.start);
-  for (const auto& r : t.instants) at(r.time);
-  for (const auto& r : t.counters) at(r.time);
-  for (const auto& r : t.device_ops) at(r.start);
-  for (const auto& r : t.launches) at(r.start);
-  for (const auto& r : t.transfers) at(r.start);
-  for (const auto& r : t.memory) at(r.time);
-  for (const auto& r : t.compiles) at(r.start);
-  for (const auto& r : t.steps) at(r.start);
+  for_each_table(t, [&](auto& rows, const char*) {
+    for (auto& r : rows) origin = std::min(origin, time_of(r));
+  });
   if (origin == std::numeric_limits<int64_t>::max()) origin = 0;
   uint64_t beyond = 0;
-  auto drop = [&](auto& rows) { beyond += drop_beyond(rows, origin); };
-  drop(t.host_spans), drop(t.instants), drop(t.counters), drop(t.device_ops), drop(t.launches);
-  drop(t.transfers), drop(t.memory), drop(t.compiles), drop(t.steps);
+  for_each_table(t, [&](auto& rows, const char*) { beyond += drop_beyond(rows, origin); });
   if (beyond > 0) t.skipped[kTimeOutOfRange] += beyond;
-  auto drop_bad = [&](auto& rows) { drop_unreadable(rows, t.skipped); };
-  drop_bad(t.host_spans), drop_bad(t.instants), drop_bad(t.counters), drop_bad(t.device_ops);
-  drop_bad(t.launches), drop_bad(t.transfers), drop_bad(t.memory), drop_bad(t.compiles), drop_bad(t.steps);
+  for_each_table(t, [&](auto& rows, const char*) { drop_unreadable(rows, t.skipped); });
   check_totals("host spans", t.host_spans), check_totals("device operations", t.device_ops);
   check_totals("launches", t.launches), check_totals("transfers", t.transfers);
   check_totals("memory events", t.memory), check_totals("compiles", t.compiles), check_totals("steps", t.steps);
@@ -159,17 +164,7 @@ WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
   for (const ThreadRow& th : t.threads) w.put(th);
 
   WriteSummary s;
-  auto span = [&](auto& r) { r.start -= origin; };
-  auto point = [&](auto& r) { r.time -= origin; };
-  s.rows_by_table["host_spans"] = add_all(w, t.host_spans, span);
-  s.rows_by_table["instants"] = add_all(w, t.instants, point);
-  s.rows_by_table["counters"] = add_all(w, t.counters, point);
-  s.rows_by_table["device_ops"] = add_all(w, t.device_ops, span);
-  s.rows_by_table["launches"] = add_all(w, t.launches, span);
-  s.rows_by_table["transfers"] = add_all(w, t.transfers, span);
-  s.rows_by_table["memory_events"] = add_all(w, t.memory, point);
-  s.rows_by_table["compiles"] = add_all(w, t.compiles, span);
-  s.rows_by_table["steps"] = add_all(w, t.steps, span);
+  for_each_table(t, [&](auto& rows, const char* table) { s.rows_by_table[table] = add_all(w, rows, origin); });
   for (const auto& [table, n] : s.rows_by_table) s.rows += n;
 
   std::string detail;

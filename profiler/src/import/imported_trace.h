@@ -24,15 +24,10 @@ struct ImportedTrace {
   std::vector<StreamRow> streams;
   std::vector<ThreadRow> threads;
 
-  std::vector<HostSpanRow> host_spans;
-  std::vector<InstantRow> instants;
-  std::vector<CounterRow> counters;
-  std::vector<DeviceOpRow> device_ops;
-  std::vector<LaunchRow> launches;
-  std::vector<TransferRow> transfers;
-  std::vector<MemoryEventRow> memory;
-  std::vector<CompileRow> compiles;
-  std::vector<StepRow> steps;
+  // One vector per event table, named as in TraceModel.
+#define LOUPE_IMPORTED_ROWS(Row, Track, table, member) std::vector<Row> member;
+  LOUPE_EVENT_TABLES(LOUPE_IMPORTED_ROWS)
+#undef LOUPE_IMPORTED_ROWS
 
   uint64_t source_events = 0;               // events (rows) read from the input
   std::map<std::string, uint64_t> skipped;  // source events not imported, by reason

@@ -96,12 +96,7 @@ class JaxMapper {
     for (const PendingOp& op : ops_) streams_used_.insert({op.row.device, op.row.stream});
     emit_device_ops(ops_, out_);
     devices_and_streams();
-    for (const ChromeCounter& c : raw_.counters)
-      out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
-    assign_depths(out_.host_spans);
-    threads_.emit(out_);
-    for (const auto& [why, n] : raw_.skipped) out_.skipped[why] += n;
-    out_.source_events = raw_.total_events;
+    finish_mapping(raw_, threads_, out_);
     out_.meta["source_format"] = "jax";
     out_.meta["clock"] = "jax profiler: ts in us from the start of the profile";
   }
@@ -145,8 +140,7 @@ class JaxMapper {
       if (p.kind == Process::device) {
         skip("instant events on device lanes");
       } else {
-        out_.instants.push_back(
-            {.thread = threads_.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
+        add_host_instant(e, threads_, out_);
       }
       return;
     }

@@ -85,12 +85,7 @@ class KinetoMapper {
     join_calls();
     finish_ops();
     devices_and_streams();
-    for (const ChromeCounter& c : raw_.counters)
-      out_.counters.push_back({.name = c.name, .time = c.ts, .value = c.value});
-    assign_depths(out_.host_spans);
-    threads_.emit(out_);
-    for (const auto& [why, n] : raw_.skipped) out_.skipped[why] += n;
-    out_.source_events = raw_.total_events;
+    finish_mapping(raw_, threads_, out_);
     clock();
   }
 
@@ -173,8 +168,7 @@ class KinetoMapper {
       if (strings_.text(e.name) == "[memory]") {
         memory(e);
       } else {
-        out_.instants.push_back(
-            {.thread = threads_.thread(e.lane), .time = e.ts, .name = e.name, .kind = SpanKind::user});
+        add_host_instant(e, threads_, out_);
       }
       return;
     }

@@ -19,70 +19,28 @@ std::string_view lookup(const std::array<std::string_view, N>& names, unsigned i
 }
 }  // namespace
 
-std::span<const std::string_view> span_kind_names() { return kSpanKinds; }
-std::span<const std::string_view> device_op_kind_names() { return kDeviceOpKinds; }
-std::span<const std::string_view> copy_kind_names() { return kCopyKinds; }
-std::span<const std::string_view> host_memory_names() { return kHostMemory; }
-std::span<const std::string_view> memory_event_kind_names() { return kMemoryEventKinds; }
-std::span<const std::string_view> compile_kind_names() { return kCompileKinds; }
-std::span<const std::string_view> device_kind_names() { return kDeviceKinds; }
+// Each enumeration with its names: what the functions below are made of.
+#define LOUPE_TRACE_ENUMS(E)                                     \
+  E(SpanKind, kSpanKinds, span_kind_names)                       \
+  E(DeviceOpKind, kDeviceOpKinds, device_op_kind_names)          \
+  E(CopyKind, kCopyKinds, copy_kind_names)                       \
+  E(HostMemory, kHostMemory, host_memory_names)                  \
+  E(MemoryEventKind, kMemoryEventKinds, memory_event_kind_names) \
+  E(CompileKind, kCompileKinds, compile_kind_names)              \
+  E(DeviceKind, kDeviceKinds, device_kind_names)
 
-template <>
-std::string_view name_of(SpanKind v) {
-  return lookup(kSpanKinds, unsigned(v));
-}
-template <>
-std::string_view name_of(DeviceOpKind v) {
-  return lookup(kDeviceOpKinds, unsigned(v));
-}
-template <>
-std::string_view name_of(CopyKind v) {
-  return lookup(kCopyKinds, unsigned(v));
-}
-template <>
-std::string_view name_of(HostMemory v) {
-  return lookup(kHostMemory, unsigned(v));
-}
-template <>
-std::string_view name_of(MemoryEventKind v) {
-  return lookup(kMemoryEventKinds, unsigned(v));
-}
-template <>
-std::string_view name_of(CompileKind v) {
-  return lookup(kCompileKinds, unsigned(v));
-}
-template <>
-std::string_view name_of(DeviceKind v) {
-  return lookup(kDeviceKinds, unsigned(v));
-}
-
-template <>
-size_t enumerator_count<SpanKind>() {
-  return kSpanKinds.size();
-}
-template <>
-size_t enumerator_count<DeviceOpKind>() {
-  return kDeviceOpKinds.size();
-}
-template <>
-size_t enumerator_count<CopyKind>() {
-  return kCopyKinds.size();
-}
-template <>
-size_t enumerator_count<HostMemory>() {
-  return kHostMemory.size();
-}
-template <>
-size_t enumerator_count<MemoryEventKind>() {
-  return kMemoryEventKinds.size();
-}
-template <>
-size_t enumerator_count<CompileKind>() {
-  return kCompileKinds.size();
-}
-template <>
-size_t enumerator_count<DeviceKind>() {
-  return kDeviceKinds.size();
-}
+#define LOUPE_ENUM_NAMING(Enum, names, names_function)                 \
+  std::span<const std::string_view> names_function() { return names; } \
+  template <>                                                          \
+  std::string_view name_of(Enum v) {                                   \
+    return lookup(names, unsigned(v));                                 \
+  }                                                                    \
+  template <>                                                          \
+  size_t enumerator_count<Enum>() {                                    \
+    return names.size();                                               \
+  }
+LOUPE_TRACE_ENUMS(LOUPE_ENUM_NAMING)
+#undef LOUPE_ENUM_NAMING
+#undef LOUPE_TRACE_ENUMS
 
 }  // namespace loupe::prof
