@@ -22,7 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "covered_length.h"
 #include "loupe/prof/import.h"
+#include "loupe/prof/synth.h"
 #include "loupe/prof/trace_reader.h"
 #include "proc_status.h"
 
@@ -56,20 +58,9 @@ int run_idle(const std::string& path) {
   }
   std::string devices;
   for (auto& [device, iv] : intervals) {
-    std::sort(iv.begin(), iv.end());
-    int64_t busy = 0, s = iv[0].first, e = iv[0].second, last = iv[0].second;
-    for (const auto& [a, b] : iv) {
-      last = std::max(last, b);
-      if (a > e) {
-        busy += e - s;
-        s = a;
-        e = b;
-      } else {
-        e = std::max(e, b);
-      }
-    }
-    busy += e - s;
-    int64_t window = last - iv[0].first;
+    int64_t first = iv[0].first, last = iv[0].second;
+    for (const auto& [a, b] : iv) first = std::min(first, a), last = std::max(last, b);
+    int64_t busy = loupe::test::covered_length(std::move(iv)), window = last - first;
     devices += fmt::format("{}{{\"device\": {}, \"busy_ns\": {}, \"window_ns\": {}, \"idle_ns\": {}}}",
                            devices.empty() ? "" : ", ", device, busy, window, window - busy);
   }
@@ -77,18 +68,6 @@ int run_idle(const std::string& path) {
   fmt::print("{{\"load_seconds\": {:.4f}, \"seconds\": {:.4f}, \"devices\": [{}]}}\n", load, total, devices);
   return 0;
 }
-
-// splitmix64, as in loupe synth: the same seed writes the same file.
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  int64_t uniform(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
-};
 
 // A Kineto trace shaped like the V100 fixture: per step, nested cpu_ops on
 // the main thread, each launching kernels through cudaLaunchKernel with
@@ -129,7 +108,7 @@ int run_generate(const std::string& path, uint64_t target_bytes) {
       "void cunn_SoftMaxForward<4, float, float, float, cunn::SoftMaxForwardEpilogue>(float*, float const*, int)",
       "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, "
       "3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"};
-  Rng rng{42};
+  loupe::prof::SplitMix64 rng{42};
   int64_t t = 1'700'000'000'000'000'000ll / 1000 * 1000;  // ns; printed as us with 3 decimals
   int64_t gpu = t;
   int64_t corr = 1, ext = 1, allocated = int64_t(8) << 30, reserved = int64_t(12) << 30;

@@ -52,6 +52,16 @@ struct PendingOp {
   uint32_t lane = 0;
 };
 
+inline bool is_flow(const ChromeEvent& e) { return e.ph == 's' || e.ph == 't' || e.ph == 'f'; }
+inline bool is_instant(const ChromeEvent& e) { return e.ph == 'i' || e.ph == 'I' || e.ph == 'n'; }
+// Why an event cannot become a span or device op (it is not a complete
+// event, or its duration is negative), or null when it can.
+inline const char* why_not_complete(const ChromeEvent& e) {
+  if (e.ph != 'X') return "async events (ph 'b', 'e')";
+  if (e.dur < 0) return "events with a negative duration";
+  return nullptr;
+}
+
 // An instant event of a host lane, as a user instant of its thread.
 void add_host_instant(const ChromeEvent& e, LaneThreads& threads, ImportedTrace& out);
 

@@ -132,11 +132,11 @@ class JaxMapper {
   void event(const ChromeEvent& e) {
     const Lane& lane = raw_.lanes[e.lane];
     ProcessInfo p = process_of(lane);
-    if (e.ph == 's' || e.ph == 't' || e.ph == 'f') {
+    if (is_flow(e)) {
       skip("flow events");
       return;
     }
-    if (e.ph == 'i' || e.ph == 'I' || e.ph == 'n') {
+    if (is_instant(e)) {
       if (p.kind == Process::device) {
         skip("instant events on device lanes");
       } else {
@@ -144,14 +144,7 @@ class JaxMapper {
       }
       return;
     }
-    if (e.ph != 'X') {
-      skip("async events (ph 'b', 'e')");
-      return;
-    }
-    if (e.dur < 0) {
-      skip("events with a negative duration");
-      return;
-    }
+    if (const char* why = why_not_complete(e)) return skip(why);
     switch (p.kind) {
       case Process::device: device_op(e, p.device); break;
       case Process::cupti:

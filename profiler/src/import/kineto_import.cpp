@@ -95,7 +95,7 @@ class KinetoMapper {
   void reserve() {
     size_t spans = 0, calls = 0, ops = 0, copies = 0, points = 0;
     for (const ChromeEvent& e : raw_.events) {
-      if (e.ph == 'i' || e.ph == 'I' || e.ph == 'n') {
+      if (is_instant(e)) {
         ++points;
         continue;
       }
@@ -149,7 +149,7 @@ class KinetoMapper {
   void event(const ChromeEvent& e) {
     const Lane& lane = raw_.lanes[e.lane];
     KinetoCat c = cat(e.cat);
-    if (e.ph == 's' || e.ph == 't' || e.ph == 'f') {
+    if (is_flow(e)) {
       if (c == KinetoCat::ac2g && e.correlation != kNone) {
         // The flow's ends sit where the launch and the device op are: a
         // fallback link for events that lack args.correlation.
@@ -172,14 +172,7 @@ class KinetoMapper {
       }
       return;
     }
-    if (e.ph != 'X') {
-      skip("async events (ph 'b', 'e')");
-      return;
-    }
-    if (e.dur < 0) {
-      skip("events with a negative duration");
-      return;
-    }
+    if (const char* why = why_not_complete(e)) return skip(why);
     switch (c) {
       case KinetoCat::cpu_op: span(e, SpanKind::runtime); break;
       case KinetoCat::user_annotation:

@@ -12,25 +12,6 @@ namespace loupe::prof {
 
 namespace {
 
-// splitmix64: a small, portable generator, so a seed gives the same trace
-// with any standard library.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [lo, hi].
-  int64_t uniform(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
-  bool chance(double p) { return double(next() >> 11) * 0x1.0p-53 < p; }
-
- private:
-  uint64_t state_;
-};
-
 constexpr int kDevices = 2;
 constexpr int kLayers = 12;
 constexpr int64_t kGiB = int64_t(1) << 30;
@@ -132,7 +113,7 @@ class SyntheticProgram {
 
  private:
   TraceWriter& w_;
-  Rng rng_;
+  SplitMix64 rng_;
   Emitter out_;
   SynthNames names_;
   DeviceState dev_[kDevices];
