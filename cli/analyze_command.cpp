@@ -18,6 +18,16 @@ struct AnalyzeArgs {
   AnalysisArgs analysis;
 };
 
+// The options of `loupe analyze`.
+void add_options(CLI::App& cmd, AnalyzeArgs& args) {
+  cmd.description(
+      "Find what made a run slow: recompiles, transfers, idle gaps, memory, "
+      "tiny kernels, async timing, steps, communication (docs/analyses.md)");
+  cmd.add_option("FILE", args.path, "trace file")->required();
+  cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
+  add_analysis_options(cmd, args.analysis);
+}
+
 int run_analyze(const AnalyzeArgs& args) {
   prof::AnalysisOptions options = make_analysis_options(args.analysis);  // throws on bad values
   prof::TraceModel model = prof::load_trace(args.path);
@@ -32,16 +42,6 @@ int run_analyze(const AnalyzeArgs& args) {
 
 }  // namespace
 
-Command add_analyze_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("analyze",
-                                 "Find what made a run slow: recompiles, transfers, idle gaps, memory, "
-                                 "tiny kernels, async timing, steps, communication (docs/analyses.md)");
-  auto args = std::make_shared<AnalyzeArgs>();
-  cmd->add_option("FILE", args->path, "trace file")->required();
-  cmd->add_option("--format", args->format, "text, json or markdown")
-      ->check(CLI::IsMember({"text", "json", "markdown"}));
-  add_analysis_options(*cmd, args->analysis);
-  return {cmd, [args] { return run_analyze(*args); }};
-}
+Command add_analyze_command(CLI::App& app) { return make_command(app, "analyze", add_options, run_analyze); }
 
 }  // namespace loupe::cli

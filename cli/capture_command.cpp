@@ -27,6 +27,14 @@ struct CaptureArgs {
   std::vector<std::string> program;
 };
 
+// The options of `loupe capture`.
+void add_options(CLI::App& cmd, CaptureArgs& args) {
+  cmd.description("Record an unmodified CUDA program (PyTorch, JAX, CUDA C++) with CUPTI");
+  cmd.add_option("-o,--out", args.out, "trace file to write (default trace.db)");
+  cmd.add_option("--duration", args.duration, "stop recording after this many seconds")->check(CLI::PositiveNumber);
+  cmd.add_option("PROGRAM", args.program, "the program and its arguments, after --")->required();
+}
+
 std::string self_dir() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -108,13 +116,6 @@ int run_capture(const CaptureArgs& args) {
 
 }  // namespace
 
-Command add_capture_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("capture", "Record an unmodified CUDA program (PyTorch, JAX, CUDA C++) with CUPTI");
-  auto args = std::make_shared<CaptureArgs>();
-  cmd->add_option("-o,--out", args->out, "trace file to write (default trace.db)");
-  cmd->add_option("--duration", args->duration, "stop recording after this many seconds")->check(CLI::PositiveNumber);
-  cmd->add_option("PROGRAM", args->program, "the program and its arguments, after --")->required();
-  return {cmd, [args] { return run_capture(*args); }};
-}
+Command add_capture_command(CLI::App& app) { return make_command(app, "capture", add_options, run_capture); }
 
 }  // namespace loupe::cli

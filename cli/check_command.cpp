@@ -18,6 +18,16 @@ struct CheckArgs {
   std::string path, budget, junit;
 };
 
+// The options of `loupe check`.
+void add_options(CLI::App& cmd, CheckArgs& args) {
+  cmd.description("Check a trace against budgets (TOML); exit 1 if any is exceeded");
+  cmd.add_option("FILE", args.path, "trace file")->required();
+  std::string keys;
+  for (const auto& k : prof::budget_keys()) keys += fmt::format("\n  {}: {}", k.key, k.description);
+  cmd.add_option("--budget", args.budget, "budget file (TOML) with any of:" + keys)->required();
+  cmd.add_option("--junit", args.junit, "also write the results as JUnit XML to this file");
+}
+
 int run_check(const CheckArgs& args) {
   // The report is refused before any work if it could not be written.
   std::unique_ptr<prof::OutputFile> junit;
@@ -54,15 +64,6 @@ int run_check(const CheckArgs& args) {
 
 }  // namespace
 
-Command add_check_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("check", "Check a trace against budgets (TOML); exit 1 if any is exceeded");
-  auto args = std::make_shared<CheckArgs>();
-  cmd->add_option("FILE", args->path, "trace file")->required();
-  std::string keys;
-  for (const auto& k : prof::budget_keys()) keys += fmt::format("\n  {}: {}", k.key, k.description);
-  cmd->add_option("--budget", args->budget, "budget file (TOML) with any of:" + keys)->required();
-  cmd->add_option("--junit", args->junit, "also write the results as JUnit XML to this file");
-  return {cmd, [args] { return run_check(*args); }};
-}
+Command add_check_command(CLI::App& app) { return make_command(app, "check", add_options, run_check); }
 
 }  // namespace loupe::cli

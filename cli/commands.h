@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace loupe::cli {
@@ -18,6 +19,17 @@ struct Command {
   CLI::App* app;             // the subcommand, with its options
   std::function<int()> run;  // runs it once parsed; returns the exit code
 };
+
+// Adds the subcommand `name`: `options(cmd, args)` describes it and
+// registers its options, which fill an Args that lives as long as the
+// command does; `run(args)` runs it once they are parsed.
+template <typename Args, typename Options>
+Command make_command(CLI::App& app, const std::string& name, Options&& options, int (*run)(const Args&)) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(name);
+  options(*cmd, *args);
+  return {cmd, [args, run] { return run(*args); }};
+}
 
 Command add_info_command(CLI::App& app);
 Command add_sql_command(CLI::App& app);

@@ -21,6 +21,19 @@ struct DiffArgs {
   AnalysisArgs analysis;
 };
 
+// The options of `loupe diff`.
+void add_options(CLI::App& cmd, DiffArgs& args) {
+  cmd.description("Compare two runs: metrics, device ops and host spans, with noise marked");
+  cmd.add_option("BASE", args.base, "baseline trace")->required();
+  cmd.add_option("HEAD", args.head, "trace to compare with it")->required();
+  cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
+  cmd.add_option("--fail-on", args.fail_on,
+                 "exit 1 when a metric moves past a threshold, e.g. 'step_time:+5%', 'recompiles:+0', "
+                 "'peak_memory:+10%' (repeatable)");
+  cmd.add_option("--limit", args.limit, "rows per name table (default 15)");
+  add_analysis_options(cmd, args.analysis);
+}
+
 int run_diff(const DiffArgs& args) {
   std::vector<prof::FailOn> rules;
   for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f));  // throws on bad input
@@ -66,19 +79,6 @@ int run_diff(const DiffArgs& args) {
 
 }  // namespace
 
-Command add_diff_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("diff", "Compare two runs: metrics, device ops and host spans, with noise marked");
-  auto args = std::make_shared<DiffArgs>();
-  cmd->add_option("BASE", args->base, "baseline trace")->required();
-  cmd->add_option("HEAD", args->head, "trace to compare with it")->required();
-  cmd->add_option("--format", args->format, "text, json or markdown")
-      ->check(CLI::IsMember({"text", "json", "markdown"}));
-  cmd->add_option("--fail-on", args->fail_on,
-                  "exit 1 when a metric moves past a threshold, e.g. 'step_time:+5%', 'recompiles:+0', "
-                  "'peak_memory:+10%' (repeatable)");
-  cmd->add_option("--limit", args->limit, "rows per name table (default 15)");
-  add_analysis_options(*cmd, args->analysis);
-  return {cmd, [args] { return run_diff(*args); }};
-}
+Command add_diff_command(CLI::App& app) { return make_command(app, "diff", add_options, run_diff); }
 
 }  // namespace loupe::cli

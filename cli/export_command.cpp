@@ -15,6 +15,13 @@ struct ExportArgs {
   std::string path, chrome;
 };
 
+// The options of `loupe export`.
+void add_options(CLI::App& cmd, ExportArgs& args) {
+  cmd.description("Export a trace to another format (Chrome Trace Event JSON)");
+  cmd.add_option("FILE", args.path, "trace file")->required();
+  cmd.add_option("--chrome", args.chrome, "write Chrome Trace Event JSON to this file")->required();
+}
+
 int run_export(const ExportArgs& args) {
   prof::OutputFile out(args.chrome, {args.path});  // refused before any work
   prof::TraceModel model = prof::load_trace(args.path);
@@ -40,12 +47,6 @@ int run_export(const ExportArgs& args) {
 
 }  // namespace
 
-Command add_export_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("export", "Export a trace to another format (Chrome Trace Event JSON)");
-  auto args = std::make_shared<ExportArgs>();
-  cmd->add_option("FILE", args->path, "trace file")->required();
-  cmd->add_option("--chrome", args->chrome, "write Chrome Trace Event JSON to this file")->required();
-  return {cmd, [args] { return run_export(*args); }};
-}
+Command add_export_command(CLI::App& app) { return make_command(app, "export", add_options, run_export); }
 
 }  // namespace loupe::cli

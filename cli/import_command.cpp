@@ -22,6 +22,21 @@ struct ImportArgs {
   bool quiet = false;
 };
 
+// The options of `loupe import`.
+void add_options(CLI::App& cmd, ImportArgs& args) {
+  cmd.description(
+      "Turn a PyTorch profiler (Kineto), JAX profiler or Chrome trace JSON (.json, .json.gz), or an "
+      "Nsight Systems SQLite export, into a loupe trace");
+  cmd.add_option("IN", args.in, "trace to import")->required();
+  cmd.add_option("-o,--out", args.out, "loupe trace to write (default: IN with its extension replaced by .db)");
+  std::vector<std::string> names;
+  for (const prof::ImportFormatName& f : prof::kImportFormats) names.emplace_back(f.name);
+  cmd.add_option("--format", args.format,
+                 fmt::format("input format: {} (from the content), {}", names.front(), prof::import_format_names(1)))
+      ->check(CLI::IsMember(names));
+  cmd.add_flag("-q,--quiet", args.quiet, "print nothing on success");
+}
+
 // trace.json.gz -> trace.db, report.sqlite -> report.db, beside the input.
 std::string default_output(const std::string& in) {
   std::string base = in;
@@ -69,21 +84,6 @@ int run_import(const ImportArgs& args) {
 
 }  // namespace
 
-Command add_import_command(CLI::App& app) {
-  auto* cmd =
-      app.add_subcommand("import",
-                         "Turn a PyTorch profiler (Kineto), JAX profiler or Chrome trace JSON (.json, .json.gz), or an "
-                         "Nsight Systems SQLite export, into a loupe trace");
-  auto args = std::make_shared<ImportArgs>();
-  cmd->add_option("IN", args->in, "trace to import")->required();
-  cmd->add_option("-o,--out", args->out, "loupe trace to write (default: IN with its extension replaced by .db)");
-  std::vector<std::string> names;
-  for (const prof::ImportFormatName& f : prof::kImportFormats) names.emplace_back(f.name);
-  cmd->add_option("--format", args->format,
-                  fmt::format("input format: {} (from the content), {}", names.front(), prof::import_format_names(1)))
-      ->check(CLI::IsMember(names));
-  cmd->add_flag("-q,--quiet", args->quiet, "print nothing on success");
-  return {cmd, [args] { return run_import(*args); }};
-}
+Command add_import_command(CLI::App& app) { return make_command(app, "import", add_options, run_import); }
 
 }  // namespace loupe::cli

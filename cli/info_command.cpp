@@ -8,6 +8,16 @@
 
 namespace loupe::cli {
 
+namespace {
+
+// The options of `loupe info`.
+void add_options(CLI::App& cmd, std::string& path) {
+  cmd.description("Show what a trace file holds: version, producer, duration, counts, devices");
+  cmd.add_option("FILE", path, "trace file")->required();
+}
+
+}  // namespace
+
 int print_info(const std::string& path) {
   prof::TraceSummary s = prof::summarize_trace(path);
   uint64_t total = 0;
@@ -57,11 +67,6 @@ int print_info(const std::string& path) {
   return kExitOk;
 }
 
-Command add_info_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info", "Show what a trace file holds: version, producer, duration, counts, devices");
-  auto path = std::make_shared<std::string>();
-  cmd->add_option("FILE", *path, "trace file")->required();
-  return {cmd, [path] { return print_info(*path); }};
-}
+Command add_info_command(CLI::App& app) { return make_command(app, "info", add_options, print_info); }
 
 }  // namespace loupe::cli

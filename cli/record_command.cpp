@@ -21,6 +21,17 @@ struct RecordArgs {
   bool quiet = false;
 };
 
+// The options of `loupe record`.
+void add_options(CLI::App& cmd, RecordArgs& args) {
+  cmd.description("Run a program built on loupe's runtime with recording on (LOUPE_TRACE), then show the trace");
+  cmd.add_option("-o,--out", args.out, "trace file to write")->required();
+  cmd.add_flag("-q,--quiet", args.quiet, "do not print the trace summary after the run");
+  cmd.add_option("command", args.command, "the program and its arguments (after --)")->required();
+  cmd.footer(
+      "Example: loupe record -o trace.db -- build/bin/train_mlp --epochs 5\n"
+      "The exit code is the program's; SIGINT, SIGTERM and SIGHUP sent to loupe are passed on to it.");
+}
+
 int run_record(const RecordArgs& args) {
   // Refused before the program starts: a path the capture could not write.
   prof::check_output_path(args.out);
@@ -50,17 +61,6 @@ int run_record(const RecordArgs& args) {
 
 }  // namespace
 
-Command add_record_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "record", "Run a program built on loupe's runtime with recording on (LOUPE_TRACE), then show the trace");
-  auto args = std::make_shared<RecordArgs>();
-  cmd->add_option("-o,--out", args->out, "trace file to write")->required();
-  cmd->add_flag("-q,--quiet", args->quiet, "do not print the trace summary after the run");
-  cmd->add_option("command", args->command, "the program and its arguments (after --)")->required();
-  cmd->footer(
-      "Example: loupe record -o trace.db -- build/bin/train_mlp --epochs 5\n"
-      "The exit code is the program's; SIGINT, SIGTERM and SIGHUP sent to loupe are passed on to it.");
-  return {cmd, [args] { return run_record(*args); }};
-}
+Command add_record_command(CLI::App& app) { return make_command(app, "record", add_options, run_record); }
 
 }  // namespace loupe::cli

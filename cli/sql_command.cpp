@@ -15,6 +15,18 @@ struct SqlArgs {
   double timeout = prof::kDefaultQueryTimeoutSeconds;
 };
 
+// The options of `loupe sql`.
+void add_options(CLI::App& cmd, SqlArgs& args) {
+  cmd.description("Run a read-only SQL query on a trace file (docs/trace-format.md has the schema)");
+  cmd.add_option("FILE", args.path, "trace file")->required();
+  cmd.add_option("QUERY", args.sql, "one SQL statement, e.g. \"SELECT count(*) FROM device_ops\"")->required();
+  cmd.add_flag("--csv", args.csv, "print CSV instead of an aligned table");
+  cmd.add_option("--timeout", args.timeout,
+                 fmt::format("stop a query that runs longer than this many seconds (default {:g}; 0: no limit)",
+                             prof::kDefaultQueryTimeoutSeconds))
+      ->check(CLI::NonNegativeNumber);
+}
+
 // Column widths come from the first rows; later rows stream through so that
 // a query over millions of rows needs no memory for them.
 constexpr size_t kRowsForWidths = 1000;
@@ -71,18 +83,6 @@ int run_sql(const SqlArgs& args) {
 
 }  // namespace
 
-Command add_sql_command(CLI::App& app) {
-  auto* cmd =
-      app.add_subcommand("sql", "Run a read-only SQL query on a trace file (docs/trace-format.md has the schema)");
-  auto args = std::make_shared<SqlArgs>();
-  cmd->add_option("FILE", args->path, "trace file")->required();
-  cmd->add_option("QUERY", args->sql, "one SQL statement, e.g. \"SELECT count(*) FROM device_ops\"")->required();
-  cmd->add_flag("--csv", args->csv, "print CSV instead of an aligned table");
-  cmd->add_option("--timeout", args->timeout,
-                  fmt::format("stop a query that runs longer than this many seconds (default {:g}; 0: no limit)",
-                              prof::kDefaultQueryTimeoutSeconds))
-      ->check(CLI::NonNegativeNumber);
-  return {cmd, [args] { return run_sql(*args); }};
-}
+Command add_sql_command(CLI::App& app) { return make_command(app, "sql", add_options, run_sql); }
 
 }  // namespace loupe::cli

@@ -20,6 +20,15 @@ struct SummaryArgs {
   size_t limit = 20;
 };
 
+// The options of `loupe summary`.
+void add_options(CLI::App& cmd, SummaryArgs& args) {
+  cmd.description("Tables of device ops, transfers, host spans, compiles and memory peaks");
+  cmd.add_option("FILE", args.path, "trace file")->required();
+  auto* csv = cmd.add_flag("--csv", args.csv, "CSV with raw numbers (ns, bytes)");
+  cmd.add_flag("--json", args.json, "JSON with raw numbers (ns, bytes)")->excludes(csv);
+  cmd.add_option("--limit", args.limit, "rows per table in text output (default 20)");
+}
+
 // Machine output carries raw numbers (ns, bytes, counts), not the text.
 std::string raw(const prof::StatCell& c) {
   if (!c.numeric) return c.text;
@@ -90,14 +99,6 @@ int run_summary(const SummaryArgs& args) {
 
 }  // namespace
 
-Command add_summary_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("summary", "Tables of device ops, transfers, host spans, compiles and memory peaks");
-  auto args = std::make_shared<SummaryArgs>();
-  cmd->add_option("FILE", args->path, "trace file")->required();
-  auto* csv = cmd->add_flag("--csv", args->csv, "CSV with raw numbers (ns, bytes)");
-  cmd->add_flag("--json", args->json, "JSON with raw numbers (ns, bytes)")->excludes(csv);
-  cmd->add_option("--limit", args->limit, "rows per table in text output (default 20)");
-  return {cmd, [args] { return run_summary(*args); }};
-}
+Command add_summary_command(CLI::App& app) { return make_command(app, "summary", add_options, run_summary); }
 
 }  // namespace loupe::cli

@@ -18,6 +18,16 @@ struct SynthArgs {
   bool quiet = false;
 };
 
+// The options of `loupe synth`.
+void add_options(CLI::App& cmd, SynthArgs& args) {
+  cmd.description("Write a realistic synthetic trace (for tests, benchmarks and the viewer)");
+  cmd.add_option("-o,--out", args.out, "trace file to write")->required();
+  cmd.add_option("--events", args.events, "number of events to write (up to 100 million)")
+      ->check(CLI::Range(uint64_t(1), uint64_t(100'000'000)));
+  cmd.add_option("--seed", args.seed, "random seed; the same seed writes the same trace");
+  cmd.add_flag("-q,--quiet", args.quiet, "print nothing on success");
+}
+
 int run_synth(const SynthArgs& args) {
   auto t0 = std::chrono::steady_clock::now();
   prof::SynthResult r = prof::write_synthetic_trace(args.out, {args.events, args.seed});
@@ -32,15 +42,6 @@ int run_synth(const SynthArgs& args) {
 
 }  // namespace
 
-Command add_synth_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("synth", "Write a realistic synthetic trace (for tests, benchmarks and the viewer)");
-  auto args = std::make_shared<SynthArgs>();
-  cmd->add_option("-o,--out", args->out, "trace file to write")->required();
-  cmd->add_option("--events", args->events, "number of events to write (up to 100 million)")
-      ->check(CLI::Range(uint64_t(1), uint64_t(100'000'000)));
-  cmd->add_option("--seed", args->seed, "random seed; the same seed writes the same trace");
-  cmd->add_flag("-q,--quiet", args->quiet, "print nothing on success");
-  return {cmd, [args] { return run_synth(*args); }};
-}
+Command add_synth_command(CLI::App& app) { return make_command(app, "synth", add_options, run_synth); }
 
 }  // namespace loupe::cli
