@@ -381,6 +381,23 @@ class NsysReader {
     }
   }
 
+  // What memcpy and memset rows share, in the columns selected first:
+  // start, end, deviceId, streamId, correlationId, bytes. Nothing when the
+  // row's times cannot be used.
+  std::optional<PendingOp> copy_or_set(Stmt& s, uint64_t row, DeviceOpKind kind) {
+    int64_t start = integer(s, 0, "start", row), end = integer(s, 1, "end", row);
+    if (!span(start, end)) return std::nullopt;
+    PendingOp op;
+    op.row = {.device = device_id(integer(s, 2, "deviceId", row), row),
+              .stream = stream_id(integer(s, 3, "streamId", row), row),
+              .start = start,
+              .dur = end - start,
+              .kind = kind};
+    op.correlation = integer(s, 4, "correlationId", row, kNone);
+    op.bytes = integer(s, 5, "bytes", row);
+    return op;
+  }
+
   void memcpys() {
     auto cols = columns(kMemcpy, {"start", "end", "deviceId", "streamId", "bytes", "copyKind"});
     Stmt s(db_.get(), select(kMemcpy, cols,
@@ -390,16 +407,9 @@ class NsysReader {
     while (s.step()) {
       ++row;
       ++out_.source_events;
-      int64_t start = integer(s, 0, "start", row), end = integer(s, 1, "end", row);
-      if (!span(start, end)) continue;
-      PendingOp op;
-      op.row = {.device = device_id(integer(s, 2, "deviceId", row), row),
-                .stream = stream_id(integer(s, 3, "streamId", row), row),
-                .start = start,
-                .dur = end - start,
-                .kind = DeviceOpKind::memcpy};
-      op.correlation = integer(s, 4, "correlationId", row, kNone);
-      op.bytes = integer(s, 5, "bytes", row);
+      std::optional<PendingOp> read = copy_or_set(s, row, DeviceOpKind::memcpy);
+      if (!read) continue;
+      PendingOp& op = *read;
       int64_t kind = integer(s, 6, "copyKind", row);
       op.row.copy_kind = copy_kind(kind);
       std::string src = mem_kind(integer(s, 7, "srcKind", row, 0));
@@ -423,16 +433,9 @@ class NsysReader {
     while (s.step()) {
       ++row;
       ++out_.source_events;
-      int64_t start = integer(s, 0, "start", row), end = integer(s, 1, "end", row);
-      if (!span(start, end)) continue;
-      PendingOp op;
-      op.row = {.device = device_id(integer(s, 2, "deviceId", row), row),
-                .stream = stream_id(integer(s, 3, "streamId", row), row),
-                .start = start,
-                .dur = end - start,
-                .kind = DeviceOpKind::memset};
-      op.correlation = integer(s, 4, "correlationId", row, kNone);
-      op.bytes = integer(s, 5, "bytes", row);
+      std::optional<PendingOp> read = copy_or_set(s, row, DeviceOpKind::memset);
+      if (!read) continue;
+      PendingOp& op = *read;
       op.row.name = strings_.intern(fmt::format("Memset ({})", mem_kind(integer(s, 6, "memKind", row, 3))));
       ops_.push_back(op);
     }

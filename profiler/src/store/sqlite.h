@@ -50,6 +50,15 @@ class Stmt {
   void bind_static(int i, std::string_view v) { sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_STATIC); }
   bool step();  // true: a row; false: done; throws StoreError on error
   void reset() { sqlite3_reset(stmt_); }
+  // Binds `values` to parameters 1, 2, ... (text without a copy: it must
+  // outlive the call), runs the statement once and resets it.
+  template <typename... Values>
+  void run_static(const Values&... values) {
+    int i = 0;
+    (bind_static_value(++i, values), ...);
+    step();
+    reset();
+  }
 
   int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
   double real(int col) const { return sqlite3_column_double(stmt_, col); }
@@ -60,6 +69,9 @@ class Stmt {
   }
 
  private:
+  void bind_static_value(int i, int64_t v) { bind(i, v); }
+  void bind_static_value(int i, double v) { bind(i, v); }
+  void bind_static_value(int i, std::string_view v) { bind_static(i, v); }
   sqlite3_stmt* stmt_ = nullptr;
 };
 

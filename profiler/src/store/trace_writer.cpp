@@ -473,66 +473,34 @@ uint64_t TraceWriter::committed() const { return impl_->committed; }
 
 void TraceWriter::Impl::write_all() {
   for (size_t i = strings_written; i < strings_by_id.size(); ++i) {
-    insert_string.bind(1, int64_t(i));
-    insert_string.bind_static(2, *strings_by_id[i]);
-    insert_string.step();
-    insert_string.reset();
+    insert_string.run_static(int64_t(i), std::string_view(*strings_by_id[i]));
   }
   for (uint32_t id : dirty_devices) {
     const DeviceRow& d = devices[id];
-    put_device.bind(1, int64_t(d.id));
-    put_device.bind_static(2, d.name);
-    put_device.bind(3, int64_t(d.kind));
-    put_device.bind(4, d.memory_capacity);
-    put_device.bind(5, d.copy_bandwidth);
-    put_device.step();
-    put_device.reset();
+    put_device.run_static(int64_t(d.id), std::string_view(d.name), int64_t(d.kind), d.memory_capacity,
+                          d.copy_bandwidth);
   }
   for (auto key : dirty_streams) {
     const StreamRow& s = streams[key];
-    put_stream.bind(1, int64_t(s.device));
-    put_stream.bind(2, int64_t(s.stream));
-    put_stream.bind_static(3, s.name);
-    put_stream.step();
-    put_stream.reset();
+    put_stream.run_static(int64_t(s.device), int64_t(s.stream), std::string_view(s.name));
   }
   for (uint32_t id : dirty_threads) {
     const ThreadRow& t = threads[id];
-    put_thread.bind(1, int64_t(t.id));
-    put_thread.bind(2, t.process);
-    put_thread.bind(3, t.os_tid);
-    put_thread.bind_static(4, t.name);
-    put_thread.bind(5, int64_t(t.dropped_events));
-    put_thread.step();
-    put_thread.reset();
+    put_thread.run_static(int64_t(t.id), t.process, t.os_tid, std::string_view(t.name), int64_t(t.dropped_events));
   }
   for (uint32_t id : dirty_callsites) {
     const CallSiteRow& c = callsites[id];
-    put_callsite.bind(1, int64_t(c.id));
-    put_callsite.bind(2, int64_t(c.file));
-    put_callsite.bind(3, int64_t(c.line));
-    put_callsite.bind(4, int64_t(c.function));
-    put_callsite.step();
-    put_callsite.reset();
+    put_callsite.run_static(int64_t(c.id), int64_t(c.file), int64_t(c.line), int64_t(c.function));
   }
   for_each_table([&](auto& t) { t.write(tracks); });
   for (auto& [key, t] : tracks) {
     if (!t.dirty) continue;
-    put_track.bind_static(1, std::get<0>(key));
-    put_track.bind(2, std::get<1>(key));
-    put_track.bind(3, std::get<2>(key));
-    put_track.bind(4, t.rows);
-    put_track.bind(5, t.first_start);
-    put_track.bind(6, t.last_end);
-    put_track.step();
-    put_track.reset();
+    put_track.run_static(std::string_view(std::get<0>(key)), std::get<1>(key), std::get<2>(key), t.rows, t.first_start,
+                         t.last_end);
   }
   for (const std::string& key : dirty_meta) {
     auto it = meta.find(key);
-    put_meta.bind_static(1, it->first);
-    put_meta.bind_static(2, it->second);
-    put_meta.step();
-    put_meta.reset();
+    put_meta.run_static(std::string_view(it->first), std::string_view(it->second));
   }
 }
 
