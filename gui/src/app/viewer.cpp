@@ -22,6 +22,21 @@ bool ready(const std::future<T>& f) {
   return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
+// Runs `work` on a thread of its own and then wakes the UI (also when it
+// throws), so that the next frame shows what it made.
+template <typename Work>
+auto async_then_wake(const std::function<void()>& wake, Work work) {
+  return std::async(std::launch::async, [wake, work] {
+    struct Wake {
+      const std::function<void()>& f;
+      ~Wake() {
+        if (f) f();
+      }
+    } w{wake};
+    return work();
+  });
+}
+
 }  // namespace
 
 Viewer::Viewer(std::function<void()> wake) : wake_(std::move(wake)) {
@@ -62,31 +77,13 @@ void Viewer::open(const std::string& base, const std::string& head) {
   s_.paths = {base, head};
   for (int i = 0; i < s_.doc_count(); ++i) {
     std::string path = s_.paths[size_t(i)];
-    auto wake = wake_;
-    loading_[size_t(i)] = std::async(std::launch::async, [path, wake] {
-      struct Wake {
-        std::function<void()> f;
-        ~Wake() {
-          if (f) f();
-        }
-      } w{wake};
-      return load_document(path);
-    });
+    loading_[size_t(i)] = async_then_wake(wake_, [path] { return load_document(path); });
   }
 }
 
 void Viewer::start_analysis(int i) {
   const Document* d = s_.docs[size_t(i)].get();
-  auto wake = wake_;
-  analysing_[size_t(i)] = std::async(std::launch::async, [d, wake] {
-    struct Wake {
-      std::function<void()> f;
-      ~Wake() {
-        if (f) f();
-      }
-    } w{wake};
-    return analyse_document(*d);
-  });
+  analysing_[size_t(i)] = async_then_wake(wake_, [d] { return analyse_document(*d); });
 }
 
 bool Viewer::poll() {

@@ -19,6 +19,15 @@ Int parse_int(const std::string& text, const std::string& what) {
   return v;
 }
 
+// A flag's value in two parts around `sep`, or invalid_argument saying
+// what it should look like.
+std::pair<std::string, std::string> split_value(const std::string& flag, const std::string& v, char sep,
+                                                const char* form) {
+  size_t at = v.find(sep);
+  if (at == std::string::npos) throw std::invalid_argument(flag + ": `" + v + "` is not " + form);
+  return {v.substr(0, at), v.substr(at + 1)};
+}
+
 }  // namespace
 
 std::string view_usage() {
@@ -55,20 +64,18 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       o.screenshot = value(i);
     } else if (a == "--size") {
       const std::string& v = value(i);
-      size_t x = v.find('x');
-      if (x == std::string::npos) throw std::invalid_argument("--size: `" + v + "` is not WxH (e.g. 1280x720)");
-      o.width = parse_int<int>(v.substr(0, x), "--size width");
-      o.height = parse_int<int>(v.substr(x + 1), "--size height");
+      auto [width, height] = split_value("--size", v, 'x', "WxH (e.g. 1280x720)");
+      o.width = parse_int<int>(width, "--size width");
+      o.height = parse_int<int>(height, "--size height");
       if (o.width < 64 || o.height < 64 || o.width > 16384 || o.height > 16384) {
         throw std::invalid_argument("--size: `" + v + "` is outside 64x64 .. 16384x16384");
       }
       o.size_given = true;
     } else if (a == "--zoom") {
       const std::string& v = value(i);
-      size_t c = v.find(':');
-      if (c == std::string::npos) throw std::invalid_argument("--zoom: `" + v + "` is not START_NS:END_NS");
-      o.zoom_start = parse_int<int64_t>(v.substr(0, c), "--zoom start");
-      o.zoom_end = parse_int<int64_t>(v.substr(c + 1), "--zoom end");
+      auto [start, end] = split_value("--zoom", v, ':', "START_NS:END_NS");
+      o.zoom_start = parse_int<int64_t>(start, "--zoom start");
+      o.zoom_end = parse_int<int64_t>(end, "--zoom end");
       if (o.zoom_end <= o.zoom_start)
         throw std::invalid_argument("--zoom: the end must be after the start in `" + v + "`");
       o.zoom_given = true;
