@@ -1,5 +1,7 @@
 #include "loupe/view/lane.h"
 
+#include "loupe/view/gallop.h"
+
 #include <algorithm>
 
 namespace loupe::view {
@@ -99,16 +101,7 @@ size_t search(const Lane& lane, const std::vector<int64_t>& sample, size_t from,
     // further each time, so the answer is usually a few blocks away.
     const size_t blocks = sample.size();
     size_t b0 = std::min(from / Lane::kSkip + 1, blocks);
-    size_t lo_b = b0, hi_b = b0, step = 1;
-    while (hi_b < blocks && sample[hi_b] < t) {
-      lo_b = hi_b + 1;
-      hi_b = b0 + step;
-      step *= 2;
-    }
-    hi_b = std::min(hi_b, blocks);
-    size_t b =
-        size_t(std::lower_bound(sample.begin() + std::ptrdiff_t(lo_b), sample.begin() + std::ptrdiff_t(hi_b), t) -
-               sample.begin());
+    size_t b = gallop_lower_bound(sample.data(), b0, blocks, t);
     if (b < sample.size()) hi = std::min(n, b * Lane::kSkip);  // key there >= t
     if (b > b0) lo = std::max(lo, (b - 1) * Lane::kSkip + 1);  // key at (b-1)*kSkip < t
   }

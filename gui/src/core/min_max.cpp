@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "loupe/view/gallop.h"
+
 namespace loupe::view {
 
 RangeMinMax::RangeMinMax(const int64_t* values, size_t count) : ints_(values), count_(count) { build(); }
@@ -62,14 +64,7 @@ std::vector<MinMax> pixel_columns(const TimeAxis& axis, const int64_t* time, con
     // by galloping from `from`: the next column's samples are near, and
     // probing near first keeps a column to a few cache misses.
     int64_t tc = int64_t(std::ceil(std::clamp(t, -9.0e18, 9.0e18)));
-    size_t lo = from, hi = from, step = 1;
-    while (hi < n && time[hi] < tc) {
-      lo = hi + 1;
-      hi = from + step;
-      step *= 2;
-    }
-    hi = std::min(hi, n);
-    return size_t(std::lower_bound(time + lo, time + hi, tc) - time);
+    return gallop_lower_bound(time, from, n, tc);
   };
   size_t i = first_at_or_after(0, axis.start_ns);
   for (int c = 0; c < width; ++c) {
