@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <map>
 
-namespace loupe::rt::compile {
+#include "compile/ir_names.h"
 
-using ir::Graph;
-using ir::Node;
-using ir::NodeId;
-using ir::Op;
+namespace loupe::rt::compile {
 
 namespace {
 

@@ -17,6 +17,7 @@
 
 #include "compile/executable.h"
 #include "compile/fusion.h"
+#include "compile/ir_names.h"
 #include "compile/program_builder.h"
 #include "exec/callsite_cache.h"
 #include "exec/nvtx.h"
@@ -25,10 +26,6 @@
 
 namespace loupe::rt::compile {
 
-using ir::Graph;
-using ir::Node;
-using ir::NodeId;
-using ir::Op;
 using namespace exec;
 
 namespace {
@@ -40,6 +37,19 @@ struct Source {
   int slot = -1;
   View view;
 };
+
+// A gather or scatter_add kernel of `dtype`: rows of `table` (its first
+// axis), picked by the indices of `indices`.
+template <typename RowKernel>
+RowKernel row_indexing(Dtype dtype, const Shape& table, const Node& indices) {
+  RowKernel k;
+  k.dtype = dtype;
+  k.index_dtype = indices.dtype;
+  k.rows = table[0];
+  k.row_size = numel(Shape(table.begin() + 1, table.end()));
+  k.count = numel(indices.shape);
+  return k;
+}
 
 class Lowering {
  public:
@@ -392,27 +402,8 @@ std::shared_ptr<KernelSpec> Lowering::build_opaque(int gid, std::vector<int>& in
       spec->body = k;
       break;
     }
-    case Op::gather: {
-      GatherKernel k;
-      k.dtype = n.dtype;
-      k.index_dtype = in[1]->dtype;
-      k.rows = in[0]->shape[0];
-      k.row_size = numel(in[0]->shape) / std::max<int64_t>(k.rows, 1);
-      if (k.rows == 0) k.row_size = numel(Shape(in[0]->shape.begin() + 1, in[0]->shape.end()));
-      k.count = numel(in[1]->shape);
-      spec->body = k;
-      break;
-    }
-    case Op::scatter_add: {
-      ScatterAddKernel k;
-      k.dtype = n.dtype;
-      k.index_dtype = in[0]->dtype;
-      k.rows = n.shape[0];
-      k.row_size = numel(Shape(n.shape.begin() + 1, n.shape.end()));
-      k.count = numel(in[0]->shape);
-      spec->body = k;
-      break;
-    }
+    case Op::gather: spec->body = row_indexing<GatherKernel>(n.dtype, in[0]->shape, *in[1]); break;
+    case Op::scatter_add: spec->body = row_indexing<ScatterAddKernel>(n.dtype, n.shape, *in[0]); break;
     case Op::concat: {
       ConcatKernel k;
       k.dtype = n.dtype;

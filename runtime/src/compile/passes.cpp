@@ -4,13 +4,9 @@
 #include <unordered_map>
 
 #include "backend/cpu/fast_math.h"
+#include "compile/ir_names.h"
 
 namespace loupe::rt::compile {
-
-using ir::Graph;
-using ir::Node;
-using ir::NodeId;
-using ir::Op;
 
 namespace {
 
@@ -188,6 +184,13 @@ Graph fold_constants(const Graph& g) {
     for (NodeId x : n.inputs) in.push_back(remap[size_t(x)]);
     auto same = [&](NodeId id) { return out[id].shape == n.shape && out[id].dtype == n.dtype; };
     auto full_is = [&](NodeId id, double v) { return is_full(id) && out[id].attrs.value == v; };
+    // x op e, and e op x for a commutative op, is x when e is a constant of
+    // the op's identity `e` and x already has the result's type.
+    auto without_identity = [&](double e, bool commutative) {
+      if (full_is(in[1], e) && same(in[0])) return in[0];
+      if (commutative && full_is(in[0], e) && same(in[1])) return in[1];
+      return NodeId(-1);
+    };
     NodeId r = -1;
 
     if (n.op == Op::stop_gradient) r = in[0];
@@ -234,20 +237,10 @@ Graph fold_constants(const Graph& g) {
         case Op::scatter_add:
         case Op::attention:
         case Op::attention_bwd: break;
-        case Op::add:
-          if (full_is(in[1], 0) && same(in[0])) r = in[0];
-          else if (full_is(in[0], 0) && same(in[1])) r = in[1];
-          break;
-        case Op::sub:
-          if (full_is(in[1], 0) && same(in[0])) r = in[0];
-          break;
-        case Op::mul:
-          if (full_is(in[1], 1) && same(in[0])) r = in[0];
-          else if (full_is(in[0], 1) && same(in[1])) r = in[1];
-          break;
-        case Op::div:
-          if (full_is(in[1], 1) && same(in[0])) r = in[0];
-          break;
+        case Op::add: r = without_identity(0, true); break;
+        case Op::sub: r = without_identity(0, false); break;
+        case Op::mul: r = without_identity(1, true); break;
+        case Op::div: r = without_identity(1, false); break;
         case Op::neg:
           if (out[in[0]].op == Op::neg) r = out[in[0]].inputs[0];
           break;

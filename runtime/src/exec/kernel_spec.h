@@ -183,6 +183,29 @@ struct MatmulKernel {
   std::vector<int64_t> b_batch_stride;
 };
 
+// Where each batch's matrices of a and b start (in matrices), batch by
+// batch in row-major order of the batch axes.
+struct MatmulOffsets {
+  std::vector<int64_t> a, b;
+};
+inline MatmulOffsets batch_offsets(const MatmulKernel& k) {
+  const int64_t batches = numel(k.batch);
+  const size_t nd = k.batch.size();
+  MatmulOffsets off{std::vector<int64_t>(size_t(batches)), std::vector<int64_t>(size_t(batches))};
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    for (size_t d = 0; d < nd; ++d) {
+      off.a[size_t(bi)] += idx[d] * k.a_batch_stride[d];
+      off.b[size_t(bi)] += idx[d] * k.b_batch_stride[d];
+    }
+    for (size_t d = nd; d-- > 0;) {
+      if (++idx[d] < k.batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return off;
+}
+
 // out[i, :] = table[clamp(idx[i]), :]
 struct GatherKernel {
   Dtype dtype = Dtype::f32, index_dtype = Dtype::i32;

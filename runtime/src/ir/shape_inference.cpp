@@ -55,6 +55,12 @@ struct Checker {
     if (in[a].shape != in[b].shape)
       fail(fmt::format("shapes differ ({} vs {})", shape_str(in[a].shape), shape_str(in[b].shape)));
   }
+  // Two operands of one dtype and one shape, as arithmetic takes them.
+  void alike_pair() const {
+    arity(2);
+    same_dtype(0, 1);
+    same_shape(0, 1);
+  }
 };
 
 Type reduce_type(const Checker& c, const Attrs& a, Dtype out_dtype) {
@@ -82,9 +88,7 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
   Checker c{name, in, loc};
   switch (op) {
     LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
-    c.arity(2);
-    c.same_dtype(0, 1);
-    c.same_shape(0, 1);
+    c.alike_pair();
     return {in[0].shape, Dtype::boolean};
     case Op::parameter:
     case Op::constant: c.fail("is not inferred");
@@ -131,15 +135,11 @@ Type infer(Op op, const std::vector<Type>& in, const Attrs& a, std::string_view 
     case Op::div:
     case Op::maximum:
     case Op::minimum:
-      c.arity(2);
-      c.same_dtype(0, 1);
-      c.same_shape(0, 1);
+      c.alike_pair();
       c.numeric(0);
       return in[0];
     case Op::pow:
-      c.arity(2);
-      c.same_dtype(0, 1);
-      c.same_shape(0, 1);
+      c.alike_pair();
       c.floating(0);
       return in[0];
     case Op::logical_and:

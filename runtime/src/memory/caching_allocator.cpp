@@ -25,6 +25,15 @@ std::string bytes_text(int64_t b) {
   if (b >= (1 << 10)) return fmt::format("{:.1f} KiB", v / double(1 << 10));
   return fmt::format("{} B", b);
 }
+
+// Merges the block after `b` in its segment into `b` (neither in a pool).
+void absorb_next(Block* b) {
+  Block* n = b->next;
+  b->size += n->size;
+  b->next = n->next;
+  if (n->next) n->next->prev = b;
+  delete n;
+}
 }  // namespace
 
 bool CachingAllocator::BySize::operator()(const Block* a, const Block* b) const {
@@ -236,19 +245,12 @@ void CachingAllocator::free_locked(Block* b) {
   if (b->prev && !b->prev->allocated) {
     Block* p = b->prev;
     pool.erase(p);
-    p->size += b->size;
-    p->next = b->next;
-    if (b->next) b->next->prev = p;
-    delete b;
+    absorb_next(p);
     b = p;
   }
   if (b->next && !b->next->allocated) {
-    Block* n = b->next;
-    pool.erase(n);
-    b->size += n->size;
-    b->next = n->next;
-    if (n->next) n->next->prev = b;
-    delete n;
+    pool.erase(b->next);
+    absorb_next(b);
   }
   pool.insert(b);
 }

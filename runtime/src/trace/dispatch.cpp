@@ -79,19 +79,9 @@ std::shared_ptr<compile::Executable> eager_executable(ir::Op op, const std::vect
   n.dtype = out.dtype;
   for (const Array& in : inputs) {
     const ArrayData& d = *in.data();
-    ir::Node p;
-    p.shape = d.shape;
-    p.dtype = d.dtype;
-    if (d.splat) {
-      // Scalar operands become immediates of the kernel.
-      p.op = ir::Op::full;
-      p.attrs.shape = d.shape;
-      p.attrs.dtype = d.dtype;
-      p.attrs.value = d.value;
-    } else {
-      p.op = ir::Op::parameter;
-      p.param = int(g.params.size());
-    }
+    // Scalar operands become immediates of the kernel.
+    ir::Node p = operand_node(d, ir::Op::parameter);
+    if (!d.splat) p.param = int(g.params.size());
     ir::NodeId id = g.add(std::move(p));
     if (!d.splat) g.params.push_back(id);
     n.inputs.push_back(id);

@@ -56,6 +56,19 @@ Array add_parameter(const std::shared_ptr<TraceState>& trace, const Shape& shape
   return a;
 }
 
+ir::Node operand_node(const ArrayData& d, ir::Op other) {
+  ir::Node n;
+  n.shape = d.shape;
+  n.dtype = d.dtype;
+  n.op = d.splat ? ir::Op::full : other;
+  if (d.splat) {
+    n.attrs.shape = d.shape;
+    n.attrs.dtype = d.dtype;
+    n.attrs.value = d.value;
+  }
+  return n;
+}
+
 ir::NodeId node_in(const std::shared_ptr<TraceState>& trace, const Array& a, const std::source_location& loc) {
   if (!a.valid()) throw RuntimeError(fmt::format("a null Array was used at {}", ir::format_loc(loc)));
   ArrayData& d = *a.data();
@@ -64,19 +77,9 @@ ir::NodeId node_in(const std::shared_ptr<TraceState>& trace, const Array& a, con
   if (it != trace->captured.end()) return it->second;
   if (d.abstract) not_concrete(d, "traced", loc);
   if (d.is_tracer() && !d.trace->active) not_concrete(d, "traced", loc);
-  ir::Node n;
-  n.shape = d.shape;
-  n.dtype = d.dtype;
+  ir::Node n = operand_node(d, ir::Op::constant);
   n.loc = loc;
-  if (d.splat) {
-    n.op = ir::Op::full;
-    n.attrs.shape = d.shape;
-    n.attrs.dtype = d.dtype;
-    n.attrs.value = d.value;
-  } else {
-    n.op = ir::Op::constant;
-    n.constant = a;
-  }
+  if (!d.splat) n.constant = a;
   ir::NodeId id = trace->graph.add(std::move(n));
   trace->captured.emplace(&d, id);
   trace->keep.push_back(a);

@@ -47,5 +47,9 @@ Array add_parameter(const std::shared_ptr<TraceState>& trace, const Shape& shape
 // The node of `a` in `trace`, capturing it if it comes from outside.
 ir::NodeId node_in(const std::shared_ptr<TraceState>& trace, const Array& a, const std::source_location& loc);
 Array tracer(const std::shared_ptr<TraceState>& trace, ir::NodeId node);
+// A node of `d`'s type standing for it in a graph: for a splat, a `full`
+// node holding its value (an immediate of the kernels that read it); for
+// any other array, a node of op `other` for the caller to complete.
+ir::Node operand_node(const ArrayData& d, ir::Op other);
 
 }  // namespace loupe::rt::detail

@@ -139,37 +139,25 @@ Array spec(const Shape& shape, Dtype dtype = Dtype::f32, Device device = default
 namespace detail {
 float half_to_float(uint16_t h);
 float bfloat_to_float(uint16_t b);
+
+// The element of type V stored at `p` (host bytes need not be aligned for V).
+template <typename V>
+V load_element(const std::byte* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
 }  // namespace detail
 
 template <typename T>
 T HostArray::at(int64_t i) const {
   const std::byte* p = bytes.data() + size_t(i) * itemsize(dtype);
   switch (dtype) {
-    case Dtype::f32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return T(v);
-    }
-    case Dtype::f16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return T(detail::half_to_float(v));
-    }
-    case Dtype::bf16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return T(detail::bfloat_to_float(v));
-    }
-    case Dtype::i32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return T(v);
-    }
-    case Dtype::i64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return T(v);
-    }
+    case Dtype::f32: return T(detail::load_element<float>(p));
+    case Dtype::f16: return T(detail::half_to_float(detail::load_element<uint16_t>(p)));
+    case Dtype::bf16: return T(detail::bfloat_to_float(detail::load_element<uint16_t>(p)));
+    case Dtype::i32: return T(detail::load_element<int32_t>(p));
+    case Dtype::i64: return T(detail::load_element<int64_t>(p));
     case Dtype::boolean: return T(uint8_t(*p) != 0);
   }
   return T();

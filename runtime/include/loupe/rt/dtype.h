@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 namespace loupe::rt {
 
@@ -41,22 +42,14 @@ std::string_view dtype_name(Dtype d);
 
 // The C++ type that holds one element on the host, for typed reads.
 template <typename T>
-constexpr Dtype dtype_of();
-template <>
-constexpr Dtype dtype_of<float>() {
-  return Dtype::f32;
-}
-template <>
-constexpr Dtype dtype_of<int32_t>() {
-  return Dtype::i32;
-}
-template <>
-constexpr Dtype dtype_of<int64_t>() {
-  return Dtype::i64;
-}
-template <>
-constexpr Dtype dtype_of<bool>() {
-  return Dtype::boolean;
+constexpr Dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return Dtype::f32;
+  else if constexpr (std::is_same_v<T, int32_t>) return Dtype::i32;
+  else if constexpr (std::is_same_v<T, int64_t>) return Dtype::i64;
+  else {
+    static_assert(std::is_same_v<T, bool>, "no dtype holds this C++ type: use float, int32_t, int64_t or bool");
+    return Dtype::boolean;
+  }
 }
 
 }  // namespace loupe::rt

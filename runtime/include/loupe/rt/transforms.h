@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <source_location>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -28,16 +29,21 @@ std::pair<Array, std::vector<Array>> value_and_grad_flat(const std::function<Arr
                                                          const std::source_location& loc);
 }  // namespace detail
 
-template <typename Sig>
-class ValueAndGrad;
+// What a differentiated function returns: its value with the gradient, or
+// the gradient alone.
+enum class GradOutput { value_and_grad, grad };
 
-template <typename R, typename P0, typename... P>
-class ValueAndGrad<R(P0, P...)> {
+template <typename Sig, GradOutput kOutput>
+class Differentiated;
+
+template <GradOutput kOutput, typename R, typename P0, typename... P>
+class Differentiated<R(P0, P...), kOutput> {
  public:
-  explicit ValueAndGrad(std::function<R(P0, P...)> fn) : fn_(std::move(fn)) {}
+  using Result = std::conditional_t<kOutput == GradOutput::value_and_grad, std::pair<Array, P0>, P0>;
 
-  std::pair<Array, P0> operator()(const P0& x, const P&... rest,
-                                  std::source_location loc = std::source_location::current()) const {
+  explicit Differentiated(std::function<R(P0, P...)> fn) : fn_(std::move(fn)) {}
+
+  Result operator()(const P0& x, const P&... rest, std::source_location loc = std::source_location::current()) const {
     tree::Flat flat;
     tree::flatten(x, flat);
     auto f = [&](const std::vector<Array>& tracers) -> Array {
@@ -46,7 +52,8 @@ class ValueAndGrad<R(P0, P...)> {
     };
     auto [value, grads] = detail::value_and_grad_flat(f, flat.arrays, loc);
     size_t next = 0;
-    return {value, tree::rebuild(x, grads, next)};
+    if constexpr (kOutput == GradOutput::grad) return tree::rebuild(x, grads, next);
+    else return {value, tree::rebuild(x, grads, next)};
   }
 
  private:
@@ -54,30 +61,26 @@ class ValueAndGrad<R(P0, P...)> {
 };
 
 template <typename Sig>
-class Grad;
+using ValueAndGrad = Differentiated<Sig, GradOutput::value_and_grad>;
+template <typename Sig>
+using Grad = Differentiated<Sig, GradOutput::grad>;
 
-template <typename R, typename P0, typename... P>
-class Grad<R(P0, P...)> {
- public:
-  explicit Grad(std::function<R(P0, P...)> fn) : vg_(std::move(fn)) {}
-  P0 operator()(const P0& x, const P&... rest, std::source_location loc = std::source_location::current()) const {
-    return vg_(x, rest..., loc).second;
-  }
-
- private:
-  ValueAndGrad<R(P0, P...)> vg_;
-};
+namespace detail {
+template <GradOutput kOutput, typename F>
+auto differentiate(F fn) {
+  using Sig = SignatureOf<F>;
+  return Differentiated<Sig, kOutput>(std::function<Sig>(std::move(fn)));
+}
+}  // namespace detail
 
 template <typename F>
 auto value_and_grad(F fn) {
-  using Sig = detail::SignatureOf<F>;
-  return ValueAndGrad<Sig>(std::function<Sig>(std::move(fn)));
+  return detail::differentiate<GradOutput::value_and_grad>(std::move(fn));
 }
 
 template <typename F>
 auto grad(F fn) {
-  using Sig = detail::SignatureOf<F>;
-  return Grad<Sig>(std::function<Sig>(std::move(fn)));
+  return detail::differentiate<GradOutput::grad>(std::move(fn));
 }
 
 }  // namespace loupe::rt

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "backend/cpu/kernels.h"
+#include "exec/host_records.h"
 
 namespace loupe::rt::backend::cpu {
 
@@ -85,18 +86,7 @@ exec::Event CpuDevice::launch(exec::Stream& s, std::shared_ptr<const exec::Kerne
   t.correlation = prof::next_correlation_id();
   t.spec = std::move(spec);
   t.buffers = std::move(buffers);
-  const char* name = t.name;
-  uint64_t corr = t.correlation;
-  uint64_t seq = stream(s.index()).enqueue(std::move(t));
-  if (prof::capturing()) {
-    prof::launch({.name = name,
-                  .start = start,
-                  .end = prof::ticks_now(),
-                  .device = trace_id_,
-                  .stream = uint32_t(s.index()),
-                  .correlation = corr});
-  }
-  return {&s, seq};
+  return submit(s, std::move(t), start);
 }
 
 exec::Event CpuDevice::copy(exec::Stream& s, prof::CopyKind kind, void* dst, const void* src, size_t bytes,
@@ -104,32 +94,22 @@ exec::Event CpuDevice::copy(exec::Stream& s, prof::CopyKind kind, void* dst, con
   prof::Ticks start = prof::ticks_now();
   Task t;
   t.kind = Task::Kind::copy;
-  switch (kind) {
-    case prof::CopyKind::host_to_device: t.name = "memcpy HtoD"; break;
-    case prof::CopyKind::device_to_host: t.name = "memcpy DtoH"; break;
-    case prof::CopyKind::device_to_device: t.name = "memcpy DtoD"; break;
-    case prof::CopyKind::peer_to_peer: t.name = "memcpy PtoP"; break;
-    case prof::CopyKind::none:
-    case prof::CopyKind::host_to_host: t.name = "memcpy"; break;
-  }
+  t.name = exec::copy_name(kind);
   t.correlation = prof::next_correlation_id();
   t.dst = dst;
   t.src = src;
   t.bytes = bytes;
   t.copy_kind = kind;
   t.keep_alive = std::move(keep_alive);
+  if (correlation) *correlation = t.correlation;
+  return submit(s, std::move(t), start);
+}
+
+exec::Event CpuDevice::submit(exec::Stream& s, Task t, prof::Ticks start) {
   const char* name = t.name;
-  uint64_t corr = t.correlation;
-  if (correlation) *correlation = corr;
+  const uint64_t correlation = t.correlation;
   uint64_t seq = stream(s.index()).enqueue(std::move(t));
-  if (prof::capturing()) {
-    prof::launch({.name = name,
-                  .start = start,
-                  .end = prof::ticks_now(),
-                  .device = trace_id_,
-                  .stream = uint32_t(s.index()),
-                  .correlation = corr});
-  }
+  if (prof::capturing()) exec::record_launch(name, start, trace_id_, s, correlation);
   return {&s, seq};
 }
 

@@ -39,6 +39,9 @@ class CpuDevice final : public exec::DeviceImpl, private mem::StreamClock {
 
  private:
   void register_in_trace(int64_t capacity) const;
+  // Queues `t` on `s` and records its launch on the host, from `start`
+  // (before the task was made) until now.
+  exec::Event submit(exec::Stream& s, Task t, prof::Ticks start);
   CpuStream& stream(int index) { return index == 0 ? *compute_ : *copy_; }
   uint64_t mark(int stream) override;
   bool passed(int stream, uint64_t mark) override;

@@ -175,36 +175,22 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
   const float* fb = in.b >= 0 ? fr[in.b] : nullptr;
   const int64_t* ia = in.a >= 0 ? I + in.a * kTile : nullptr;
   const int64_t* ib = in.b >= 0 ? I + in.b * kTile : nullptr;
-#define F1(expr)                \
-  for (int j = 0; j < n; ++j) { \
-    float a = fa[j];            \
-    fd[j] = (expr);             \
-  }                             \
+  const float v = float(in.imm);  // the instruction's immediate, if it has one
+  // The loop of most instructions: per element, declare its operands (the
+  // arguments after `expr`), then write `expr` to the register `dst`. The
+  // forms below differ in their operands' class and count.
+#define ELEMENTWISE(dst, expr, ...) \
+  for (int j = 0; j < n; ++j) {     \
+    __VA_ARGS__;                    \
+    dst[j] = (expr);                \
+  }                                 \
   break
-#define F2(expr)                \
-  for (int j = 0; j < n; ++j) { \
-    float a = fa[j], b = fb[j]; \
-    fd[j] = (expr);             \
-  }                             \
-  break
-#define FC(expr)                \
-  for (int j = 0; j < n; ++j) { \
-    float a = fa[j], b = fb[j]; \
-    id[j] = int64_t(expr);      \
-  }                             \
-  break
-#define I1(expr)                \
-  for (int j = 0; j < n; ++j) { \
-    int64_t a = ia[j];          \
-    id[j] = (expr);             \
-  }                             \
-  break
-#define I2(expr)                  \
-  for (int j = 0; j < n; ++j) {   \
-    int64_t a = ia[j], b = ib[j]; \
-    id[j] = (expr);               \
-  }                               \
-  break
+#define F1(expr) ELEMENTWISE(fd, expr, float a = fa[j])
+#define F2(expr) ELEMENTWISE(fd, expr, float a = fa[j], b = fb[j])
+#define FC(expr) ELEMENTWISE(id, int64_t(expr), float a = fa[j], b = fb[j])
+#define FC_IMM(expr) ELEMENTWISE(id, int64_t(expr), float a = fa[j])
+#define I1(expr) ELEMENTWISE(id, expr, int64_t a = ia[j])
+#define I2(expr) ELEMENTWISE(id, expr, int64_t a = ia[j], b = ib[j])
   switch (in.code) {
     case Code::neg: F1(-a);
     case Code::exp: F1(fast_exp(a));
@@ -228,76 +214,26 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
       break;
     case Code::max: F2(a > b || a != a ? a : b);
     case Code::min: F2(a < b || a != a ? a : b);
-    case Code::add_imm: {
-      const float v = float(in.imm);
-      F1(a + v);
-    }
-    case Code::mul_imm: {
-      const float v = float(in.imm);
-      F1(a * v);
-    }
-    case Code::sub_imm: {
-      const float v = float(in.imm);
-      F1(a - v);
-    }
-    case Code::rsub_imm: {
-      const float v = float(in.imm);
-      F1(v - a);
-    }
-    case Code::div_imm: {
-      const float v = float(in.imm);
-      F1(a / v);
-    }
-    case Code::rdiv_imm: {
-      const float v = float(in.imm);
-      F1(v / a);
-    }
-    case Code::max_imm: {
-      const float v = float(in.imm);
-      F1(a > v || a != a ? a : v);
-    }
-    case Code::min_imm: {
-      const float v = float(in.imm);
-      F1(a < v || a != a ? a : v);
-    }
-    case Code::eq_imm: {
-      const float v = float(in.imm);
-      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] == v);
-      break;
-    }
-    case Code::ne_imm: {
-      const float v = float(in.imm);
-      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] != v);
-      break;
-    }
-    case Code::lt_imm: {
-      const float v = float(in.imm);
-      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] < v);
-      break;
-    }
-    case Code::le_imm: {
-      const float v = float(in.imm);
-      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] <= v);
-      break;
-    }
-    case Code::gt_imm: {
-      const float v = float(in.imm);
-      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] > v);
-      break;
-    }
-    case Code::ge_imm: {
-      const float v = float(in.imm);
-      for (int j = 0; j < n; ++j) id[j] = int64_t(fa[j] >= v);
-      break;
-    }
+    case Code::add_imm: F1(a + v);
+    case Code::mul_imm: F1(a * v);
+    case Code::sub_imm: F1(a - v);
+    case Code::rsub_imm: F1(v - a);
+    case Code::div_imm: F1(a / v);
+    case Code::rdiv_imm: F1(v / a);
+    case Code::max_imm: F1(a > v || a != a ? a : v);
+    case Code::min_imm: F1(a < v || a != a ? a : v);
+    case Code::eq_imm: FC_IMM(a == v);
+    case Code::ne_imm: FC_IMM(a != v);
+    case Code::lt_imm: FC_IMM(a < v);
+    case Code::le_imm: FC_IMM(a <= v);
+    case Code::gt_imm: FC_IMM(a > v);
+    case Code::ge_imm: FC_IMM(a >= v);
     case Code::where_f_imm_b: {
-      const float v = float(in.imm);
       const int64_t* cond = ia;
       for (int j = 0; j < n; ++j) fd[j] = cond[j] ? fb[j] : v;
       break;
     }
     case Code::where_f_imm_a: {
-      const float v = float(in.imm);
       const int64_t* cond = ia;
       for (int j = 0; j < n; ++j) fd[j] = cond[j] ? v : fb[j];
       break;
@@ -352,16 +288,8 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
     case Code::i_to_f:
       for (int j = 0; j < n; ++j) fd[j] = float(ia[j]);
       break;
-    case Code::const_f: {
-      float v = float(in.imm);
-      for (int j = 0; j < n; ++j) fd[j] = v;
-      break;
-    }
-    case Code::const_i: {
-      int64_t v = int64_t(in.imm);
-      for (int j = 0; j < n; ++j) id[j] = v;
-      break;
-    }
+    case Code::const_f: std::fill(fd, fd + n, v); break;
+    case Code::const_i: std::fill(id, id + n, int64_t(in.imm)); break;
     case Code::iota:
       for (int j = 0; j < n; ++j) id[j] = ((start + j) / in.div) % in.mod;
       break;
@@ -381,9 +309,11 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
       }
       break;
   }
+#undef ELEMENTWISE
 #undef F1
 #undef F2
 #undef FC
+#undef FC_IMM
 #undef I1
 #undef I2
 }

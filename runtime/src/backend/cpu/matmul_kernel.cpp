@@ -40,21 +40,11 @@ void run_matmul(const exec::MatmulKernel& k, const std::vector<void*>& buffers) 
     cblas_sgemm(CblasRowMajor, ta, tb, int(m * batches), int(n), int(kk), 1.0f, a.data(), int(lda), b.data(), int(ldb),
                 0.0f, c, int(n));
   } else {
-    const size_t nd = k.batch.size();
-    std::vector<int64_t> idx(nd, 0);
+    const exec::MatmulOffsets off = exec::batch_offsets(k);
     for (int64_t bi = 0; bi < batches; ++bi) {
-      int64_t ao = 0, bo = 0;
-      for (size_t d = 0; d < nd; ++d) {
-        ao += idx[d] * k.a_batch_stride[d];
-        bo += idx[d] * k.b_batch_stride[d];
-      }
       if (m > 0 && n > 0) {
-        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(kk), 1.0f, a.data() + ao * m * kk, int(lda),
-                    b.data() + bo * kk * n, int(ldb), 0.0f, c + bi * m * n, int(n));
-      }
-      for (size_t d = nd; d-- > 0;) {
-        if (++idx[d] < k.batch[d]) break;
-        idx[d] = 0;
+        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(kk), 1.0f, a.data() + off.a[size_t(bi)] * m * kk,
+                    int(lda), b.data() + off.b[size_t(bi)] * kk * n, int(ldb), 0.0f, c + bi * m * n, int(n));
       }
     }
   }

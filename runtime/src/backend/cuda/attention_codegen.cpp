@@ -76,11 +76,51 @@ __device__ __forceinline__ int key_end(int i) {{
                                  store_fn(k.dtype));
 }
 
+// Where each thread of a query-row kernel stands: its query row i, and the
+// keys its block (kend, for the last row's causal end) and it (my_end) see.
+constexpr const char* kQueryRowSetup = R"(  const int i = blockIdx.x * ROWS + threadIdx.x;
+  const bool active = i < SQ;
+  const int last = min((int)(blockIdx.x * ROWS + ROWS), SQ) - 1;
+  const int kend = key_end(last), my_end = key_end(i);
+)";
+
+// Opens a query-row kernel's walk over the keys in tiles of TILE: the block
+// stages each tile's keys (and values, when `with_values`) in shared memory,
+// then every active thread visits the tile's keys j < jn it may see.
+std::string key_tile_loop(bool with_values) {
+  std::string o = R"(    for (int j0 = 0; j0 < kend; j0 += TILE) {
+      const int n = min(TILE, kend - j0);
+      __syncthreads();
+      for (int t = threadIdx.x; t < n * D; t += blockDim.x) ks[t] = ld(k_, (b * SK + j0) * D + t);
+)";
+  if (with_values) {
+    o += R"(      for (int t = threadIdx.x; t < n * DV; t += blockDim.x) vs[t] = ld(v_, (b * SK + j0) * DV + t);
+)";
+  }
+  return o + R"(      __syncthreads();
+      if (!active) continue;
+      const int jn = min(n, my_end - j0);
+)";
+}
+
 int tile_rows(int64_t floats_per_row) {
   return int(std::clamp<int64_t>(kSharedFloats / std::max<int64_t>(floats_per_row, 1), 1, 64));
 }
 
 uint32_t grid_y(int64_t batch) { return uint32_t(std::clamp<int64_t>(batch, 1, 65535)); }
+
+// A launch of `entry` with a thread per row (query or key) in blocks of
+// kRows, each block walking the batch along y.
+PlanStep row_launch(std::string entry, std::vector<int> args, int64_t rows, int64_t batch) {
+  PlanStep s;
+  s.entry = std::move(entry);
+  s.args = std::move(args);
+  s.block = kRows;
+  s.blocks = (rows + kRows - 1) / kRows;
+  s.grid_stride = false;
+  s.grid_y = grid_y(batch);
+  return s;
+}
 
 }  // namespace
 
@@ -90,30 +130,19 @@ KernelPlan plan_attention(const AttentionKernel& k) {
   p.buffers = 4;
   if (k.batch == 0 || k.sq == 0) return p;
   const int tile = tile_rows(k.d + k.dv);
-  p.source = common(k, tile) + fmt::format(R"(
+  p.source =
+      common(k, tile) + fmt::format(R"(
 extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention(const void* q_, const void* k_, const void* v_,
                                                                    void* o_) {{
   __shared__ float ks[TILE * D];
   __shared__ float vs[TILE * DV];
-  const int i = blockIdx.x * ROWS + threadIdx.x;
-  const bool active = i < SQ;
-  const int last = min((int)(blockIdx.x * ROWS + ROWS), SQ) - 1;
-  const int kend = key_end(last), my_end = key_end(i);
-  const float scale = {0};
+{row_setup}  const float scale = {scale};
   for (long long b = blockIdx.y; b < BATCH; b += gridDim.y) {{
     float q[D], acc[DV];
     float m = -__int_as_float(0x7f800000), l = 0.0f;
     for (int c = 0; c < D; ++c) q[c] = active ? ld(q_, (b * SQ + i) * D + c) : 0.0f;
     for (int c = 0; c < DV; ++c) acc[c] = 0.0f;
-    for (int j0 = 0; j0 < kend; j0 += TILE) {{
-      const int n = min(TILE, kend - j0);
-      __syncthreads();
-      for (int t = threadIdx.x; t < n * D; t += blockDim.x) ks[t] = ld(k_, (b * SK + j0) * D + t);
-      for (int t = threadIdx.x; t < n * DV; t += blockDim.x) vs[t] = ld(v_, (b * SK + j0) * DV + t);
-      __syncthreads();
-      if (!active) continue;
-      const int jn = min(n, my_end - j0);
-      for (int j = 0; j < jn; ++j) {{
+{key_tiles}      for (int j = 0; j < jn; ++j) {{
         float s = 0.0f;
         for (int c = 0; c < D; ++c) s += q[c] * ks[j * D + c];
         s *= scale;
@@ -136,15 +165,9 @@ extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention(const void* q
   }}
 }}
 )",
-                                           float_literal(k.scale));
-  PlanStep s;
-  s.entry = "loupe_attention";
-  s.args = {0, 1, 2, 3};
-  s.block = kRows;
-  s.blocks = (k.sq + kRows - 1) / kRows;
-  s.grid_stride = false;
-  s.grid_y = grid_y(k.batch);
-  p.steps.push_back(std::move(s));
+                                    fmt::arg("row_setup", kQueryRowSetup), fmt::arg("key_tiles", key_tile_loop(true)),
+                                    fmt::arg("scale", float_literal(k.scale)));
+  p.steps.push_back(row_launch("loupe_attention", {0, 1, 2, 3}, k.sq, k.batch));
   return p;
 }
 
@@ -163,10 +186,11 @@ KernelPlan plan_attention_bwd(const AttentionBwdKernel& kb) {
     return p;
   }
   const int tile_q = tile_rows(k.d + k.dv), tile_kv = tile_rows(k.d + k.dv + 2);
-  std::string src = common(k, tile_q) + fmt::format(R"(
+  std::string src =
+      common(k, tile_q) + fmt::format(R"(
 #define DK_OFF (BATCH * SQ * D)
 #define DV_OFF (BATCH * SQ * D + BATCH * SK * D)
-#define TILE_KV {1}
+#define TILE_KV {tile_kv}
 
 extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_q(const void* q_, const void* k_, const void* v_,
     const void* o_, const void* do_, void* packed, void* scratch) {{
@@ -174,11 +198,7 @@ extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_q(const v
   __shared__ float vs[TILE * DV];
   float* lse_out = (float*)scratch;
   float* dsum_out = (float*)scratch + BATCH * SQ;
-  const int i = blockIdx.x * ROWS + threadIdx.x;
-  const bool active = i < SQ;
-  const int last = min((int)(blockIdx.x * ROWS + ROWS), SQ) - 1;
-  const int kend = key_end(last), my_end = key_end(i);
-  const float scale = {0};
+{row_setup}  const float scale = {scale};
   for (long long b = blockIdx.y; b < BATCH; b += gridDim.y) {{
     float q[D], dout[DV], dq[D];
     float m = -__int_as_float(0x7f800000), l = 0.0f, dsum = 0.0f;
@@ -191,14 +211,7 @@ extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_q(const v
       dsum += active ? dout[c] * ld(o_, (b * SQ + i) * DV + c) : 0.0f;
     }}
     // Pass 1: the row's log-sum-exp.
-    for (int j0 = 0; j0 < kend; j0 += TILE) {{
-      const int n = min(TILE, kend - j0);
-      __syncthreads();
-      for (int t = threadIdx.x; t < n * D; t += blockDim.x) ks[t] = ld(k_, (b * SK + j0) * D + t);
-      __syncthreads();
-      if (!active) continue;
-      const int jn = min(n, my_end - j0);
-      for (int j = 0; j < jn; ++j) {{
+{key_tiles_no_values}      for (int j = 0; j < jn; ++j) {{
         float s = 0.0f;
         for (int c = 0; c < D; ++c) s += q[c] * ks[j * D + c];
         s *= scale;
@@ -216,15 +229,7 @@ extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_q(const v
       dsum_out[b * SQ + i] = dsum;
     }}
     // Pass 2: dQ = sum_j P (dP - D) K * scale.
-    for (int j0 = 0; j0 < kend; j0 += TILE) {{
-      const int n = min(TILE, kend - j0);
-      __syncthreads();
-      for (int t = threadIdx.x; t < n * D; t += blockDim.x) ks[t] = ld(k_, (b * SK + j0) * D + t);
-      for (int t = threadIdx.x; t < n * DV; t += blockDim.x) vs[t] = ld(v_, (b * SK + j0) * DV + t);
-      __syncthreads();
-      if (!active) continue;
-      const int jn = min(n, my_end - j0);
-      for (int j = 0; j < jn; ++j) {{
+{key_tiles}      for (int j = 0; j < jn; ++j) {{
         float s = 0.0f, dp = 0.0f;
         for (int c = 0; c < D; ++c) s += q[c] * ks[j * D + c];
         for (int c = 0; c < DV; ++c) dp += dout[c] * vs[j * DV + c];
@@ -254,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_kv(const 
   qstart = qstart < 0 ? 0 : qstart;
   int my_start = CAUSAL ? j - (SK - SQ) : 0;
   my_start = my_start < 0 ? 0 : my_start;
-  const float scale = {0};
+  const float scale = {scale};
   for (long long b = blockIdx.y; b < BATCH; b += gridDim.y) {{
     float kr[D], vr[DV], dk[D], dv[DV];
     for (int c = 0; c < D; ++c) {{
@@ -293,21 +298,12 @@ extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_kv(const 
   }}
 }}
 )",
-                                                    float_literal(k.scale), tile_kv);
+                                      fmt::arg("row_setup", kQueryRowSetup), fmt::arg("key_tiles", key_tile_loop(true)),
+                                      fmt::arg("key_tiles_no_values", key_tile_loop(false)),
+                                      fmt::arg("scale", float_literal(k.scale)), fmt::arg("tile_kv", tile_kv));
   p.source = std::move(src);
-  PlanStep q;
-  q.entry = "loupe_attention_bwd_q";
-  q.args = {0, 1, 2, 3, 4, 5, scratch};
-  q.block = kRows;
-  q.blocks = (k.sq + kRows - 1) / kRows;
-  q.grid_stride = false;
-  q.grid_y = grid_y(k.batch);
-  p.steps.push_back(q);
-  PlanStep kv = q;
-  kv.entry = "loupe_attention_bwd_kv";
-  kv.args = {0, 1, 2, 4, 5, scratch};
-  kv.blocks = (k.sk + kRows - 1) / kRows;
-  p.steps.push_back(std::move(kv));
+  p.steps.push_back(row_launch("loupe_attention_bwd_q", {0, 1, 2, 3, 4, 5, scratch}, k.sq, k.batch));
+  p.steps.push_back(row_launch("loupe_attention_bwd_kv", {0, 1, 2, 4, 5, scratch}, k.sk, k.batch));
   return p;
 }
 

@@ -115,23 +115,7 @@ void CublasMatmul::run(const exec::MatmulKernel& k, const std::vector<void*>& bu
     if (s != CUBLAS_STATUS_SUCCESS) throw RuntimeError(fmt::format("cuBLAS matmul failed: {}", api_->status_string(s)));
   };
 
-  // Each batch's matrix offsets (in matrices) of a and b.
-  const size_t nd = k.batch.size();
-  std::vector<int64_t> ao(static_cast<size_t>(batches)), bo(static_cast<size_t>(batches));
-  std::vector<int64_t> idx(nd, 0);
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t x = 0, y = 0;
-    for (size_t d = 0; d < nd; ++d) {
-      x += idx[d] * k.a_batch_stride[d];
-      y += idx[d] * k.b_batch_stride[d];
-    }
-    ao[size_t(bi)] = x;
-    bo[size_t(bi)] = y;
-    for (size_t d = nd; d-- > 0;) {
-      if (++idx[d] < k.batch[d]) break;
-      idx[d] = 0;
-    }
-  }
+  const auto [ao, bo] = exec::batch_offsets(k);
   auto progression = [&](const std::vector<int64_t>& v, int64_t* step) {
     *step = v.size() > 1 ? v[1] - v[0] : 0;
     for (size_t i = 1; i < v.size(); ++i)

@@ -13,6 +13,7 @@
 #include "backend/cuda/cupti_session.h"
 #include "backend/cuda/nvrtc_compiler.h"
 #include "exec/buffer.h"
+#include "exec/host_records.h"
 #include "exec/nvtx.h"
 #include "exec/pinned_memory.h"
 #include "loupe/prof/cupti.h"
@@ -36,18 +37,6 @@ void at_exit() {
   for (exec::DeviceImpl* d : exec::live_devices())
     if (d->handle().type == DeviceType::cuda) d->synchronize();
   cupti_session_stop();
-}
-
-const char* copy_name(prof::CopyKind kind) {
-  switch (kind) {
-    case prof::CopyKind::host_to_device: return "memcpy HtoD";
-    case prof::CopyKind::device_to_host: return "memcpy DtoH";
-    case prof::CopyKind::device_to_device: return "memcpy DtoD";
-    case prof::CopyKind::peer_to_peer: return "memcpy PtoP";
-    case prof::CopyKind::none:
-    case prof::CopyKind::host_to_host: break;
-  }
-  return "memcpy";
 }
 
 }  // namespace
@@ -238,6 +227,16 @@ void CudaDevice::run(const Prepared& p, const exec::KernelSpec& spec, const std:
 
 bool CudaDevice::cupti_times() { return cupti_session_recording(); }
 
+EventHandle CudaDevice::open_op(bool capturing, bool cupti, uint64_t correlation, CudaStream& s) {
+  EventHandle start;
+  if (capturing && !cupti) {
+    start = timing_events_.get();
+    check(cudaEventRecord(start.get(), s.handle()), "cudaEventRecord");
+  }
+  if (cupti) prof::CuptiCollector::push_correlation(correlation);
+  return start;
+}
+
 CudaStream::Completion CudaDevice::completion(const char* name, prof::DeviceOpKind kind, prof::CopyKind copy,
                                               uint64_t bytes, uint64_t correlation, const EventHandle& start,
                                               CudaStream& s) {
@@ -279,12 +278,7 @@ exec::Event CudaDevice::launch(exec::Stream& es, std::shared_ptr<const exec::Ker
   uint64_t seq = 0;
   {
     std::lock_guard lock(launch_mu_);
-    EventHandle t0;
-    if (capturing && !cupti) {
-      t0 = timing_events_.get();
-      check(cudaEventRecord(t0.get(), s.handle()), "cudaEventRecord");
-    }
-    if (cupti) prof::CuptiCollector::push_correlation(corr);
+    EventHandle t0 = open_op(capturing, cupti, corr, s);
     try {
       run(*p, *spec, buffers, s);
     } catch (...) {
@@ -296,14 +290,7 @@ exec::Event CudaDevice::launch(exec::Stream& es, std::shared_ptr<const exec::Ker
   }
   // Freed in stream order: later work on this stream may reuse it.
   scratch.reset();
-  if (capturing) {
-    prof::launch({.name = spec->name,
-                  .start = start,
-                  .end = prof::ticks_now(),
-                  .device = trace_id_,
-                  .stream = uint32_t(s.index()),
-                  .correlation = corr});
-  }
+  if (capturing) exec::record_launch(spec->name, start, trace_id_, s, corr);
   return {&es, seq};
 }
 
@@ -312,7 +299,7 @@ exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, c
   CudaStream& s = stream(es.index());
   prof::Ticks start = prof::ticks_now();
   make_current();
-  const char* name = copy_name(kind);
+  const char* name = exec::copy_name(kind);
   const uint64_t corr = prof::next_correlation_id();
   if (correlation) *correlation = corr;
   const bool capturing = prof::capturing();
@@ -320,12 +307,7 @@ exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, c
   uint64_t seq = 0;
   {
     std::lock_guard lock(launch_mu_);
-    EventHandle t0;
-    if (capturing && !cupti) {
-      t0 = timing_events_.get();
-      check(cudaEventRecord(t0.get(), s.handle()), "cudaEventRecord");
-    }
-    if (cupti) prof::CuptiCollector::push_correlation(corr);
+    EventHandle t0 = open_op(capturing, cupti, corr, s);
     std::shared_ptr<void> keep = keep_alive;
     std::function<void()> then;
     cudaError_t e = cudaSuccess;
@@ -370,14 +352,7 @@ exec::Event CudaDevice::copy(exec::Stream& es, prof::CopyKind kind, void* dst, c
     c.keep = std::move(keep);
     seq = s.finish(std::move(c));
   }
-  if (capturing) {
-    prof::launch({.name = name,
-                  .start = start,
-                  .end = prof::ticks_now(),
-                  .device = trace_id_,
-                  .stream = uint32_t(s.index()),
-                  .correlation = corr});
-  }
+  if (capturing) exec::record_launch(name, start, trace_id_, s, corr);
   return {&es, seq};
 }
 

@@ -69,6 +69,10 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
   void run(const Prepared& p, const exec::KernelSpec& spec, const std::vector<void*>& buffers, CudaStream& s);
   // Whether the device's times come from CUPTI now (a collector is running).
   bool cupti_times();
+  // Opens an operation on `s`, under launch_mu_: when a capture times it
+  // with events, the event its device time starts from (else none); when
+  // CUPTI times it, CUPTI's external correlation, for the caller to pop.
+  EventHandle open_op(bool capturing, bool cupti, uint64_t correlation, CudaStream& s);
   // What finishes an operation: its device times from events when CUPTI
   // is not recording them.
   CudaStream::Completion completion(const char* name, prof::DeviceOpKind kind, prof::CopyKind copy, uint64_t bytes,

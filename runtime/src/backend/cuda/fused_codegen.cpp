@@ -418,28 +418,36 @@ class FusedSource {
     o += ";\n";
   }
 
-  std::string row_reduce(int64_t len, uint32_t block) const {
+  // From the preamble on: the loop over outputs (`out_loop`, over o), and in
+  // it each output's accumulation of its elements (`reduce_loop`, over r)
+  // into acc (and arg, for argmax). Leaves the loop over outputs open.
+  void accumulate_outputs(std::string& o, int64_t len, const char* out_loop, const char* reduce_loop) const {
     const Reduce& r = *k_.reduce;
-    Acc a = acc();
-    bool arg = r.kind == ReduceKind::argmax;
+    const Acc a = acc();
     std::vector<int> kept, reduced;
     axes_split(kept, reduced);
-    std::string o = signature(block) + " {\n";
-    o += fmt::format("  __shared__ {} red_[{}];\n", a.type, block);
-    if (arg) o += fmt::format("  __shared__ long long red_arg_[{}];\n", block);
     preamble(o);
     o += fmt::format("  const idx_t outs = {}, len = {};\n", r.out_size, len);
     declare_axes(o, "  ");
-    o += "  for (idx_t o = blockIdx.x; o < outs; o += gridDim.x) {\n";
+    o += out_loop;
     decompose_all(o, "    ", kept, "o");
     o += fmt::format("    {} acc = {};\n", a.type, a.init);
-    if (arg) o += "    long long arg = -1;\n";
-    o += "    for (idx_t r = threadIdx.x; r < len; r += blockDim.x) {\n";
+    if (r.kind == ReduceKind::argmax) o += "    long long arg = -1;\n";
+    o += reduce_loop;
     decompose_all(o, "      ", reduced, "r");
     o += fmt::format("      const idx_t lin = {};\n", linear_index());
     element(o, "      ");
     o += "      " + accumulate() + "\n";
     o += "    }\n";
+  }
+
+  std::string row_reduce(int64_t len, uint32_t block) const {
+    const bool arg = k_.reduce->kind == ReduceKind::argmax;
+    std::string o = signature(block) + " {\n";
+    o += fmt::format("  __shared__ {} red_[{}];\n", acc().type, block);
+    if (arg) o += fmt::format("  __shared__ long long red_arg_[{}];\n", block);
+    accumulate_outputs(o, len, "  for (idx_t o = blockIdx.x; o < outs; o += gridDim.x) {\n",
+                       "    for (idx_t r = threadIdx.x; r < len; r += blockDim.x) {\n");
     o += "    red_[threadIdx.x] = acc;\n";
     if (arg) o += "    red_arg_[threadIdx.x] = arg;\n";
     o += "    __syncthreads();\n";
@@ -458,26 +466,12 @@ class FusedSource {
   }
 
   std::string column_reduce(int64_t len) const {
-    const Reduce& r = *k_.reduce;
-    Acc a = acc();
-    bool arg = r.kind == ReduceKind::argmax;
-    std::vector<int> kept, reduced;
-    axes_split(kept, reduced);
     std::string o = signature(kBlock) + " {\n";
-    preamble(o);
-    o += fmt::format("  const idx_t outs = {}, len = {};\n", r.out_size, len);
-    declare_axes(o, "  ");
-    o += "  for (idx_t o = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; o < outs; o += (idx_t)gridDim.x * blockDim.x) "
-         "{\n";
-    decompose_all(o, "    ", kept, "o");
-    o += fmt::format("    {} acc = {};\n", a.type, a.init);
-    if (arg) o += "    long long arg = -1;\n";
-    o += "    for (idx_t r = 0; r < len; ++r) {\n";
-    decompose_all(o, "      ", reduced, "r");
-    o += fmt::format("      const idx_t lin = {};\n", linear_index());
-    element(o, "      ");
-    o += "      " + accumulate() + "\n";
-    o += "    }\n";
+    accumulate_outputs(
+        o, len,
+        "  for (idx_t o = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; o < outs; o += (idx_t)gridDim.x * "
+        "blockDim.x) {\n",
+        "    for (idx_t r = 0; r < len; ++r) {\n");
     o += "    " + write_result("acc", "arg") + "\n";
     o += "  }\n}\n";
     return o;
