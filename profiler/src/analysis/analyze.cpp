@@ -54,13 +54,23 @@ struct Parameter {
   double max;  // the largest value the member's type holds
 };
 
+// The largest value a parameter of type T takes. For integers, a bound
+// that converts back exactly (half the type's range, as an integer), far
+// beyond any sensible threshold.
+template <typename T>
+double largest_value() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::numeric_limits<double>::max();
+  } else {
+    constexpr T half = std::numeric_limits<T>::max() / 2;
+    return std::min(double(half), 0x1p52);
+  }
+}
+
 template <typename T>
 Parameter param(const char* name, const char* description, T AnalysisOptions::*member, bool duration = false) {
   return {name, description, [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration,
-          // Integers: a bound that converts back exactly, far beyond any
-          // sensible threshold.
-          std::is_floating_point_v<T> ? std::numeric_limits<double>::max()
-                                      : std::min(double(std::numeric_limits<T>::max()) / 2, 0x1p52)};
+          largest_value<T>()};
 }
 
 const std::vector<Parameter>& parameters() {
