@@ -37,7 +37,7 @@ void LaneThreads::emit(ImportedTrace& out) const {
   }
 }
 
-std::string lane_id_text(LaneId id, const TraceWriter& strings) {
+std::string lane_id_text(LaneId id, const StringPool& strings) {
   return id.is_string ? std::string(strings.text(StringId(id.value))) : std::to_string(id.value);
 }
 
@@ -113,7 +113,7 @@ bool is_blocking_copy_call(std::string_view name) {
 
 void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& ops,
                     const std::unordered_set<int64_t>& sync_correlations, const std::vector<int64_t>& sync_records,
-                    const TraceWriter& strings, ImportedTrace& out) {
+                    const StringPool& strings, ImportedTrace& out) {
   std::unordered_map<int64_t, uint32_t> op_by_correlation;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     if (ops[i].correlation != kNone) op_by_correlation.try_emplace(ops[i].correlation, i);

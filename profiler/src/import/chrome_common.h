@@ -11,7 +11,7 @@
 
 #include "import/chrome_events.h"
 #include "import/imported_trace.h"
-#include "loupe/prof/trace_writer.h"
+#include "import/string_pool.h"
 
 namespace loupe::prof::import {
 
@@ -20,13 +20,13 @@ namespace loupe::prof::import {
 // thread_name / process_name metadata.
 class LaneThreads {
  public:
-  LaneThreads(const ChromeTrace& raw, TraceWriter& strings) : raw_(raw), strings_(strings) {}
+  LaneThreads(const ChromeTrace& raw, StringPool& strings) : raw_(raw), strings_(strings) {}
   uint32_t thread(uint32_t lane);
   void emit(ImportedTrace& out) const;
 
  private:
   const ChromeTrace& raw_;
-  TraceWriter& strings_;
+  StringPool& strings_;
   std::unordered_map<uint32_t, uint32_t> by_lane_;
   std::vector<uint32_t> lanes_;  // by thread id - 1
   uint32_t last_lane_ = ~0u, last_thread_ = 0;
@@ -78,7 +78,7 @@ void finish_mapping(const ChromeTrace& raw, const LaneThreads& threads, Imported
 // claims are counted as skipped.
 void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& ops,
                     const std::unordered_set<int64_t>& sync_correlations, const std::vector<int64_t>& sync_records,
-                    const TraceWriter& strings, ImportedTrace& out);
+                    const StringPool& strings, ImportedTrace& out);
 
 // Moves the pending ops into out.device_ops (unknown bytes become 0).
 void emit_device_ops(std::vector<PendingOp>& ops, ImportedTrace& out);
@@ -91,7 +91,7 @@ bool is_sync_call(std::string_view name);
 bool is_blocking_copy_call(std::string_view name);
 
 // A pid or tid as text ("783658", "Spans").
-std::string lane_id_text(LaneId id, const TraceWriter& strings);
+std::string lane_id_text(LaneId id, const StringPool& strings);
 // Its number, if it is one.
 inline std::optional<int64_t> lane_number(LaneId id) {
   return id.is_string ? std::nullopt : std::optional<int64_t>(id.value);

@@ -1,7 +1,7 @@
 // Chrome trace-event JSON as the JSON reader hands it to the format
 // mappings (Kineto, JAX, plain Chrome): one compact record per event with
 // the fields and arguments loupe uses, times already in integer
-// nanoseconds, strings interned in the output trace's string table.
+// nanoseconds, strings interned in the importers' StringPool.
 #pragma once
 
 #include <cstdint>

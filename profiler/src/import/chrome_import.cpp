@@ -12,7 +12,7 @@
 
 namespace loupe::prof::import {
 
-ImportFormat detect_json_dialect(const ChromeTrace& raw, const TraceWriter& strings) {
+ImportFormat detect_json_dialect(const ChromeTrace& raw, const StringPool& strings) {
   if (raw.has_schema_version || !raw.device_properties.empty()) return ImportFormat::kineto;
   std::unordered_map<StringId, bool> seen;
   for (const ChromeEvent& e : raw.events) {
@@ -27,7 +27,7 @@ ImportFormat detect_json_dialect(const ChromeTrace& raw, const TraceWriter& stri
   return ImportFormat::chrome;
 }
 
-void map_chrome(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) {
+void map_chrome(ChromeTrace& raw, StringPool& strings, ImportedTrace& out) {
   complete_begin_end(raw);
   LaneThreads threads(raw, strings);
   for (const ChromeEvent& e : raw.events) {

@@ -60,9 +60,8 @@ ImportFormat detect_import_format(const std::string& path) {
     }
     return ImportFormat::nsys;
   }
-  // JSON: the dialect shows in the content, so the document is read, its
-  // strings interned in a scratch trace in memory.
-  TraceWriter strings(":memory:", {.producer = "loupe import"});
+  // JSON: the dialect shows in the content, so the document is read.
+  import::StringPool strings;
   import::ChromeTrace raw;
   auto source = import::open_byte_source(path);
   import::read_chrome_json(*source, path, strings, raw);
@@ -99,9 +98,10 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto t0 = Clock::now();
   TraceWriter writer(out, {.producer = "loupe import", .live = false, .inputs = {in}});
+  import::StringPool strings;
   import::ImportedTrace trace;
   if (sqlite) {
-    import::read_nsys(in, writer, trace);
+    import::read_nsys(in, strings, trace);
     result.read_seconds = seconds_since(t0);
     result.format = ImportFormat::nsys;
     result.input_bytes = uint64_t(in_st.st_size);
@@ -109,20 +109,20 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
     import::ChromeTrace raw;
     {
       auto source = import::open_byte_source(in, options.threads != 1);
-      import::read_chrome_json(*source, in, writer, raw, options.threads);
+      import::read_chrome_json(*source, in, strings, raw, options.threads);
     }
     result.read_seconds = seconds_since(t0);
     auto t1 = Clock::now();
     result.input_bytes = raw.bytes;
     ImportFormat format =
-        options.format == ImportFormat::auto_detect ? import::detect_json_dialect(raw, writer) : options.format;
+        options.format == ImportFormat::auto_detect ? import::detect_json_dialect(raw, strings) : options.format;
     result.format = format;
     if (format == ImportFormat::kineto) {
-      import::map_kineto(raw, writer, trace);
+      import::map_kineto(raw, strings, trace);
     } else if (format == ImportFormat::jax) {
-      import::map_jax(raw, writer, trace);
+      import::map_jax(raw, strings, trace);
     } else {
-      import::map_chrome(raw, writer, trace);
+      import::map_chrome(raw, strings, trace);
     }
     result.map_seconds = seconds_since(t1);
   }
@@ -132,7 +132,7 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   auto t2 = Clock::now();
   import::WriteSummary s;
   try {
-    s = import::write_imported(trace, writer);
+    s = import::write_imported(trace, strings, writer);
   } catch (const ImportError& e) {
     throw ImportError(fmt::format("{}: {}", in, e.what()));
   }

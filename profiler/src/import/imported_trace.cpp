@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "loupe/prof/import.h"
@@ -55,6 +56,17 @@ template <typename Row>
 int64_t& time_of(Row& r) {
   if constexpr (requires { r.dur; }) return r.start;
   else return r.time;
+}
+
+// The pool's strings in the order of their ids. The writer numbers strings
+// in the order it first sees them, from its own empty string at id 0, so
+// each keeps its id and the rows need no renumbering.
+void copy_strings(const StringPool& strings, TraceWriter& w) {
+  for (StringId id = 1; id < strings.size(); ++id) {
+    if (w.intern(strings.text(id)) != id) {
+      throw std::logic_error(fmt::format("imported string {} got another id in the trace", id));
+    }
+  }
 }
 
 // Adds every row of `rows` (shifted by `origin`) and frees the vector.
@@ -144,7 +156,8 @@ void check_totals(const char* table, const std::vector<Row>& rows) {
 
 }  // namespace
 
-WriteSummary write_imported(ImportedTrace& t, TraceWriter& w) {
+WriteSummary write_imported(ImportedTrace& t, const StringPool& strings, TraceWriter& w) {
+  copy_strings(strings, w);
   // The origin: the earliest time of any event.
   int64_t origin = std::numeric_limits<int64_t>::max();
   for_each_table(t, [&](auto& rows, const char*) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "import/string_pool.h"
 #include "loupe/prof/trace_rows.h"
 #include "loupe/prof/trace_writer.h"
 
@@ -48,9 +49,10 @@ struct WriteSummary {
   std::map<std::string, uint64_t> rows_by_table;
 };
 
-// Writes `trace` (consuming its rows) and closes the writer. Sets meta
+// Writes the strings of `strings` under the ids they have there, then
+// `trace` (consuming its rows), and closes the writer. Sets meta
 // status = "imported", skipped_events and skipped_detail, the origin, and
 // every entry of trace.meta.
-WriteSummary write_imported(ImportedTrace& trace, TraceWriter& writer);
+WriteSummary write_imported(ImportedTrace& trace, const StringPool& strings, TraceWriter& writer);
 
 }  // namespace loupe::prof::import

@@ -1,21 +1,21 @@
-// Interning an importer's strings into the trace's string table, with a
-// small cache in front.
+// Interning an importer's strings into its StringPool, with a small cache
+// in front.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 
-#include "loupe/prof/trace_writer.h"
+#include "import/string_pool.h"
 
 namespace loupe::prof::import {
 
-// A small direct-mapped cache in front of the trace's string table: event
-// names and categories repeat, and a hit costs a short hash and a compare
-// instead of a lookup in the table's hash map.
+// A small direct-mapped cache in front of the pool: event names and
+// categories repeat, and a hit costs a short hash and a compare instead of
+// a lookup in the pool's hash map.
 class InternCache {
  public:
-  explicit InternCache(TraceWriter& strings) : strings_(strings) {}
+  explicit InternCache(StringPool& strings) : strings_(strings) {}
   StringId operator()(std::string_view s) {
     uint64_t h = s.size() * 0x9e3779b97f4a7c15ull;
     if (s.size() >= 8) {
@@ -29,7 +29,7 @@ class InternCache {
     Slot& slot = slots_[(h ^ (h >> 29)) & (kSlots - 1)];
     if (slot.valid && slot.text == s) return slot.id;
     StringId id = strings_.intern(s);
-    slot = {strings_.text(id), id, true};  // the table's copy outlives the cache
+    slot = {strings_.text(id), id, true};  // the pool's copy outlives the cache
     return id;
   }
 
@@ -40,7 +40,7 @@ class InternCache {
     StringId id = 0;
     bool valid = false;
   };
-  TraceWriter& strings_;
+  StringPool& strings_;
   Slot slots_[kSlots];
 };
 

@@ -84,7 +84,7 @@ HostMemory host_memory_of(std::string_view kind) {
 
 class JaxMapper {
  public:
-  JaxMapper(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out)
+  JaxMapper(ChromeTrace& raw, StringPool& strings, ImportedTrace& out)
       : raw_(raw), strings_(strings), out_(out), threads_(raw, strings) {}
 
   void run() {
@@ -331,7 +331,7 @@ class JaxMapper {
   }
 
   ChromeTrace& raw_;
-  TraceWriter& strings_;
+  StringPool& strings_;
   ImportedTrace& out_;
   LaneThreads threads_;
   std::map<LaneId, ProcessInfo> processes_;
@@ -342,6 +342,6 @@ class JaxMapper {
 
 }  // namespace
 
-void map_jax(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) { JaxMapper(raw, strings, out).run(); }
+void map_jax(ChromeTrace& raw, StringPool& strings, ImportedTrace& out) { JaxMapper(raw, strings, out).run(); }
 
 }  // namespace loupe::prof::import

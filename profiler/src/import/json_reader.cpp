@@ -36,7 +36,7 @@ constexpr uint64_t kNoOffset = ~uint64_t(0);
 
 class JsonReader {
  public:
-  JsonReader(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace, unsigned threads)
+  JsonReader(ByteSource& source, const std::string& path, StringPool& strings, ChromeTrace& trace, unsigned threads)
       : source_(source), path_(path), strings_(strings), trace_(trace), intern_(strings) {
     workers_ = threads != 0 ? threads : std::min<size_t>(std::thread::hardware_concurrency(), kMaxWorkers);
     allocate(kInitialBuffer);
@@ -484,7 +484,7 @@ class JsonReader {
 
   ByteSource& source_;
   const std::string& path_;
-  TraceWriter& strings_;
+  StringPool& strings_;
   ChromeTrace& trace_;
 
   std::unique_ptr<char[]> buf_;
@@ -511,7 +511,7 @@ class JsonReader {
 
 }  // namespace
 
-void read_chrome_json(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace,
+void read_chrome_json(ByteSource& source, const std::string& path, StringPool& strings, ChromeTrace& trace,
                       unsigned threads) {
   // Kineto events average 250 bytes; reserving address space for more is
   // free (untouched pages cost nothing) and spares the copies of growth.

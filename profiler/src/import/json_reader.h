@@ -15,14 +15,15 @@
 // The scanner and the merge are here (json_reader.cpp); a run is a Batch
 // (json_batch.h), parsed by an EventParser (event_parser.h) on the threads
 // of a ParsePool (parse_pool.h), reading values through json_values.h;
-// strings reach the trace through an InternCache (intern_cache.h).
+// strings reach the importers' StringPool (string_pool.h) through an
+// InternCache (intern_cache.h).
 #pragma once
 
 #include <string>
 
 #include "import/byte_source.h"
 #include "import/chrome_events.h"
-#include "loupe/prof/trace_writer.h"
+#include "import/string_pool.h"
 
 namespace loupe::prof::import {
 
@@ -32,7 +33,7 @@ namespace loupe::prof::import {
 // ImportError naming `path` and the byte offset in the (uncompressed) JSON
 // for a document that is truncated, malformed or not a trace.
 // `threads`: parsing threads, 0 = one per core (at most 4), 1 = none.
-void read_chrome_json(ByteSource& source, const std::string& path, TraceWriter& strings, ChromeTrace& trace,
+void read_chrome_json(ByteSource& source, const std::string& path, StringPool& strings, ChromeTrace& trace,
                       unsigned threads = 0);
 
 }  // namespace loupe::prof::import

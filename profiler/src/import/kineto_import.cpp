@@ -74,7 +74,7 @@ std::optional<int64_t> step_number(std::string_view name) {
 
 class KinetoMapper {
  public:
-  KinetoMapper(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out)
+  KinetoMapper(ChromeTrace& raw, StringPool& strings, ImportedTrace& out)
       : raw_(raw), strings_(strings), out_(out), threads_(raw, strings) {}
 
   void run() {
@@ -330,7 +330,7 @@ class KinetoMapper {
   };
 
   ChromeTrace& raw_;
-  TraceWriter& strings_;
+  StringPool& strings_;
   ImportedTrace& out_;
   LaneThreads threads_;
   std::unordered_map<StringId, KinetoCat> cats_;
@@ -349,6 +349,6 @@ class KinetoMapper {
 
 }  // namespace
 
-void map_kineto(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out) { KinetoMapper(raw, strings, out).run(); }
+void map_kineto(ChromeTrace& raw, StringPool& strings, ImportedTrace& out) { KinetoMapper(raw, strings, out).run(); }
 
 }  // namespace loupe::prof::import

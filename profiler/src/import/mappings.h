@@ -6,24 +6,24 @@
 
 #include "import/chrome_events.h"
 #include "import/imported_trace.h"
+#include "import/string_pool.h"
 #include "loupe/prof/import.h"
-#include "loupe/prof/trace_writer.h"
 
 namespace loupe::prof::import {
 
 // Which Chrome-JSON dialect a parsed trace is: kineto (PyTorch profiler
 // categories, deviceProperties), jax (XLA's /host: and /device: processes)
 // or plain chrome.
-ImportFormat detect_json_dialect(const ChromeTrace& raw, const TraceWriter& strings);
+ImportFormat detect_json_dialect(const ChromeTrace& raw, const StringPool& strings);
 
-void map_kineto(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out);
-void map_jax(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out);
-void map_chrome(ChromeTrace& raw, TraceWriter& strings, ImportedTrace& out);
+void map_kineto(ChromeTrace& raw, StringPool& strings, ImportedTrace& out);
+void map_jax(ChromeTrace& raw, StringPool& strings, ImportedTrace& out);
+void map_chrome(ChromeTrace& raw, StringPool& strings, ImportedTrace& out);
 
 // Whether `path` (a SQLite file) holds Nsight Systems export tables.
 bool is_nsys_export(const std::string& path);
 // Reads an Nsight Systems SQLite export. Throws ImportError naming the
 // table for a damaged or foreign file.
-void read_nsys(const std::string& path, TraceWriter& strings, ImportedTrace& out);
+void read_nsys(const std::string& path, StringPool& strings, ImportedTrace& out);
 
 }  // namespace loupe::prof::import

@@ -52,7 +52,7 @@ constexpr int64_t kNvtxMark = 34, kNvtxPushPop = 59, kNvtxStartEnd = 60;
 
 class NsysReader {
  public:
-  NsysReader(const std::string& path, TraceWriter& strings, ImportedTrace& out)
+  NsysReader(const std::string& path, StringPool& strings, ImportedTrace& out)
       : path_(path), strings_(strings), out_(out) {}
 
   void run() {
@@ -581,7 +581,7 @@ class NsysReader {
   }
 
   const std::string& path_;
-  TraceWriter& strings_;
+  StringPool& strings_;
   ImportedTrace& out_;
   store::Db db_;
   std::string current_table_;
@@ -619,7 +619,7 @@ bool is_nsys_export(const std::string& path) {
   }
 }
 
-void read_nsys(const std::string& path, TraceWriter& strings, ImportedTrace& out) {
+void read_nsys(const std::string& path, StringPool& strings, ImportedTrace& out) {
   NsysReader(path, strings, out).run();
 }
 
