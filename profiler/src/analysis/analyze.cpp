@@ -50,6 +50,7 @@ struct Parameter {
   const char* name;
   const char* description;
   std::function<void(AnalysisOptions&, double)> set;
+  std::function<double(const AnalysisOptions&)> get;
   bool duration;
   double max;  // the largest value the member's type holds
 };
@@ -69,7 +70,11 @@ double largest_value() {
 
 template <typename T>
 Parameter param(const char* name, const char* description, T AnalysisOptions::*member, bool duration = false) {
-  return {name, description, [member](AnalysisOptions& o, double v) { o.*member = T(v); }, duration,
+  return {name,
+          description,
+          [member](AnalysisOptions& o, double v) { o.*member = T(v); },
+          [member](const AnalysisOptions& o) { return double(o.*member); },
+          duration,
           largest_value<T>()};
 }
 
@@ -140,7 +145,8 @@ double parse_value(const std::string& text, bool duration) {
 
 std::vector<AnalysisParameter> analysis_parameters() {
   std::vector<AnalysisParameter> out;
-  for (const Parameter& p : parameters()) out.push_back({p.name, p.description});
+  const AnalysisOptions defaults;
+  for (const Parameter& p : parameters()) out.push_back({p.name, p.description, p.get(defaults), p.duration});
   return out;
 }
 

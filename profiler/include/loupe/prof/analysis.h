@@ -130,6 +130,8 @@ struct AnalysisOptions {
 struct AnalysisParameter {
   const char* name;
   const char* description;
+  double default_value;  // as AnalysisOptions{} has it; nanoseconds for a duration
+  bool duration;         // takes ns, us, ms and s as units
 };
 std::vector<AnalysisParameter> analysis_parameters();
 // Sets one by name; throws std::invalid_argument naming the problem.
