@@ -138,12 +138,7 @@ Budget parse_budget(const std::string& text, const std::string& source) {
 constexpr size_t kMaxBudgetBytes = size_t(1) << 20;
 
 Budget read_budget_file(const std::string& path) {
-  int fd = -1;
-  try {
-    fd = open_input_file(path);
-  } catch (const FileError& e) {
-    throw BudgetError(e.what());
-  }
+  int fd = open_input_file_or_throw<BudgetError>(path);
   std::string text;
   char buf[65536];
   for (;;) {

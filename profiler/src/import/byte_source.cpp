@@ -25,12 +25,7 @@ namespace {
 
 class Fd {
  public:
-  explicit Fd(const std::string& path) : path_(path) {
-    try {
-      fd_ = open_input_file(path);
-    } catch (const FileError& e) {
-      throw ImportError(e.what());
-    }
+  explicit Fd(const std::string& path) : path_(path), fd_(open_input_file_or_throw<ImportError>(path)) {
     struct stat st {};
     if (::fstat(fd_, &st) == 0) size_ = uint64_t(st.st_size);
   }

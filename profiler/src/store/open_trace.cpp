@@ -28,12 +28,7 @@ namespace {
 // answer; the file is opened through the input gate, so that a FIFO or a
 // device is refused instead of blocking or read forever.
 void check_header(const std::string& path) {
-  int fd = -1;
-  try {
-    fd = open_input_file(path);
-  } catch (const FileError& e) {
-    throw TraceError(e.what());
-  }
+  int fd = open_input_file_or_throw<TraceError>(path);
   struct stat st {};
   ::fstat(fd, &st);
   char header[100] = {};

@@ -14,10 +14,6 @@ namespace loupe::prof::store {
 
 namespace {
 
-#define LOUPE_TABLE_NAME(Row, Track, table, member) std::string_view(#table),
-constexpr std::array kEventTables = {LOUPE_EVENT_TABLES(LOUPE_TABLE_NAME)};
-#undef LOUPE_TABLE_NAME
-
 // Runs `sql` and hands each row, checked, to `read`; an error names the
 // table and the row.
 template <typename F>
@@ -42,8 +38,6 @@ int64_t meta_int(const std::map<std::string, std::string>& meta, const char* key
 }
 
 }  // namespace
-
-std::span<const std::string_view> event_tables() { return kEventTables; }
 
 TraceInfo read_meta(sqlite3* db) {
   TraceInfo info;
@@ -123,7 +117,8 @@ std::map<std::string, std::vector<TrackClaim>> read_tracks(sqlite3* db) {
   for_each_row(db, "tracks", "SELECT tbl, a, b, rows, first_start, last_end FROM tracks ORDER BY tbl, a, b",
                {"tbl", "a", "b", "rows", "first_start", "last_end"}, [&](const CheckedRow& r) {
                  std::string_view table = r.text(0);
-                 if (std::find(kEventTables.begin(), kEventTables.end(), table) == kEventTables.end()) {
+                 std::span<const std::string_view> names = event_table_names();
+                 if (std::find(names.begin(), names.end(), table) == names.end()) {
                    throw StoreError(fmt::format("names '{}', which is not an event table", table));
                  }
                  TrackClaim t{r.integer(1), r.integer(2), r.in_range(3, 1, std::numeric_limits<int64_t>::max()),

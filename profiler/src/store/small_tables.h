@@ -32,7 +32,4 @@ struct TrackClaim {
 // table, or that is not a track a writer could have written, is refused.
 std::map<std::string, std::vector<TrackClaim>> read_tracks(sqlite3* db);
 
-// The names of the event tables, in schema order.
-std::span<const std::string_view> event_tables();
-
 }  // namespace loupe::prof::store

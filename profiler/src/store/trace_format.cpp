@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "loupe/prof/trace_tables.h"
+
 namespace loupe::prof {
 
 namespace {
@@ -12,12 +14,17 @@ constexpr std::array<std::string_view, 3> kHostMemory = {"unknown", "pageable", 
 constexpr std::array<std::string_view, 6> kMemoryEventKinds = {"alloc", "free", "reserve", "release", "retry", "oom"};
 constexpr std::array<std::string_view, 3> kCompileKinds = {"miss", "hit", "aot"};
 constexpr std::array<std::string_view, 4> kDeviceKinds = {"cpu", "cuda", "rocm", "other"};
+#define LOUPE_TABLE_NAME(Row, Track, table, member) std::string_view(#table),
+constexpr std::array kEventTables = {LOUPE_EVENT_TABLES(LOUPE_TABLE_NAME)};
+#undef LOUPE_TABLE_NAME
 
 template <size_t N>
 std::string_view lookup(const std::array<std::string_view, N>& names, unsigned i) {
   return i < N ? names[i] : std::string_view("?");
 }
 }  // namespace
+
+std::span<const std::string_view> event_table_names() { return kEventTables; }
 
 // Each enumeration with its names: what the functions below are made of.
 #define LOUPE_TRACE_ENUMS(E)                                     \

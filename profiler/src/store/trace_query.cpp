@@ -96,7 +96,7 @@ TraceSummary summarize_trace(const std::string& path) {
     // each table's real row count (load_trace checks it row by row).
     std::map<std::string, std::vector<store::TrackClaim>> claims = store::read_tracks(db.get());
     bool any = false;
-    for (std::string_view table : store::event_tables()) {
+    for (std::string_view table : event_table_names()) {
       Stmt q(db.get(), fmt::format("SELECT count(*) FROM {}", table));
       q.step();
       uint64_t rows = uint64_t(q.int64(0)), claimed = 0;

@@ -22,6 +22,17 @@ class FileError : public std::runtime_error {
 // regular file...", "PATH: cannot open: No such file or directory").
 int open_input_file(const std::string& path);
 
+// open_input_file for a reader with an error class of its own (TraceError,
+// ImportError, BudgetError): the FileError's message, thrown as `Error`.
+template <typename Error>
+int open_input_file_or_throw(const std::string& path) {
+  try {
+    return open_input_file(path);
+  } catch (const FileError& e) {
+    throw Error(e.what());
+  }
+}
+
 // The same check for readers that open the file themselves (SQLite): opens
 // it as above, and closes it again.
 void check_input_file(const std::string& path);

@@ -96,6 +96,9 @@ enum class DeviceKind : uint8_t {
   other = 3,
 };
 
+// The names of the event tables (trace_tables.h), in schema order.
+std::span<const std::string_view> event_table_names();
+
 // Names of the enumerators, in id order, as stored in the enum tables.
 std::span<const std::string_view> span_kind_names();
 std::span<const std::string_view> device_op_kind_names();
