@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -458,9 +459,27 @@ void validate_table(const std::string& path, const char* table, const TraceModel
   check_totals(path, table, tracks);
 }
 
+// Whether `options` asks for the event table `table`; refuses a name that
+// is no event table.
+bool wanted(const ReadOptions& options, const char* table) {
+  if (!options.tables) return true;
+  return std::find(options.tables->begin(), options.tables->end(), table) != options.tables->end();
+}
+
+void check_table_names(const ReadOptions& options) {
+  if (!options.tables) return;
+  std::span<const std::string_view> known = event_table_names();
+  for (const std::string& name : *options.tables) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw std::invalid_argument(fmt::format("no event table '{}'", name));
+    }
+  }
+}
+
 }  // namespace
 
 TraceModel load_trace(const std::string& path, const ReadOptions& options) {
+  check_table_names(options);
   store::Db db = store::open_trace(path);  // throws TraceError
   TraceModel m;
   m.path = path;
@@ -499,7 +518,9 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
 
     std::vector<Unit> units;
     for (size_t i = 0; i < loaders.size(); ++i) {
-      loaders[i]->plan(units, int(i), claims[loaders[i]->name()], target, max_rows);
+      if (wanted(options, loaders[i]->name())) {
+        loaders[i]->plan(units, int(i), claims[loaders[i]->name()], target, max_rows);
+      }
     }
     // Largest first, so that the last unit to finish is a small one.
     std::vector<size_t> order(units.size());
@@ -537,11 +558,14 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     for (auto& l : loaders) l->finish();
     store::exec(db.get(), "COMMIT");
 
-#define LOUPE_VALIDATE(Row, Track, table, member) validate_table(path, #table, m, m.member);
+#define LOUPE_VALIDATE(Row, Track, table, member) \
+  if (wanted(options, #table)) validate_table(path, #table, m, m.member);
     LOUPE_EVENT_TABLES(LOUPE_VALIDATE)
 #undef LOUPE_VALIDATE
     // The rows are valid; the tracks table must describe exactly them.
-    for (auto& l : loaders) l->verify(claims[l->name()]);
+    for (auto& l : loaders) {
+      if (wanted(options, l->name())) l->verify(claims[l->name()]);
+    }
   } catch (const StoreError& e) {
     throw TraceError(file_error(path, e.what()));
   } catch (const std::bad_alloc&) {

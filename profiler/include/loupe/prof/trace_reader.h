@@ -8,8 +8,10 @@
 // TraceError with one line naming the file and the problem.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "loupe/prof/trace_model.h"
 
@@ -23,6 +25,11 @@ class TraceError : public std::runtime_error {
 struct ReadOptions {
   // Threads reading tables in parallel; 0 = one per core, at most 4.
   unsigned threads = 0;
+  // The event tables to read, by name (trace_tables.h); the others stay
+  // empty, and start_ns and end_ns span only those read. Unset: all of
+  // them. The meta, strings and small tables are always read. Throws
+  // std::invalid_argument for a name that is not an event table.
+  std::optional<std::vector<std::string>> tables;
 };
 
 TraceModel load_trace(const std::string& path, const ReadOptions& options = {});
