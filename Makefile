@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 
 LOUPE = $(BUILD)/bin/loupe
 
-.PHONY: all setup build demo test lint bench gpu-check test-asan test-tsan clean
+.PHONY: all setup build python demo test lint bench gpu-check test-asan test-tsan clean
 
 all: build
 
@@ -27,7 +27,15 @@ demo: build
 	$(LOUPE) record -o trace.db -- $(BUILD)/bin/train_mlp
 	$(LOUPE) analyze trace.db
 
-test: build
+# The Python package (python/, docs/python.md), installed into .venv
+# (scripts/setup-python) and built in $(BUILD)-python, so that a rebuild
+# compiles only what changed.
+python: setup
+	scripts/setup-python
+	.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+	  --config-settings=build-dir=$(CURDIR)/$(BUILD)-python ./python
+
+test: python build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # clang-format and clang-tidy, with zero findings (scripts/lint).
@@ -35,13 +43,12 @@ lint: setup $(BUILD)/build.ninja
 	scripts/lint $(BUILD)
 
 # Benchmarks run in a Release build of their own and print one table, in
-# .venv-bench (scripts/setup-python), which has what the comparisons with
-# HTA and JAX import.
-bench: setup
-	scripts/setup-python
+# .venv (scripts/setup-python), which has the Python package and what the
+# comparisons with HTA, JAX and pandas import.
+bench: python
 	cmake -S . -B $(BUILD)-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOUPE_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-release -j $(JOBS)
-	.venv-bench/bin/python bench/run $(BUILD)-release
+	.venv/bin/python bench/run $(BUILD)-release
 
 # Everything that needs an NVIDIA GPU (docs/gpu.md), with one table at the
 # end; on a machine without one, the CPU-side parts and what was skipped.
@@ -72,4 +79,4 @@ test-tsan: setup
 	  ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-release $(BUILD)-asan $(BUILD)-tsan $(BUILD)-gpu-check
+	rm -rf $(BUILD) $(BUILD)-release $(BUILD)-asan $(BUILD)-tsan $(BUILD)-gpu-check $(BUILD)-python

@@ -23,7 +23,7 @@ For each fixture, side by side in one run:
 Prints a table, or with --json one JSON row per figure for bench/run, which
 passes --json alone: then only the largest fixture by size. Skips, saying
 so, when HTA is not installed (scripts/setup-python installs it in
-.venv-bench, which `make bench` runs this with).
+.venv, which `make bench` runs this with).
 """
 import gzip
 import json

@@ -2,8 +2,8 @@
 """Holistic Trace Analysis (HTA) figures for the real Kineto fixtures, as
 reference data for comparing loupe's analyses with HTA's.
 
-    scripts/setup-python                      # once: .venv-bench with HTA pinned
-    .venv-bench/bin/python bench/hta_parity.py [--out DIR] [FIXTURE.json.gz ...]
+    scripts/setup-python                      # once: .venv with HTA pinned
+    .venv/bin/python bench/hta_parity.py [--out DIR] [FIXTURE.json.gz ...]
 
 For each fixture (default: every *.json.gz in $LOUPE_FIXTURES_DIR, else
 ../shared/fixtures/kineto next to the repository), the trace is copied into
@@ -42,7 +42,7 @@ import warnings
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
-venv = os.path.join(root, ".venv-bench")
+venv = os.path.join(root, ".venv")
 venv_python = os.path.join(venv, "bin", "python")
 
 try:

@@ -11,7 +11,7 @@ trace; with --1gb (or LOUPE_BENCH_1GB=1) also on a synthetic 1 GB one,
 generated in BUILD_DIR/bench (never committed). bench/hta_compare.py adds
 HTA's load and idle time breakdown against loupe's import and analyze on
 the largest fixture (skipped where HolisticTraceAnalysis is not installed;
-`make bench` runs this in .venv-bench, which has it).
+`make bench` runs this in .venv, which has it).
 """
 import gzip
 import json

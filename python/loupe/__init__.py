@@ -1,0 +1,208 @@
+"""loupe for Python: loupe trace files as pandas DataFrames, and the
+analyses, budgets, diffs and imports of the ``loupe`` command line.
+
+    import loupe
+
+    trace = loupe.open("run.db")
+    kernels = trace.table("device_ops")      # one row per device operation
+    report = trace.analyze(min_gap="50us")   # what ``loupe analyze --format json`` prints
+    for finding in report["findings"]:
+        print(finding["severity"], finding["title"])
+
+Every figure comes from the same C++ library as the CLI's, so the two
+always agree. Errors are ``loupe.Error`` subclasses carrying the message
+the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Mapping, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from . import _core
+from ._core import BudgetError, BudgetResult, Error, FileError, ImportResult, StoreError, TraceError, TraceImportError
+
+__all__ = [
+    "open", "Trace", "diff", "import_trace", "event_tables", "small_tables",
+    "Error", "TraceError", "TraceImportError", "BudgetError", "StoreError", "FileError",
+    "BudgetResult", "ImportResult",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+small_tables = ("devices", "streams", "threads", "callsites")
+
+
+def event_tables() -> list[str]:
+    """The event tables, in the trace schema's order (docs/trace-format.md)."""
+    return list(_core.event_tables())
+
+
+def open(path: PathLike) -> "Trace":  # noqa: A001 - loupe.open, like the CLI's FILE argument
+    """Opens a trace file, checking it as ``loupe analyze`` does.
+
+    Reads its meta, strings and small tables now, and each event table the
+    first time it is asked for (:meth:`Trace.table`), so that one table of
+    a large trace costs only its own rows. Raises TraceError naming the file
+    and the problem for a missing, corrupt or foreign file.
+    """
+    return Trace(os.fspath(path))
+
+
+class Trace:
+    """A trace file opened by :func:`loupe.open`."""
+
+    def __init__(self, path: str):
+        self._header = _core.open(path, [])  # checks the file; reads no event table
+        self._whole: _core.Trace | None = None
+        self._read: dict[str, _core.Trace] = {}  # event table -> the read that holds it
+        self._string_categories: dict[_core.Trace, pd.Index] = {}  # per read: its strings table
+
+    def __repr__(self) -> str:
+        return f"<loupe.Trace {self.path!r}>"
+
+    @property
+    def path(self) -> str:
+        return self._header.path
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Format version, producer, status, clock origin, lost events and the meta rows."""
+        return dict(self._header.info)
+
+    @property
+    def tables(self) -> list[str]:
+        """Every table :meth:`table` returns: the event tables, then the small ones."""
+        return event_tables() + list(small_tables)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One table as a DataFrame, with its columns in docs/trace-format.md's order.
+
+        Event tables hold every event of every track (sorted by time within
+        each track), without the SQL-only ``id``. Strings and enumerations
+        come as categoricals of their readable names (``name``, ``kind``,
+        ``direction``, ...), flags as booleans, times and durations as int64
+        nanoseconds from the trace's origin. ``callsite`` stays an id into
+        the ``callsites`` table (0: none). The first call for an event table
+        reads it from the file and checks it, raising TraceError if it is
+        damaged.
+        """
+        if name in small_tables:
+            return pd.DataFrame(self._header.small_table(name))
+        core = self._holding(name)
+        frame = {c.name: self._column(core, c) for c in core.columns(name)}
+        return pd.DataFrame(frame, copy=False)
+
+    def _holding(self, table: str) -> "_core.Trace":
+        """A read of the file that holds `table`: the whole trace if it was read, else that table alone."""
+        if self._whole is not None:
+            return self._whole
+        if table not in self._read:
+            if table not in _core.event_tables():
+                self._header.columns(table)  # raises ValueError naming the tables
+            self._read[table] = _core.open(self.path, [table])
+        return self._read[table]
+
+    def _model(self) -> "_core.Trace":
+        """The whole trace, read once, for the analyses."""
+        if self._whole is None:
+            self._whole = _core.open(self.path)
+            self._read.clear()
+            self._string_categories.clear()
+        return self._whole
+
+    def analyze(self, rules: Sequence[str] | None = None, **thresholds: Any) -> dict[str, Any]:
+        """The findings and measurements of ``loupe analyze --format json`` (docs/analyses.md).
+
+        ``rules`` limits the rules run; each keyword is a threshold as
+        ``--set NAME=VALUE`` takes it (``min_gap="50us"``, ``idle_warning=0.2``).
+        Raises ValueError naming an unknown rule or threshold or a bad value.
+        """
+        return json.loads(self._model().analyze_json(list(rules or []), _threshold_texts(thresholds)))
+
+    def check(self, budget: PathLike | Mapping[str, Any]) -> list[BudgetResult]:
+        """``loupe check``: each limit of a budget against this trace.
+
+        ``budget`` is a TOML file, or a dict of the same keys
+        (``{"idle_fraction_max": 0.15, "thresholds": {"min_gap": "50us"}}``).
+        Raises BudgetError naming the problem in a malformed budget.
+        """
+        if isinstance(budget, Mapping):
+            return list(self._model().check(_budget_toml(budget), "<dict>"))
+        return list(self._model().check_file(os.fspath(budget)))
+
+    def _column(self, core: "_core.Trace", column: "_core.Column") -> Any:
+        if column.check == "string":
+            return self._strings(core, column.values)
+        if column.check == "kind":
+            return pd.Categorical.from_codes(column.values, categories=column.categories)
+        if column.check == "flag":
+            return column.values.view(np.bool_)
+        if column.check == "text":
+            return pd.Series(column.values, dtype=object)
+        return column.values
+
+    def _strings(self, core: "_core.Trace", ids: np.ndarray) -> Any:
+        """String ids as a categorical of the strings table of the read that holds them."""
+        categories = self._string_categories.get(core)
+        if categories is None:
+            categories = self._string_categories[core] = pd.Index(core.strings, dtype=object)
+        if categories.is_unique:
+            return pd.Categorical.from_codes(ids, categories=categories)
+        # A file written by another tool may repeat a string: plain objects then.
+        return categories.to_numpy()[ids]
+
+
+def diff(base: PathLike | Trace, head: PathLike | Trace, rules: Sequence[str] | None = None,
+         **thresholds: Any) -> dict[str, Any]:
+    """``loupe diff BASE HEAD --format json``: two runs side by side, with the changes beyond noise marked."""
+    base_trace = base if isinstance(base, Trace) else open(base)
+    head_trace = head if isinstance(head, Trace) else open(head)
+    text = _core.diff_json(base_trace._model(), head_trace._model(), base_trace.path, head_trace.path,
+                           list(rules or []), _threshold_texts(thresholds))
+    return json.loads(text)
+
+
+def import_trace(source: PathLike, out: PathLike, format: str = "auto", threads: int = 0) -> ImportResult:
+    """``loupe import``: reads a Kineto, JAX or Chrome JSON trace (gzip too) or an
+    Nsight Systems SQLite export and writes the loupe trace ``out``.
+
+    Raises TraceImportError naming the input and the problem; ``out`` is then
+    left as it was.
+    """
+    if threads < 0:
+        raise ValueError(f"threads must be 0 (one per core) or more, got {threads}")
+    return _core.import_trace(os.fspath(source), os.fspath(out), format, threads)
+
+
+def _threshold_texts(thresholds: Mapping[str, Any]) -> dict[str, str]:
+    texts = {}
+    for name, value in thresholds.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"{name} must be a number or a string such as '50us', got {value!r}")
+        texts[name] = value if isinstance(value, str) else repr(value)
+    return texts
+
+
+def _toml_value(key: str, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise BudgetError(f"<dict>: {key} must be a number or a string, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BudgetError(f"<dict>: {key} must be finite, got {value!r}")
+    return json.dumps(value)  # a TOML basic string, integer or float
+
+
+def _budget_toml(budget: Mapping[str, Any]) -> str:
+    lines, tables = [], []
+    for key, value in budget.items():
+        if isinstance(value, Mapping):
+            tables.append(f"[{key}]")
+            tables += [f"{k} = {_toml_value(f'{key}.{k}', v)}" for k, v in value.items()]
+        else:
+            lines.append(f"{key} = {_toml_value(key, value)}")
+    return "\n".join(lines + tables) + "\n"

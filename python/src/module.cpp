@@ -1,0 +1,228 @@
+// loupe._core: the profiler library for Python. Each function calls the
+// library function that the CLI command of the same name calls, so Python
+// and the CLI always agree; loupe/__init__.py turns the results into
+// DataFrames and Python objects. Long work (reading, analysing, importing)
+// runs without the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "columns.h"
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/budget.h"
+#include "loupe/prof/import.h"
+#include "loupe/prof/input_file.h"
+#include "loupe/prof/report_format.h"
+#include "loupe/prof/trace_diff.h"
+#include "loupe/prof/trace_reader.h"
+#include "loupe/prof/trace_writer.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace loupe::prof;
+
+namespace loupe::python {
+namespace {
+
+// A loaded trace, shared by the Python objects that read it.
+struct Trace {
+  std::shared_ptr<const TraceModel> model;
+};
+
+// Reads the file, with only the event tables `tables` when given.
+Trace open_trace(const std::string& path, const std::optional<std::vector<std::string>>& tables) {
+  nb::gil_scoped_release unlocked;
+  return {std::make_shared<const TraceModel>(load_trace(path, {.tables = tables}))};
+}
+
+// The rules to run (analyze() refuses an unknown one) and the thresholds,
+// as `--set NAME=VALUE` takes them.
+AnalysisOptions analysis_options(const std::vector<std::string>& rules,
+                                 const std::map<std::string, std::string>& thresholds) {
+  AnalysisOptions options;
+  options.rules = rules;
+  for (const auto& [name, value] : thresholds) set_analysis_parameter(options, name, value);
+  return options;
+}
+
+std::string analyze_json(const Trace& trace, const std::vector<std::string>& rules,
+                         const std::map<std::string, std::string>& thresholds) {
+  AnalysisOptions options = analysis_options(rules, thresholds);
+  nb::gil_scoped_release unlocked;
+  return report_json(analyze(*trace.model, options));
+}
+
+// `loupe check`: the budget's limits against the analysis its thresholds
+// configure.
+std::vector<BudgetResult> check_budget_of(const Trace& trace, const Budget& budget) {
+  AnalysisOptions options;
+  for (const auto& [name, value] : budget.thresholds) set_analysis_parameter(options, name, value);
+  nb::gil_scoped_release unlocked;
+  return check_budget(budget, analyze(*trace.model, options));
+}
+
+std::vector<BudgetResult> check(const Trace& trace, const std::string& toml, const std::string& source) {
+  return check_budget_of(trace, parse_budget(toml, source));
+}
+
+std::vector<BudgetResult> check_file(const Trace& trace, const std::string& path) {
+  return check_budget_of(trace, read_budget_file(path));
+}
+
+std::string diff_report_json(const Trace& base, const Trace& head, const std::string& base_name,
+                             const std::string& head_name, const std::vector<std::string>& rules,
+                             const std::map<std::string, std::string>& thresholds) {
+  AnalysisOptions options = analysis_options(rules, thresholds);
+  nb::gil_scoped_release unlocked;
+  AnalysisReport base_report = analyze(*base.model, options), head_report = analyze(*head.model, options);
+  return prof::diff_json(diff_traces(*base.model, base_report, *head.model, head_report), base_name, head_name);
+}
+
+ImportResult import_file(const std::string& in, const std::string& out, const std::string& format, unsigned threads) {
+  ImportOptions options{.format = parse_import_format(format), .threads = threads};
+  nb::gil_scoped_release unlocked;
+  return prof::import_trace(in, out, options);
+}
+
+nb::dict info_of(const Trace& trace) {
+  const TraceInfo& i = trace.model->info;
+  nb::dict d;
+  d["format"] = nb::make_tuple(i.format_major, i.format_minor);
+  d["producer"] = i.producer;
+  d["status"] = i.status;
+  d["origin_wall_ns"] = i.origin_wall_ns;
+  d["capture_end_ns"] = i.capture_end_ns;
+  d["dropped_events"] = i.dropped_events;
+  d["lost_events"] = i.lost_events;
+  d["meta"] = i.meta;
+  return d;
+}
+
+// The small tables as {column: list}: a few rows each.
+nb::dict small_table(const Trace& trace, const std::string& name) {
+  const TraceModel& m = *trace.model;
+  nb::dict d;
+  auto column = [&](const char* key, auto&& rows, auto&& get) {
+    nb::list values;
+    for (const auto& row : rows) values.append(get(row));
+    d[key] = values;
+  };
+  if (name == "devices") {
+    column("id", m.devices, [](const Device& r) { return r.id; });
+    column("name", m.devices, [](const Device& r) { return r.name; });
+    column("kind", m.devices, [](const Device& r) { return std::string(name_of(r.kind)); });
+    column("memory_capacity", m.devices, [](const Device& r) { return r.memory_capacity; });
+    column("copy_bandwidth", m.devices, [](const Device& r) { return r.copy_bandwidth; });
+  } else if (name == "streams") {
+    column("device", m.streams, [](const Stream& r) { return r.device; });
+    column("stream", m.streams, [](const Stream& r) { return r.stream; });
+    column("name", m.streams, [](const Stream& r) { return r.name; });
+  } else if (name == "threads") {
+    column("id", m.threads, [](const Thread& r) { return r.id; });
+    column("process", m.threads, [](const Thread& r) { return r.process; });
+    column("os_tid", m.threads, [](const Thread& r) { return r.os_tid; });
+    column("name", m.threads, [](const Thread& r) { return r.name; });
+    column("dropped_events", m.threads, [](const Thread& r) { return r.dropped_events; });
+  } else if (name == "callsites") {
+    column("id", m.callsites, [](const CallSite& r) { return r.id; });
+    column("file", m.callsites, [&](const CallSite& r) { return m.str(r.file); });
+    column("line", m.callsites, [](const CallSite& r) { return r.line; });
+    column("function", m.callsites, [&](const CallSite& r) { return m.str(r.function); });
+  } else {
+    throw std::invalid_argument("no table '" + name + "' (small tables: devices, streams, threads, callsites)");
+  }
+  return d;
+}
+
+// The base class of loupe's Python exceptions; the library throws its own
+// classes below, never this one.
+struct LoupeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Each library error becomes a Python exception of its own class, all
+// derived from loupe.Error, with the message the CLI prints.
+void register_errors(nb::module_& m) {
+  nb::exception<LoupeError> base(m, "Error");
+  nb::exception<TraceError>(m, "TraceError", base);
+  nb::exception<prof::ImportError>(m, "TraceImportError", base);
+  nb::exception<BudgetError>(m, "BudgetError", base);
+  nb::exception<StoreError>(m, "StoreError", base);
+  nb::exception<FileError>(m, "FileError", base);
+}
+
+}  // namespace
+}  // namespace loupe::python
+
+NB_MODULE(_core, m) {
+  using namespace loupe::python;
+  m.doc() = "loupe's profiler library: trace files, analyses, budgets, diffs and imports.";
+  register_errors(m);
+
+  nb::class_<Column>(m, "Column")
+      .def_ro("name", &Column::name)
+      .def_ro("check", &Column::check)
+      .def_ro("values", &Column::values)
+      .def_ro("categories", &Column::categories);
+
+  nb::class_<BudgetResult>(m, "BudgetResult")
+      .def_ro("key", &BudgetResult::key)
+      .def_ro("limit", &BudgetResult::limit)
+      .def_ro("actual", &BudgetResult::actual)
+      .def_ro("passed", &BudgetResult::passed)
+      .def_ro("actual_text", &BudgetResult::actual_text)
+      .def_ro("limit_text", &BudgetResult::limit_text)
+      .def("__repr__", [](const BudgetResult& r) {
+        return (r.passed ? "pass  " : "FAIL  ") + r.key + " " + r.actual_text + (r.passed ? " <= " : " > ") +
+               r.limit_text;
+      });
+
+  nb::class_<Trace>(m, "Trace")
+      .def_prop_ro("path", [](const Trace& t) { return t.model->path; })
+      .def_prop_ro("info", &info_of, "Format, producer, status, clock origin, losses and meta rows.")
+      .def_prop_ro(
+          "strings", [](const Trace& t) { return t.model->strings; }, "The strings table, by id.")
+      .def(
+          "columns", [](const Trace& t, const std::string& table) { return table_columns(*t.model, table); }, "table"_a,
+          "Every column of an event table, over all its tracks.")
+      .def("small_table", &small_table, "table"_a, "devices, streams, threads or callsites as {column: list}.")
+      .def("analyze_json", &analyze_json, "rules"_a, "thresholds"_a, "`loupe analyze --format json`.")
+      .def("check", &check, "toml"_a, "source"_a, "`loupe check` of a budget's TOML text; `source` names it.")
+      .def("check_file", &check_file, "path"_a, "`loupe check --budget PATH`.");
+
+  m.def("open", &open_trace, "path"_a, "tables"_a = nb::none(),
+        "Reads a trace file as `loupe analyze` does, with only the event tables `tables` if given; raises "
+        "TraceError.");
+  m.def(
+      "event_tables",
+      [] {
+        std::vector<std::string> names;
+        for (std::string_view t : event_table_names()) names.emplace_back(t);
+        return names;
+      },
+      "The event tables' names, in the schema's order.");
+  m.def("diff_json", &diff_report_json, "base"_a, "head"_a, "base_name"_a, "head_name"_a, "rules"_a, "thresholds"_a,
+        "`loupe diff --format json`.");
+  m.def("import_trace", &import_file, "source"_a, "out"_a, "format"_a, "threads"_a,
+        "`loupe import`: returns the ImportResult's fields.");
+
+  nb::class_<ImportResult>(m, "ImportResult")
+      .def_prop_ro("format", [](const ImportResult& r) { return std::string(import_format_name(r.format)); })
+      .def_ro("input_bytes", &ImportResult::input_bytes)
+      .def_ro("source_events", &ImportResult::source_events)
+      .def_ro("rows_written", &ImportResult::rows_written)
+      .def_ro("skipped", &ImportResult::skipped)
+      .def_ro("skipped_by_kind", &ImportResult::skipped_by_kind)
+      .def_ro("rows_by_table", &ImportResult::rows_by_table);
+}
