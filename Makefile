@@ -39,8 +39,8 @@ test: python build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # clang-format and clang-tidy, with zero findings (scripts/lint).
-lint: setup $(BUILD)/build.ninja
-	scripts/lint $(BUILD)
+lint: python $(BUILD)/build.ninja
+	scripts/lint $(BUILD) $(BUILD)-python
 
 # Benchmarks run in a Release build of their own and print one table, in
 # .venv (scripts/setup-python), which has the Python package and what the

@@ -151,15 +151,23 @@ struct LoupeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Makes `name` in `m` the Python class of the C++ exception CppError: what
+// the library throws as CppError reaches Python as it, with its message.
+template <typename CppError>
+nb::object register_error(nb::module_& m, const char* name, nb::handle base) {
+  nb::exception<CppError> python_class(m, name, base);
+  return python_class;
+}
+
 // Each library error becomes a Python exception of its own class, all
 // derived from loupe.Error, with the message the CLI prints.
 void register_errors(nb::module_& m) {
-  nb::exception<LoupeError> base(m, "Error");
-  nb::exception<TraceError>(m, "TraceError", base);
-  nb::exception<prof::ImportError>(m, "TraceImportError", base);
-  nb::exception<BudgetError>(m, "BudgetError", base);
-  nb::exception<StoreError>(m, "StoreError", base);
-  nb::exception<FileError>(m, "FileError", base);
+  nb::object base = register_error<LoupeError>(m, "Error", PyExc_Exception);
+  register_error<TraceError>(m, "TraceError", base);
+  register_error<prof::ImportError>(m, "TraceImportError", base);
+  register_error<BudgetError>(m, "BudgetError", base);
+  register_error<StoreError>(m, "StoreError", base);
+  register_error<FileError>(m, "FileError", base);
 }
 
 }  // namespace
