@@ -476,6 +476,77 @@ void check_table_names(const ReadOptions& options) {
   }
 }
 
+// Reads `units` on `nthreads` connections (this one and nthreads - 1 more),
+// each unit into its table's loader; the first error stops the others and
+// is thrown as a TraceError naming the table.
+void read_units(const std::string& path, sqlite3* db, std::vector<std::unique_ptr<TableLoaderBase>>& loaders,
+                const std::vector<Unit>& units, unsigned nthreads) {
+  // Largest first, so that the last unit to finish is a small one.
+  std::vector<size_t> order(units.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return units[x].rows_hint > units[y].rows_hint; });
+
+  std::atomic<size_t> next{0};
+  std::string first_error;
+  std::mutex error_mu;
+  auto worker = [&](sqlite3* conn) {
+    for (;;) {
+      size_t k = next.fetch_add(1);
+      if (k >= order.size()) return;
+      const Unit& u = units[order[k]];
+      try {
+        loaders[size_t(u.table)]->read(conn, order[k], u);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(error_mu);
+        if (first_error.empty()) first_error = fmt::format("{}: {}", loaders[size_t(u.table)]->name(), e.what());
+        next.store(order.size());
+        return;
+      }
+    }
+  };
+  std::vector<store::Db> extra;
+  std::vector<std::thread> pool;
+  extra.reserve(nthreads - 1);
+  pool.reserve(nthreads - 1);
+  for (unsigned i = 1; i < nthreads; ++i) extra.push_back(store::open_trace(path));
+  for (auto& conn : extra) pool.emplace_back(worker, conn.get());
+  worker(db);
+  for (auto& t : pool) t.join();
+  if (!first_error.empty()) throw TraceError(file_error(path, first_error));
+}
+
+// The extent of the trace: the earliest start and the latest end of any
+// event read (0, 0 when there is none).
+void set_extent(TraceModel& m) {
+  bool any = false;
+  auto extend = [&](int64_t s, int64_t e) {
+    if (!any) {
+      m.start_ns = s;
+      m.end_ns = e;
+      any = true;
+    } else {
+      m.start_ns = std::min(m.start_ns, s);
+      m.end_ns = std::max(m.end_ns, e);
+    }
+  };
+  auto extend_table = [&](const auto& tracks_of) {
+    for (const auto& t : tracks_of) {
+      if (t.size() == 0) continue;
+      if constexpr (requires { t.dur; }) {
+        int64_t last = 0;
+        for (size_t i = 0; i < t.size(); ++i) last = std::max(last, t.end(i));
+        extend(t.start.front(), last);
+      } else {
+        extend(t.time.front(), t.time.back());
+      }
+    }
+  };
+#define LOUPE_EXTEND(Row, Track, table, member) extend_table(m.member);
+  LOUPE_EVENT_TABLES(LOUPE_EXTEND)
+#undef LOUPE_EXTEND
+}
+
 }  // namespace
 
 TraceModel load_trace(const std::string& path, const ReadOptions& options) {
@@ -522,39 +593,7 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
         loaders[i]->plan(units, int(i), claims[loaders[i]->name()], target, max_rows);
       }
     }
-    // Largest first, so that the last unit to finish is a small one.
-    std::vector<size_t> order(units.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t x, size_t y) { return units[x].rows_hint > units[y].rows_hint; });
-
-    std::atomic<size_t> next{0};
-    std::string first_error;
-    std::mutex error_mu;
-    auto worker = [&](sqlite3* conn) {
-      for (;;) {
-        size_t k = next.fetch_add(1);
-        if (k >= order.size()) return;
-        const Unit& u = units[order[k]];
-        try {
-          loaders[size_t(u.table)]->read(conn, order[k], u);
-        } catch (const std::exception& e) {
-          std::lock_guard lock(error_mu);
-          if (first_error.empty()) first_error = fmt::format("{}: {}", loaders[size_t(u.table)]->name(), e.what());
-          next.store(order.size());
-          return;
-        }
-      }
-    };
-    std::vector<store::Db> extra;
-    std::vector<std::thread> pool;
-    extra.reserve(nthreads - 1);
-    pool.reserve(nthreads - 1);
-    for (unsigned i = 1; i < nthreads; ++i) extra.push_back(store::open_trace(path));
-    for (auto& conn : extra) pool.emplace_back(worker, conn.get());
-    worker(db.get());
-    for (auto& t : pool) t.join();
-    if (!first_error.empty()) throw TraceError(file_error(path, first_error));
+    read_units(path, db.get(), loaders, units, nthreads);
     for (auto& l : loaders) l->finish();
     store::exec(db.get(), "COMMIT");
 
@@ -572,33 +611,7 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     throw TraceError(file_error(path, "out of memory while loading the trace"));
   }
 
-  // The extent of the trace.
-  bool any = false;
-  auto extend = [&](int64_t s, int64_t e) {
-    if (!any) {
-      m.start_ns = s;
-      m.end_ns = e;
-      any = true;
-    } else {
-      m.start_ns = std::min(m.start_ns, s);
-      m.end_ns = std::max(m.end_ns, e);
-    }
-  };
-  auto extend_table = [&](const auto& tracks_of) {
-    for (const auto& t : tracks_of) {
-      if (t.size() == 0) continue;
-      if constexpr (requires { t.dur; }) {
-        int64_t last = 0;
-        for (size_t i = 0; i < t.size(); ++i) last = std::max(last, t.end(i));
-        extend(t.start.front(), last);
-      } else {
-        extend(t.time.front(), t.time.back());
-      }
-    }
-  };
-#define LOUPE_EXTEND(Row, Track, table, member) extend_table(m.member);
-  LOUPE_EVENT_TABLES(LOUPE_EXTEND)
-#undef LOUPE_EXTEND
+  set_extent(m);
   return m;
 }
 
