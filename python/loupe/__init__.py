@@ -44,7 +44,7 @@ def event_tables() -> list[str]:
 
 
 def open(path: PathLike) -> "Trace":  # noqa: A001 - loupe.open, like the CLI's FILE argument
-    """Opens a trace file, checking it as ``loupe analyze`` does.
+    """Opens a trace file: checks its format and reads its small tables.
 
     Reads its meta, strings and small tables now, and each event table the
     first time it is asked for (:meth:`Trace.table`), so that one table of
