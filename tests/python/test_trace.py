@@ -70,7 +70,7 @@ class Tables(Workdir):
                 self.assertEqual(len(frame), len(rows))
                 expected = pd.DataFrame(rows, columns=header).drop(columns="id")
                 for column in frame.columns:
-                    expected[column] = self.readable(table, column, expected[column], strings)
+                    expected[column] = self.readable(table, column, frame[column].dtype, expected[column], strings)
                 # `loupe sql` prints a REAL with 15 significant digits: those compare as numbers.
                 reals = [c for c in frame.columns if frame[c].dtype == np.float64]
                 key = [c for c in frame.columns if c not in reals]
@@ -80,16 +80,15 @@ class Tables(Workdir):
                 for column in reals:
                     np.testing.assert_allclose(got[column], want[column].astype(float), rtol=1e-14, err_msg=column)
 
-    def readable(self, table, column, raw, strings):
+    def readable(self, table, column, dtype, raw, strings):
         """What the DataFrame should show for a column of raw SQL values."""
         enum = ENUM_TABLES.get((table, column))
         if enum:
             names = dict(sql(self.synth, f"SELECT id, name FROM {enum}")[1:])
             return raw.map(names)
-        frame = loupe.open(self.synth).table(table)
-        if isinstance(frame[column].dtype, pd.CategoricalDtype):
+        if isinstance(dtype, pd.CategoricalDtype):
             return raw.map(strings)
-        if frame[column].dtype == np.bool_:
+        if dtype == np.bool_:
             return raw.map({"0": "False", "1": "True"})
         return raw
 
