@@ -1,8 +1,11 @@
 // loupe capture [-o trace.db] [--duration S] -- PROGRAM ARGS...
-// Records an unmodified CUDA program: CUDA loads libloupe_inject.so into it
-// (CUDA_INJECTION64_PATH), which records CUPTI's activity and the program's
-// NVTX ranges; loupe forwards the program's exit code and signals, then
-// shows what was recorded.
+// Records an unmodified program. A CUDA program: CUDA loads
+// libloupe_inject.so into it (CUDA_INJECTION64_PATH), which records
+// CUPTI's activity and the program's NVTX ranges. A Python program with the
+// loupe package installed: the sitecustomize.py put on its PYTHONPATH
+// starts loupe.capture, which records its JAX compiles, host syncs and
+// steps, and CUPTI's activity itself. loupe forwards the program's exit
+// code and signals, then shows what was recorded.
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <link.h>
@@ -10,6 +13,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "child_process.h"
@@ -29,7 +33,9 @@ struct CaptureArgs {
 
 // The options of `loupe capture`.
 void add_options(CLI::App& cmd, CaptureArgs& args) {
-  cmd.description("Record an unmodified CUDA program (PyTorch, JAX, CUDA C++) with CUPTI");
+  cmd.description(
+      "Record an unmodified program: its GPUs with CUPTI (PyTorch, JAX, CUDA C++), and a Python program's JAX "
+      "compiles, host syncs and steps");
   cmd.add_option("-o,--out", args.out, "trace file to write (default trace.db)");
   cmd.add_option("--duration", args.duration, "stop recording after this many seconds")->check(CLI::PositiveNumber);
   cmd.add_option("PROGRAM", args.program, "the program and its arguments, after --")->required();
@@ -71,25 +77,55 @@ std::string find_injection_library() {
   return "";
 }
 
+// The folder of the sitecustomize.py that starts loupe.capture in Python
+// programs: lib/loupe/python beside bin/ in a build or an install.
+std::string find_python_site() {
+  std::string dir = self_dir() + "/../lib/loupe/python";
+  if (::access((dir + "/sitecustomize.py").c_str(), R_OK) != 0) return "";
+  return std::filesystem::canonical(dir).string();
+}
+
+// The variables that set up both ways of recording.
+std::vector<std::string> capture_variables(const std::string& out, const std::string& inject,
+                                           const std::string& python_site) {
+  std::vector<std::string> add;
+  if (!inject.empty()) {
+    add = {"CUDA_INJECTION64_PATH=" + inject, "LOUPE_TRACE=" + out};
+    // NVTX ranges (PyTorch's record_function, XLA's ranges) reach CUPTI
+    // when NVTX is injected with CUPTI itself.
+    if (std::string cupti = find_cupti_library(); !cupti.empty()) {
+      add.push_back("NVTX_INJECTION64_PATH=" + cupti);
+    } else {
+      std::fprintf(stderr, "loupe: CUPTI's library was not found: NVTX ranges will not be recorded\n");
+    }
+  }
+  if (!python_site.empty()) {
+    const char* path = std::getenv("PYTHONPATH");
+    add.push_back("PYTHONPATH=" + python_site + (path && *path ? ":" + std::string(path) : ""));
+    add.push_back("LOUPE_PYTHON_TRACE=" + out);
+  }
+  return add;
+}
+
 int run_capture(const CaptureArgs& args) {
-  std::string inject = find_injection_library();
-  if (inject.empty()) {
+  std::string inject = find_injection_library(), python_site = find_python_site();
+  if (inject.empty() && python_site.empty()) {
     throw std::runtime_error(
-        "libloupe_inject.so was not found next to loupe: this loupe was built without the CUDA toolkit");
+        "neither libloupe_inject.so nor lib/loupe/python was found next to loupe: this loupe cannot record other "
+        "programs");
+  }
+  if (inject.empty()) {
+    std::fprintf(stderr,
+                 "loupe: built without the CUDA toolkit: only Python programs with the loupe package are "
+                 "recorded\n");
   }
   std::string out = std::filesystem::absolute(args.out).string();
   prof::check_output_path(out);  // before the program starts
-  std::vector<std::string> add = {"CUDA_INJECTION64_PATH=" + inject, "LOUPE_TRACE=" + out};
-  // NVTX ranges (PyTorch's record_function, XLA's ranges) reach CUPTI
-  // when NVTX is injected with CUPTI itself.
-  if (std::string cupti = find_cupti_library(); !cupti.empty()) {
-    add.push_back("NVTX_INJECTION64_PATH=" + cupti);
-  } else {
-    std::fprintf(stderr, "loupe: CUPTI's library was not found: NVTX ranges will not be recorded\n");
-  }
+  std::vector<std::string> add = capture_variables(out, inject, python_site);
   if (args.duration > 0) add.push_back(fmt::format("LOUPE_CAPTURE_DURATION={}", args.duration));
-  std::vector<std::string> env = child_environment(
-      {"CUDA_INJECTION64_PATH=", "LOUPE_TRACE=", "LOUPE_CAPTURE_DURATION=", "NVTX_INJECTION64_PATH="}, add);
+  std::vector<std::string> env = child_environment({"CUDA_INJECTION64_PATH=", "LOUPE_TRACE=", "LOUPE_CAPTURE_DURATION=",
+                                                    "NVTX_INJECTION64_PATH=", "PYTHONPATH=", "LOUPE_PYTHON_TRACE="},
+                                                   add);
 
   // The previous trace stays until the program's capture replaces it.
   std::optional<FileVersion> before = file_version(out);
@@ -97,8 +133,10 @@ int run_capture(const CaptureArgs& args) {
   int code = exit_code_of(status);
   std::optional<FileVersion> after = file_version(out);
   if (!after || after == before) {
-    fmt::print(stderr, "loupe: '{}' never initialized CUDA: nothing was recorded (exit code {})\n", args.program[0],
-               code);
+    fmt::print(stderr,
+               "loupe: '{}' never initialized CUDA nor ran Python with the loupe package: nothing was recorded (exit "
+               "code {})\n",
+               args.program[0], code);
   } else {
     std::fflush(stdout);
     try {

@@ -1,7 +1,13 @@
-"""loupe for Python: loupe trace files as pandas DataFrames, and the
+"""loupe for Python: recording a program's JAX compiles, host syncs and
+steps (``loupe.capture``), loupe trace files as pandas DataFrames, and the
 analyses, budgets, diffs and imports of the ``loupe`` command line.
 
     import loupe
+
+    with loupe.capture("run.db"):            # or: loupe capture -o run.db -- python train.py
+        for i, batch in enumerate(batches):
+            with loupe.step(i):
+                loss = train_step(params, batch)
 
     trace = loupe.open("run.db")
     kernels = trace.table("device_ops")      # one row per device operation
@@ -26,10 +32,11 @@ import pandas as pd
 
 from . import _core
 from ._core import BudgetError, BudgetResult, Error, FileError, ImportResult, StoreError, TraceError, TraceImportError
+from ._recording import CaptureError, capture, step
 
 __all__ = [
-    "open", "Trace", "diff", "import_trace", "event_tables", "small_tables",
-    "Error", "TraceError", "TraceImportError", "BudgetError", "StoreError", "FileError",
+    "open", "Trace", "diff", "import_trace", "event_tables", "small_tables", "capture", "step",
+    "Error", "TraceError", "TraceImportError", "BudgetError", "StoreError", "FileError", "CaptureError",
     "BudgetResult", "ImportResult",
 ]
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "columns.h"
+#include "recording.h"
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/budget.h"
 #include "loupe/prof/import.h"
@@ -175,8 +176,9 @@ void register_errors(nb::module_& m) {
 
 NB_MODULE(_core, m) {
   using namespace loupe::python;
-  m.doc() = "loupe's profiler library: trace files, analyses, budgets, diffs and imports.";
+  m.doc() = "loupe's profiler library: trace files, analyses, budgets, diffs and imports, and the recording of this process.";
   register_errors(m);
+  add_recording(m);
 
   nb::class_<Column>(m, "Column")
       .def_ro("name", &Column::name)

@@ -679,6 +679,51 @@ TEST_F(Rules, RecompilesAfterWarmupWithReasons) {
   EXPECT_EQ(analyze(m, o).metrics.recompiles_after_warmup, 1u);
 }
 
+// JAX's explanations of tracing cache misses (jax_explain_cache_misses), as
+// JAX 0.6 words them, classified as the runtime's reasons are.
+TEST_F(Rules, RecompileReasonsInJaxWords) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("train.py", 40);
+  const char* fn = "train_step (train.py:12)";
+  t.compile(0, 0, 100, fn, CompileKind::miss, "never seen function train_step id=7 defined at train.py:12", "f32[8,4]",
+            7, site);
+  t.compile(0, 1000, 100, fn, CompileKind::miss,
+            "all previously seen cache keys are different. Closest previous key: * key with different input types: "
+            "types now: x: f32[9,4], y: f32[9] * at x, now f32[9,4] and before f32[8,4] * at y, now f32[9] and "
+            "before f32[8]",
+            "f32[9,4], f32[9]", 7, site);
+  t.compile(0, 2000, 100, fn, CompileKind::miss,
+            "all previously seen cache keys are different. Closest previous key: * key with different input types: "
+            "types now: x: bf16[8,4] * at x, now bf16[8,4] and before f32[8,4]",
+            "bf16[8,4]", 7, site);
+  t.compile(0, 3000, 100, fn, CompileKind::miss,
+            "all previously seen cache keys are different. Closest previous key: * key with different input types: "
+            "types now: s: f32[]{weak_type=True} * at s, now f32[]{weak_type=True} and before f32[]{weak_type=False}",
+            "f32[]", 7, site);
+  t.compile(0, 4000, 100, fn, CompileKind::miss,
+            "all previously seen cache keys are different. Closest previous key: * key with different value of "
+            "static args: now 3 and before 2",
+            "f32[8,4]", 7, site);
+  t.compile(0, 5000, 100, fn, CompileKind::miss,
+            "never seen function train_step id=9 defined at train.py:12 but seen another function defined on the "
+            "same line; maybe the function is being re-defined repeatedly, preventing caching?",
+            "f32[8,4]", 9, site);
+  t.compile(0, 6000, 100, fn, CompileKind::miss,
+            "input types now f32[9,4], f32[3], before f32[8,4], f32[3] (JAX gave no explanation)", "f32[9,4], f32[3]",
+            7, site);
+  t.op(0, 0, 0, 7000);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "recompile");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "compiles"), "7 in all, 6 after warm-up");
+  EXPECT_EQ(evidence(*f[0], "shape change"), "2");
+  EXPECT_EQ(evidence(*f[0], "dtype change"), "2");
+  EXPECT_EQ(evidence(*f[0], "static argument change"), "1");
+  EXPECT_EQ(evidence(*f[0], "new function object"), "1");
+  EXPECT_EQ(evidence(*f[0], "other"), "<missing other>");
+}
+
 TEST_F(Rules, JitCreatedInALoop) {
   auto t = trace();
   t.device(0);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "analysis/rules.h"
@@ -24,22 +25,38 @@ constexpr const char* kReasonFixes[] = {
     "compare the signatures in the compile panel and make them stable",
 };
 
-// The dtype of a type like "f32[31,128]": what comes before '['.
-std::string dtype_of(std::string_view type) { return std::string(type.substr(0, type.find('['))); }
-
-// Classifies a miss from its reason text ("arg 0 `x`: now f32[31,128],
-// before f32[32,128]"), or from the function object when the text is silent.
-Reason classify(std::string_view reason, bool new_object) {
-  if (reason.find("new function object") != std::string_view::npos || new_object) return Reason::new_function;
-  if (reason.find("static arg") != std::string_view::npos) return Reason::static_value;
-  size_t now = reason.find("now "), before = reason.find(", before ");
-  if (now != std::string_view::npos && before != std::string_view::npos && before > now) {
-    std::string_view a = reason.substr(now + 4, before - now - 4);
-    std::string_view b = reason.substr(before + 9);
-    b = b.substr(0, b.find_first_of(";\n"));
-    return dtype_of(a) != dtype_of(b) ? Reason::dtype : Reason::shape;
+// The dtypes of the types in a text like "f32[31,128], i32[]": the word
+// before each '['.
+std::vector<std::string_view> dtypes_of(std::string_view types) {
+  std::vector<std::string_view> out;
+  for (size_t open = types.find('['); open != std::string_view::npos; open = types.find('[', open + 1)) {
+    size_t word = open;
+    while (word > 0 && (std::isalnum(static_cast<unsigned char>(types[word - 1])) || types[word - 1] == '_')) --word;
+    out.push_back(types.substr(word, open - word));
   }
-  return Reason::other;
+  return out;
+}
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+// Classifies a miss from its reason text, or from the function object when
+// the text is silent. Reasons name the types now and before, as loupe's
+// runtime writes them ("arg 0 `x`: now f32[31,128], before f32[32,128]")
+// or as JAX explains a cache miss ("* at x, now f32[9,4] and before
+// f32[8,4]"); a different weak type is a dtype change in JAX's promotion.
+Reason classify(std::string_view reason, bool new_object) {
+  if (contains(reason, "new function object") || contains(reason, "never seen function") || new_object)
+    return Reason::new_function;
+  if (contains(reason, "static arg") || contains(reason, "static kwarg")) return Reason::static_value;
+  size_t before = reason.find(", before "), skip = 9;
+  if (before == std::string_view::npos) before = reason.find(" and before "), skip = 12;
+  size_t now = before == std::string_view::npos ? before : reason.rfind("now ", before);
+  if (now == std::string_view::npos) return Reason::other;
+  std::string_view a = reason.substr(now + 4, before - now - 4);
+  std::string_view b = reason.substr(before + skip);
+  for (std::string_view end : {";", "\n", " * ", " ("}) b = b.substr(0, b.find(end));
+  if (contains(a, "weak_type") || contains(b, "weak_type")) return Reason::dtype;
+  return dtypes_of(a) != dtypes_of(b) ? Reason::dtype : Reason::shape;
 }
 
 struct Miss {

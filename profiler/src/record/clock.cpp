@@ -65,6 +65,13 @@ namespace detail {
 const bool g_ticks_are_tsc = detect_invariant_tsc();
 }
 
+Ticks ticks_at_monotonic_ns(int64_t ns) {
+  if (!detail::g_ticks_are_tsc) return Ticks(ns);
+  Pair now = read_pair();
+  double back = double(now.ns - ns) / initial_ns_per_tick();
+  return now.ticks - Ticks(std::llround(back));
+}
+
 TickConverter::TickConverter() {
   ns_per_tick_ = initial_ns_per_tick();
   Pair p = read_pair();

@@ -36,6 +36,13 @@ inline Ticks ticks_now() {
   return Ticks(monotonic_ns());
 }
 
+// The tick count at a CLOCK_MONOTONIC time (monotonic_ns(), Python's
+// time.monotonic_ns()), for events timed with that clock rather than with
+// ticks_now(): exact when ticks are nanoseconds; with the TSC, extrapolated
+// from a fresh (ticks, ns) pair at the start-up estimate of the tick rate,
+// so a time a second back may be off by a few microseconds.
+Ticks ticks_at_monotonic_ns(int64_t ns);
+
 // Converts ticks to CLOCK_MONOTONIC nanoseconds. It is fed calibration points
 // (a tick count and the monotonic time read together) and maps ticks with the
 // long-run rate through the latest point, so that the mapping is exact at

@@ -1,0 +1,69 @@
+"""The Python line behind an event: the innermost frame of the user's own
+code, above the frameworks, the standard library and loupe itself.
+
+It is read only when an event is recorded (a compile, a host sync), never
+between them: a walk up the stack of a few frames, with the verdict on
+each file cached.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+
+from . import _core
+
+_here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_library_dirs = tuple(sorted({
+    os.path.realpath(path) + os.sep
+    for key in ("stdlib", "platstdlib", "purelib", "platlib")
+    if (path := sysconfig.get_paths().get(key))
+} | {_here}))
+
+_is_library: dict[str, bool] = {}
+_ids: dict[tuple[str, int, str], int] = {}
+
+
+def _library_file(filename: str) -> bool:
+    verdict = _is_library.get(filename)
+    if verdict is None:
+        if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
+            verdict = not filename.startswith("<ipython-input") and filename != "<stdin>"
+        else:
+            verdict = os.path.realpath(filename).startswith(_library_dirs)
+        _is_library[filename] = verdict
+    return verdict
+
+
+def user_frame(frame: FrameType | None = None) -> FrameType | None:
+    """The innermost frame of user code at or above `frame` (the caller's
+    caller by default); when every frame is a library's, the innermost one
+    outside loupe."""
+    frame = frame or sys._getframe(2)
+    fallback = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _library_file(filename):
+            return frame
+        if fallback is None and not os.path.realpath(filename).startswith(_here):
+            fallback = frame
+        frame = frame.f_back
+    return fallback
+
+
+def site_of(frame: FrameType | None) -> int:
+    """The trace's call-site id of a frame's current line (0: none)."""
+    if frame is None:
+        return 0
+    key = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    site = _ids.get(key)
+    if site is None:
+        site = _ids[key] = _core.callsite(*key)
+    return site
+
+
+def callsite() -> int:
+    """The call-site id of the user's line that led to the caller."""
+    return site_of(user_frame(sys._getframe(2)))

@@ -1,0 +1,164 @@
+// The record API for Python (loupe/capture.py and the framework hooks):
+// a capture of this process, and the events the hooks report. Times are
+// CLOCK_MONOTONIC nanoseconds (Python's time.monotonic_ns()), converted to
+// the recorder's ticks here; each call is a few hundred nanoseconds, and
+// the hooks call them only at compiles, host syncs and step boundaries.
+#include "recording.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+
+#include <memory>
+#include <string>
+
+#include "loupe/prof/capture.h"
+#include "loupe/prof/cupti.h"
+#include "loupe/prof/output_file.h"
+#include "loupe/prof/record.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace loupe::prof;
+
+namespace loupe::python {
+namespace {
+
+// A capture of the whole process and, where a GPU and CUPTI are, the
+// collector of its device activity.
+struct ProcessCapture {
+  std::unique_ptr<Capture> capture;
+  std::unique_ptr<CuptiCollector> cupti;
+  std::string cupti_missing;  // why there is no collector; empty with one
+
+  void stop() {
+    nb::gil_scoped_release unlocked;
+    cupti.reset();  // hands CUPTI's last records to the capture
+    capture->stop();
+  }
+};
+
+std::unique_ptr<ProcessCapture> start_capture(const std::string& path, const std::string& producer,
+                                              const std::string& command_line, bool gpu) {
+  auto p = std::make_unique<ProcessCapture>();
+  {
+    nb::gil_scoped_release unlocked;
+    p->capture =
+        std::make_unique<Capture>(CaptureOptions{.path = path, .producer = producer, .command_line = command_line});
+    if (p->capture->ok() && gpu) p->cupti = CuptiCollector::start({}, &p->cupti_missing);
+  }
+  if (!gpu) p->cupti_missing = "GPU collection was not asked for";
+  return p;
+}
+
+nb::dict stats_of(const ProcessCapture& p) {
+  CaptureStats s = p.capture->stats();
+  nb::dict d;
+  d["recorded"] = s.recorded;
+  d["dropped"] = s.dropped;
+  d["lost"] = s.lost;
+  d["error"] = s.error;
+  return d;
+}
+
+CompileKind compile_kind(const std::string& kind) {
+  if (kind == "miss") return CompileKind::miss;
+  if (kind == "hit") return CompileKind::hit;
+  if (kind == "aot") return CompileKind::aot;
+  throw std::invalid_argument("compile kind must be miss, hit or aot, got '" + kind + "'");
+}
+
+CopyKind copy_direction(const std::string& direction) {
+  if (direction == "device_to_host") return CopyKind::device_to_host;
+  if (direction == "host_to_device") return CopyKind::host_to_device;
+  throw std::invalid_argument("direction must be device_to_host or host_to_device, got '" + direction + "'");
+}
+
+SpanKind span_kind(const std::string& kind) {
+  if (kind == "user") return SpanKind::user;
+  if (kind == "wait") return SpanKind::wait;
+  if (kind == "compile") return SpanKind::compile;
+  throw std::invalid_argument("span kind must be user, wait or compile, got '" + kind + "'");
+}
+
+DeviceKind device_kind(const std::string& platform) {
+  if (platform == "gpu" || platform == "cuda") return DeviceKind::cuda;
+  return DeviceKind::cpu;
+}
+
+void record_compile(const std::string& function, const std::string& signature, const std::string& kind,
+                    const std::string& reason, int64_t start_ns, int64_t end_ns, int64_t trace_ns, int64_t lower_ns,
+                    int64_t compile_ns, CallSiteId site, uint64_t function_object) {
+  Compile c;
+  c.function = intern(function);
+  c.signature = intern(signature);
+  c.kind = compile_kind(kind);
+  c.reason = reason;
+  c.start = ticks_at_monotonic_ns(start_ns);
+  c.end = ticks_at_monotonic_ns(end_ns);
+  c.trace_ns = trace_ns;
+  c.optimize_ns = lower_ns;
+  c.codegen_ns = compile_ns;
+  c.callsite = site;
+  c.function_object = function_object;
+  compile(std::move(c));
+}
+
+void record_transfer(const std::string& direction, int64_t start_ns, int64_t end_ns, uint32_t device, uint64_t bytes,
+                     bool implicit, CallSiteId site) {
+  transfer({.start = ticks_at_monotonic_ns(start_ns),
+            .end = ticks_at_monotonic_ns(end_ns),
+            .device = device,
+            .direction = copy_direction(direction),
+            .synchronous = true,
+            .implicit = implicit,
+            .bytes = bytes,
+            .callsite = site});
+}
+
+void record_span(const std::string& name, const std::string& kind, int64_t start_ns, int64_t end_ns, CallSiteId site) {
+  span(intern(name), ticks_at_monotonic_ns(start_ns), ticks_at_monotonic_ns(end_ns), span_kind(kind), site);
+}
+
+}  // namespace
+
+void add_recording(nb::module_& m) {
+  nb::class_<ProcessCapture>(m, "ProcessCapture")
+      .def_prop_ro("ok", [](const ProcessCapture& p) { return p.capture->ok(); })
+      .def_prop_ro("path", [](const ProcessCapture& p) { return p.capture->path(); })
+      .def_prop_ro(
+          "gpu_missing", [](const ProcessCapture& p) { return p.cupti_missing; },
+          "Why device activity is not collected; empty when it is.")
+      .def_prop_ro("stats", &stats_of)
+      .def("stop", &ProcessCapture::stop, "Flushes CUPTI, writes everything and closes the file. Idempotent.");
+  m.def("start_capture", &start_capture, "path"_a, "producer"_a, "command_line"_a, "gpu"_a,
+        "Starts recording this process into `path`; `gpu` also starts CUPTI's collector.");
+  m.def("capturing", &capturing, "Whether a capture is recording.");
+  m.def(
+      "check_output_path", [](const std::string& path) { check_output_path(path); }, "path"_a,
+      "Raises FileError when `path` cannot be written as a trace.");
+  m.def(
+      "callsite",
+      [](const std::string& file, uint32_t line, const std::string& function) {
+        return callsite(file.c_str(), line, function.c_str());
+      },
+      "file"_a, "line"_a, "function"_a, "The id of a source line (0: none).");
+  m.def(
+      "register_device",
+      [](uint32_t id, const std::string& name, const std::string& platform) {
+        register_device({.id = id, .name = name, .kind = device_kind(platform)});
+      },
+      "id"_a, "name"_a, "platform"_a, "Names a device of the trace (platform: cpu, gpu...).");
+  m.def("set_thread_name", &set_thread_name, "name"_a);
+  m.def("compile", &record_compile, "function"_a, "signature"_a, "kind"_a, "reason"_a, "start_ns"_a, "end_ns"_a,
+        "trace_ns"_a, "lower_ns"_a, "compile_ns"_a, "callsite"_a, "function_object"_a, "A row of the compiles table.");
+  m.def("transfer", &record_transfer, "direction"_a, "start_ns"_a, "end_ns"_a, "device"_a, "bytes"_a, "implicit"_a,
+        "callsite"_a, "A synchronous host-device copy the calling thread waited for.");
+  m.def("span", &record_span, "name"_a, "kind"_a, "start_ns"_a, "end_ns"_a, "callsite"_a,
+        "A host span of the calling thread.");
+  m.def(
+      "step_begin", [](int64_t number) { step_begin(number); }, "number"_a, "The calling thread starts a step.");
+  m.def(
+      "step_end", [] { step_end(); }, "The calling thread's step ends.");
+}
+
+}  // namespace loupe::python
