@@ -22,19 +22,21 @@ _library_dirs = tuple(sorted({
     if (path := sysconfig.get_paths().get(key))
 } | {_here}))
 
-_is_library: dict[str, bool] = {}
+_USER, _LIBRARY, _LOUPE = 0, 1, 2
+_kinds: dict[str, int] = {}  # per file name: whose code it is
 _ids: dict[tuple[str, int, str], int] = {}
 
 
-def _library_file(filename: str) -> bool:
-    verdict = _is_library.get(filename)
-    if verdict is None:
-        if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
-            verdict = not filename.startswith("<ipython-input") and filename != "<stdin>"
+def _kind(filename: str) -> int:
+    kind = _kinds.get(filename)
+    if kind is None:
+        if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>; not <stdin>, <ipython-input-..>
+            kind = _USER if filename == "<stdin>" or filename.startswith("<ipython-input") else _LIBRARY
         else:
-            verdict = os.path.realpath(filename).startswith(_library_dirs)
-        _is_library[filename] = verdict
-    return verdict
+            path = os.path.realpath(filename)
+            kind = _LOUPE if path.startswith(_here) else _LIBRARY if path.startswith(_library_dirs) else _USER
+        _kinds[filename] = kind
+    return kind
 
 
 def user_frame(frame: FrameType | None = None) -> FrameType | None:
@@ -44,10 +46,10 @@ def user_frame(frame: FrameType | None = None) -> FrameType | None:
     frame = frame or sys._getframe(2)
     fallback = None
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _library_file(filename):
+        kind = _kind(frame.f_code.co_filename)
+        if kind == _USER:
             return frame
-        if fallback is None and not os.path.realpath(filename).startswith(_here):
+        if fallback is None and kind == _LIBRARY:
             fallback = frame
         frame = frame.f_back
     return fallback

@@ -61,6 +61,7 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
         self._core: _core.ProcessCapture | None = None
         self._hooks: list[Any] = []
         self._finder: _AfterImport | None = None
+        self._final_stats: dict[str, Any] = {}
         self.process_wide = False  # started by `loupe capture`; a capture inside it records nothing of its own
 
     def __repr__(self) -> str:
@@ -111,13 +112,16 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
             hooks.uninstall()
         self._hooks.clear()
         self._core.stop()
+        self._final_stats = dict(self._core.stats)
         with _lock:
             self._core, _active = None, None
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Events recorded, dropped (a thread's buffer was full) and lost (the file could not be written)."""
-        return dict(self._core.stats) if self._core is not None else {}
+        """Events recorded, dropped (a thread's buffer was full) and lost (the
+        file could not be written), and the first write error: so far, or
+        final once stopped."""
+        return dict(self._core.stats) if self._core is not None else dict(self._final_stats)
 
     @property
     def gpu_missing(self) -> str:
