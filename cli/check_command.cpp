@@ -38,11 +38,7 @@ int run_check(const CheckArgs& args) {
   } catch (const prof::BudgetError& e) {
     throw std::invalid_argument(e.what());
   }
-  prof::AnalysisOptions options;
-  for (const auto& [name, value] : budget.thresholds) prof::set_analysis_parameter(options, name, value);
-  prof::TraceModel model = prof::load_trace(args.path);
-  prof::AnalysisReport report = prof::analyze(model, options);
-  std::vector<prof::BudgetResult> results = prof::check_budget(budget, report);
+  std::vector<prof::BudgetResult> results = prof::check_budget(budget, prof::load_trace(args.path));
   size_t failed = 0;
   for (const prof::BudgetResult& r : results) {
     if (r.passed) {

@@ -42,7 +42,7 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-small_tables = ("devices", "streams", "threads", "callsites")
+small_tables = tuple(_core.small_tables())
 
 
 def event_tables() -> list[str]:

@@ -27,10 +27,10 @@ import logging
 import os
 import re
 import threading
-import time
 from typing import Any, Callable
 
 from . import _callsite, _core
+from ._hooks import Restorer, SyncTimer, monotonic_ns_of_wall_ns
 
 _PHASES = {
     "/jax/core/compile/jaxpr_trace_duration": "trace",
@@ -48,7 +48,7 @@ def _plain_name(name: str) -> str:
 
 def _monotonic_ns(wall_seconds: float) -> int:
     """A time.time() instant (what JAX's monitoring reports) on the trace's clock."""
-    return time.monotonic_ns() - round((time.time() - wall_seconds) * 1e9)
+    return monotonic_ns_of_wall_ns(round(wall_seconds * 1e9))
 
 
 class _Compile:
@@ -196,28 +196,6 @@ class _LogTap(logging.Filter):
         self.logger.setLevel(self.level)
 
 
-class _Restorer:
-    """Attributes replaced on classes and modules, put back on uninstall."""
-
-    def __init__(self):
-        self._saved: list[tuple[Any, str, Any]] = []
-
-    def replace(self, owner: Any, name: str, value: Any) -> Any:
-        original = owner.__dict__.get(name, _ABSENT)
-        self._saved.append((owner, name, original))
-        setattr(owner, name, value)
-        return getattr(owner, name) if original is _ABSENT else original
-
-    def restore(self) -> None:
-        for owner, name, original in reversed(self._saved):
-            if original is _ABSENT:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, original)
-        self._saved.clear()
-
-
-_ABSENT = object()
 _active: "JaxHooks | None" = None
 _listening = False
 
@@ -235,10 +213,11 @@ class JaxHooks:
     def __init__(self, gpu_collected: bool):
         self.compiles = _Compiles()
         self._gpu_collected = gpu_collected
-        self._restorer = _Restorer()
+        self._restorer = Restorer()
+        self._syncs = SyncTimer()
         self._taps: list[_LogTap] = []
         self._devices: dict[tuple[str, int], int] = {}
-        self._local = threading.local()  # depth: inside a recorded call; explicit: inside device_get
+        self._local = threading.local()  # explicit: inside device_get; step: the step number
         self._explain_was = False
 
     def install(self) -> None:
@@ -303,34 +282,24 @@ class JaxHooks:
         trace_id = self._devices.get(key)
         if trace_id is None:
             gpu = device.platform in ("gpu", "cuda", "rocm")
-            # CUPTI numbers GPUs by CUDA ordinal; the CPU devices go apart then.
+            # CUPTI numbers GPUs by CUDA ordinal and names them itself; the
+            # CPU devices go apart then.
             trace_id = device.local_hardware_id if gpu else device.id + (1000 if self._gpu_collected else 0)
-            _core.register_device(trace_id, f"{device.platform}:{device.id} {device.device_kind}", device.platform)
+            if not (gpu and self._gpu_collected):
+                _core.register_device(trace_id, f"{device.platform}:{device.id} {device.device_kind}", device.platform)
             self._devices[key] = trace_id
         return trace_id
 
-    def _timed(self, call: Callable[[], Any], record: Callable[[int, int], None]) -> Any:
-        local = self._local
-        if getattr(local, "depth", 0) or not _core.capturing():
-            return call()
-        local.depth = 1
-        start = time.monotonic_ns()
-        try:
-            return call()
-        finally:
-            end = time.monotonic_ns()
-            local.depth = 0
-            record(start, end)
-
     def _read(self, array: Any, call: Callable[[], Any]) -> Any:
-        def record(start: int, end: int) -> None:
+        def record(start: int, end: int, _: Any) -> None:
             _core.transfer("device_to_host", start, end, self._device(array), int(array.nbytes),
                            not getattr(self._local, "explicit", False), _callsite.callsite())
-        return self._timed(call, record)
+        return self._syncs.timed(call, record)
 
     def _wait(self, call: Callable[[], Any]) -> Any:
-        return self._timed(call, lambda start, end: _core.span("block_until_ready", "wait", start, end,
-                                                               _callsite.callsite()))
+        def record(start: int, end: int, _: Any) -> None:
+            _core.span("block_until_ready", "wait", start, end, _callsite.callsite())
+        return self._syncs.timed(call, record)
 
     def _wrap_syncs(self, jax: Any) -> None:
         from jax._src import array

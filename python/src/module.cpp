@@ -3,6 +3,8 @@
 // and the CLI always agree; loupe/__init__.py turns the results into
 // DataFrames and Python objects. Long work (reading, analysing, importing)
 // runs without the GIL.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -11,6 +13,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,7 +22,6 @@
 #include <vector>
 
 #include "columns.h"
-#include "recording.h"
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/budget.h"
 #include "loupe/prof/import.h"
@@ -28,6 +30,7 @@
 #include "loupe/prof/trace_diff.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_writer.h"
+#include "recording.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -67,10 +70,8 @@ std::string analyze_json(const Trace& trace, const std::vector<std::string>& rul
 // `loupe check`: the budget's limits against the analysis its thresholds
 // configure.
 std::vector<BudgetResult> check_budget_of(const Trace& trace, const Budget& budget) {
-  AnalysisOptions options;
-  for (const auto& [name, value] : budget.thresholds) set_analysis_parameter(options, name, value);
   nb::gil_scoped_release unlocked;
-  return check_budget(budget, analyze(*trace.model, options));
+  return check_budget(budget, *trace.model);
 }
 
 std::vector<BudgetResult> check(const Trace& trace, const std::string& toml, const std::string& source) {
@@ -110,6 +111,9 @@ nb::dict info_of(const Trace& trace) {
   return d;
 }
 
+// The small tables small_table() returns, in the schema's order.
+constexpr std::array<std::string_view, 4> kSmallTables = {"devices", "streams", "threads", "callsites"};
+
 // The small tables as {column: list}: a few rows each.
 nb::dict small_table(const Trace& trace, const std::string& name) {
   const TraceModel& m = *trace.model;
@@ -141,7 +145,7 @@ nb::dict small_table(const Trace& trace, const std::string& name) {
     column("line", m.callsites, [](const CallSite& r) { return r.line; });
     column("function", m.callsites, [&](const CallSite& r) { return m.str(r.function); });
   } else {
-    throw std::invalid_argument("no table '" + name + "' (small tables: devices, streams, threads, callsites)");
+    throw std::invalid_argument(fmt::format("no table '{}' (small tables: {})", name, fmt::join(kSmallTables, ", ")));
   }
   return d;
 }
@@ -176,7 +180,8 @@ void register_errors(nb::module_& m) {
 
 NB_MODULE(_core, m) {
   using namespace loupe::python;
-  m.doc() = "loupe's profiler library: trace files, analyses, budgets, diffs and imports, and the recording of this process.";
+  m.doc() =
+      "loupe's profiler library: trace files, analyses, budgets, diffs and imports, and the recording of this process.";
   register_errors(m);
   add_recording(m);
 
@@ -222,6 +227,9 @@ NB_MODULE(_core, m) {
         return names;
       },
       "The event tables' names, in the schema's order.");
+  m.def(
+      "small_tables", [] { return std::vector<std::string>(kSmallTables.begin(), kSmallTables.end()); },
+      "The small tables' names, in the schema's order.");
   m.def("diff_json", &diff_report_json, "base"_a, "head"_a, "base_name"_a, "head_name"_a, "rules"_a, "thresholds"_a,
         "`loupe diff --format json`.");
   m.def("import_trace", &import_file, "source"_a, "out"_a, "format"_a, "threads"_a,

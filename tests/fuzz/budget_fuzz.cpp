@@ -6,8 +6,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
     loupe::prof::Budget b = loupe::prof::parse_budget(text, "fuzz.toml");
-    loupe::prof::AnalysisOptions options;
-    for (const auto& [name, value] : b.thresholds) loupe::prof::set_analysis_parameter(options, name, value);
+    loupe::prof::analysis_options(b);
     loupe::prof::check_budget(b, loupe::prof::AnalysisReport{});
   } catch (const loupe::prof::BudgetError&) {
   }

@@ -160,6 +160,16 @@ Budget read_budget_file(const std::string& path) {
   return parse_budget(text, path);
 }
 
+AnalysisOptions analysis_options(const Budget& budget) {
+  AnalysisOptions options;
+  for (const auto& [name, value] : budget.thresholds) set_analysis_parameter(options, name, value);
+  return options;
+}
+
+std::vector<BudgetResult> check_budget(const Budget& budget, const TraceModel& model) {
+  return check_budget(budget, analyze(model, analysis_options(budget)));
+}
+
 std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisReport& report) {
   std::vector<BudgetResult> out;
   for (const Budget::Limit& l : budget.limits) {

@@ -55,6 +55,13 @@ struct BudgetResult {
 
 std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisReport& report);
 
+// The analysis options the budget's [thresholds] set (checked when parsed).
+AnalysisOptions analysis_options(const Budget& budget);
+
+// `loupe check`: the analysis the budget's thresholds configure, run on
+// `model`, against the budget's limits.
+std::vector<BudgetResult> check_budget(const Budget& budget, const TraceModel& model);
+
 // JUnit XML that CI servers show as test results: one test case per limit.
 std::string budget_junit(const std::vector<BudgetResult>& results, const std::string& trace);
 
