@@ -28,13 +28,21 @@ class CaptureError(Error):
 
 # The frameworks hooked, by the module whose import brings them in: each
 # makes the hooks of one capture (given whether CUPTI collects the GPUs).
+# Hooks have install(), which may return {module: callback} for parts to
+# hook once those modules are imported, and uninstall().
 def _jax_hooks(gpu_collected: bool) -> Any:
     from ._jax import JaxHooks
 
     return JaxHooks(gpu_collected)
 
 
-_FRAMEWORKS: dict[str, Callable[[bool], Any]] = {"jax": _jax_hooks}
+def _torch_hooks(gpu_collected: bool) -> Any:
+    from ._torch import TorchHooks
+
+    return TorchHooks(gpu_collected)
+
+
+_FRAMEWORKS: dict[str, Callable[[bool], Any]] = {"jax": _jax_hooks, "torch": _torch_hooks}
 
 _lock = threading.Lock()
 _active: "capture | None" = None
@@ -46,7 +54,7 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
 
     ``gpu`` collects the device activity of NVIDIA GPUs through CUPTI where
     there are any; ``frameworks`` names those to hook (default: every one
-    loupe knows, "jax"). Raises CaptureError when another capture is
+    loupe knows, "jax" and "torch"). Raises CaptureError when another capture is
     recording this process, and FileError when ``path`` cannot be written.
     """
 
@@ -95,7 +103,9 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
                 core.stop()
                 raise CaptureError(f"cannot record to {self.path}: {core.stats['error'] or 'the file was not created'}")
             self._core, _active = core, self
-        self._finder = _AfterImport({name: self._hook for name in self._frameworks})
+        self._finder = _AfterImport()
+        for name in self._frameworks:
+            self._finder.watch(name, self._hook)
         sys.meta_path.insert(0, self._finder)
         for name in self._frameworks:
             if sys.modules.get(name) is not None:  # imported already (None: an import that failed)
@@ -132,8 +142,13 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
         if self._core is None:
             return
         hooks = _FRAMEWORKS[framework](not self._core.gpu_missing)
-        hooks.install()
+        later = hooks.install() or {}
         self._hooks.append(hooks)
+        for module, callback in later.items():
+            if sys.modules.get(module) is not None:
+                callback()
+            else:
+                self._finder.watch(module, lambda _, callback=callback: callback())
 
 
 class step:  # noqa: N801 - used as `with loupe.step(n)`
@@ -160,9 +175,13 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     """Runs a callback once a module has been imported, for frameworks the
     program imports after the capture started."""
 
-    def __init__(self, callbacks: dict[str, Callable[[str], None]]):
-        self._callbacks = callbacks
+    def __init__(self) -> None:
+        self._callbacks: dict[str, Callable[[str], None]] = {}
         self._finding: set[str] = set()
+
+    def watch(self, module: str, callback: Callable[[str], None]) -> None:
+        """Calls callback(module) once `module` has been imported."""
+        self._callbacks[module] = callback
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         callback = self._callbacks.get(name)

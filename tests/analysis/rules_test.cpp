@@ -724,6 +724,39 @@ TEST_F(Rules, RecompileReasonsInJaxWords) {
   EXPECT_EQ(evidence(*f[0], "other"), "<missing other>");
 }
 
+// Dynamo's guard failures (torch.compile's recompile reasons), as PyTorch
+// 2.15 words them.
+TEST_F(Rules, RecompileReasonsInDynamoWords) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("train.py", 37);
+  const char* fn = "loss_fn (train.py:17)";
+  t.compile(0, 0, 100, fn, CompileKind::miss, "", "x[32,16], w[16]", 0, site);
+  const char* late[] = {
+      "0/0: tensor 'x' size mismatch at index 0. expected 32, actual 40",
+      "0/1: tensor 'x' stride mismatch at index 0. expected 16, actual 1",
+      "0/2: tensor 'x' rank mismatch. expected 2, actual 3",
+      "0/3: tensor 'x' dtype mismatch. expected Float, actual Double",
+      "1/0: G['i'] == 0 # m = torch.compile(lambda x: x + i) # tc2.py:15 in <lambda>",
+      "0/4: tensor 'x' requires_grad mismatch. expected requires_grad=0",
+  };
+  int64_t start = 1000;
+  for (const char* reason : late) {
+    t.compile(0, start, 100, fn, CompileKind::miss, reason, "x[s0,16], w[16]", 0, site);
+    start += 1000;
+  }
+  t.op(0, 0, 0, start);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "recompile");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "compiles"), "7 in all, 6 after warm-up");
+  EXPECT_EQ(evidence(*f[0], "shape change"), "3");
+  EXPECT_EQ(evidence(*f[0], "dtype change"), "1");
+  EXPECT_EQ(evidence(*f[0], "static argument change"), "1");
+  EXPECT_EQ(evidence(*f[0], "other"), "1");
+  EXPECT_NE(f[0]->title.find("(shape change)"), std::string::npos) << f[0]->title;
+}
+
 TEST_F(Rules, JitCreatedInALoop) {
   auto t = trace();
   t.device(0);

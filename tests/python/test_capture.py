@@ -1,12 +1,16 @@
-"""Recording real JAX programs (on JAX's CPU backend) with loupe.capture and
-with `loupe capture -- python`, judged by the CLI: `loupe analyze` for the
-findings and `loupe sql` for the rows.
+"""Recording real JAX and PyTorch programs (on the CPU here, on the GPU in
+scripts/gpu-check) with loupe.capture and with `loupe capture -- python`,
+judged by the CLI: `loupe analyze` for the findings and `loupe sql` for the
+rows.
 
-What is expected is known from the program, not from loupe: it trains on
-batch sizes programs/jax_train.py lists, so its jitted step compiles once
-per new size (32 at step 0; 40, 48 and 56 after warm-up), at the line
-marked `loupe-test: compiles`, and reads the loss back once per step at the
-line marked `loupe-test: host sync`. Padded to one size, it compiles once.
+What is expected is known from the programs, not from loupe. Both train on
+the batch sizes they list, calling the compiled function at the line
+marked `loupe-test: compiles` and reading the loss back once per step at
+the line marked `loupe-test: host sync`; padded to one size, each compiles
+once. JAX's jit compiles once per new size: 32 at step 0; 40, 48 and 56
+after warm-up. Dynamo compiles for 32, then, when 40 fails the size guard,
+once more with the batch dimension dynamic (its "automatic dynamic
+shapes"), which every later size fits.
 """
 import json
 import os
@@ -18,13 +22,15 @@ import unittest
 
 from test_trace import CLI, run_cli, sql
 
-PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "jax_train.py")
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+PROGRAM = os.path.join(PROGRAMS, "jax_train.py")
+TORCH_PROGRAM = os.path.join(PROGRAMS, "torch_train.py")
 SIZES = [32, 32, 40, 32, 48, 40, 56, 32]
 LATE_SIZES = [40, 48, 56]  # first seen after step 0, the warm-up step
 
 
-def marked_line(mark):
-    with open(PROGRAM) as f:
+def marked_line(mark, program=PROGRAM):
+    with open(program) as f:
         lines = [n for n, text in enumerate(f, 1) if f"loupe-test: {mark}" in text]
     assert len(lines) == 1, mark
     return lines[0]
@@ -36,7 +42,7 @@ def python(code, *args, env=None):
                           env=env, timeout=300)
 
 
-def capture_in_process(out, *args):
+def capture_in_process(out, *args, program=PROGRAM):
     """The program run inside `with loupe.capture(out)`."""
     code = """
         import runpy, sys, loupe
@@ -45,13 +51,13 @@ def capture_in_process(out, *args):
         with loupe.capture(out):
             runpy.run_path(program, run_name="__main__")
     """
-    result = python(code, out, PROGRAM, *args)
+    result = python(code, out, program, *args)
     assert result.returncode == 0, result.stderr
     return result
 
 
-def capture_with_cli(out, *args):
-    result = subprocess.run([CLI, "capture", "-o", out, "--", sys.executable, PROGRAM, *args], capture_output=True,
+def capture_with_cli(out, *args, program=PROGRAM):
+    result = subprocess.run([CLI, "capture", "-o", out, "--", sys.executable, program, *args], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result
@@ -140,6 +146,89 @@ class JaxCapture(unittest.TestCase):
         self.assertEqual(plain.stderr, "")
         self.assertNotIn("TRACING CACHE MISS", self.cli_output.stderr, "JAX's explanations stay out of its log")
         self.assertIn("loupe: recorded", self.cli_output.stderr)
+
+
+def torch_state():
+    """(None, whether CUDA is there) where PyTorch imports, else (why not, False)."""
+    probe = python("import torch; print(torch.cuda.is_available())")
+    if probe.returncode != 0:
+        return f"PyTorch cannot be imported here: {probe.stderr.strip().splitlines()[-1:]}", False
+    return None, probe.stdout.strip() == "True"
+
+
+class TorchCapture(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.why_not, cls.cuda = torch_state()
+        if cls.why_not:
+            raise unittest.SkipTest(cls.why_not)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.ragged = os.path.join(cls.tmp.name, "ragged.db")
+        cls.ragged_cli = os.path.join(cls.tmp.name, "ragged-cli.db")
+        cls.bucketed = os.path.join(cls.tmp.name, "bucketed.db")
+        cls.output = capture_in_process(cls.ragged, program=TORCH_PROGRAM).stdout
+        capture_with_cli(cls.ragged_cli, program=TORCH_PROGRAM)
+        capture_in_process(cls.bucketed, "--bucket", program=TORCH_PROGRAM)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_ragged_batches_recompile_with_dynamos_reason_and_the_calling_line(self):
+        site = f"{TORCH_PROGRAM}:{marked_line('compiles', TORCH_PROGRAM)}"
+        for path in (self.ragged, self.ragged_cli):
+            with self.subTest(path=os.path.basename(path)):
+                [f] = findings(path, "recompile")
+                self.assertIn("`loss_fn (torch_train.py:", f["title"])
+                self.assertIn("recompiled 1 time after warm-up (shape change)", f["title"])
+                self.assertEqual(evidence(f, "compiles"), ["2 in all, 1 after warm-up"])
+                self.assertEqual(evidence(f, "called at"), [f"{site} (x1)"])
+                [reason] = evidence(f, "reason")
+                self.assertIn("tensor 'x' size mismatch at index 0. expected 32, actual 40", reason)
+
+    def test_compile_rows_carry_input_shapes_and_phases(self):
+        rows = sql(self.ragged, "SELECT sig.text, c.trace_ns, c.dur FROM compiles c JOIN strings fn ON "
+                   "fn.id = c.function JOIN strings sig ON sig.id = c.signature WHERE fn.text LIKE 'loss_fn%' "
+                   "ORDER BY c.start")[1:]
+        self.assertEqual(len(rows), 2)
+        self.assertIn("x[32,16]", rows[0][0])
+        self.assertNotIn("x[32,16]", rows[1][0], "the second compile has the batch dimension dynamic")
+        for _, trace, dur in rows:
+            self.assertGreater(int(trace), 0)
+            self.assertGreaterEqual(int(dur), int(trace))
+
+    def test_bucketed_batches_compile_once(self):
+        self.assertEqual(findings(self.bucketed, "recompile"), [])
+        [[count]] = sql(self.bucketed, "SELECT count(*) FROM compiles c JOIN strings fn ON fn.id = c.function "
+                        "WHERE fn.text LIKE 'loss_fn%'")[1:]
+        self.assertEqual(count, "1")
+
+    def test_each_float_of_the_loss_is_a_host_sync_at_its_line_on_a_gpu(self):
+        rows = sql(self.ragged, "SELECT k.name, t.synchronous, t.implicit, t.bytes, cs.line FROM transfers t "
+                   "JOIN copy_kinds k ON k.id = t.direction JOIN callsites cs ON cs.id = t.callsite "
+                   f"WHERE cs.line = {marked_line('host sync', TORCH_PROGRAM)}")[1:]
+        # On the CPU a tensor's value is the host's already: no sync to record.
+        expected = [["DtoH", "1", "1", "4", str(marked_line("host sync", TORCH_PROGRAM))]] * len(SIZES)
+        self.assertEqual(rows, expected if self.cuda else [])
+
+    def test_the_program_prints_as_without_loupe(self):
+        plain = subprocess.run([sys.executable, TORCH_PROGRAM], capture_output=True, text=True, timeout=300)
+        self.assertEqual(self.output, plain.stdout)
+
+
+class TorchProfilerSteps(unittest.TestCase):
+    def test_steps_are_the_profilers_steps(self):
+        why_not, _ = torch_state()
+        if why_not:
+            self.skipTest(why_not)
+        program = os.path.join(PROGRAMS, "torch_profiler_steps.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "steps.db")
+            capture_in_process(out, program=program)
+            numbers = [int(r[0]) for r in sql(out, "SELECT number FROM steps ORDER BY start")[1:]]
+        # Five prof.step() calls after start(): PyTorch's own trace has
+        # ProfilerStep#0 to #5, the last from the fifth step() to stop().
+        self.assertEqual(numbers, [0, 1, 2, 3, 4, 5])
 
 
 class CaptureErrors(unittest.TestCase):

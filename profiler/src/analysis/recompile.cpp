@@ -39,11 +39,25 @@ std::vector<std::string_view> dtypes_of(std::string_view types) {
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
+// A guard failure as torch.compile's dynamo words it: "tensor 'x' size
+// mismatch at index 0. expected 32, actual 40", "... dtype mismatch.
+// expected Float, actual Double", or a Python value the graph was
+// specialised on ("L['n'] == 3").
+Reason classify_guard(std::string_view reason) {
+  for (std::string_view shape : {"size mismatch", "stride mismatch", "rank mismatch"}) {
+    if (contains(reason, shape)) return Reason::shape;
+  }
+  if (contains(reason, "dtype mismatch")) return Reason::dtype;
+  if (contains(reason, " == ")) return Reason::static_value;
+  return Reason::other;
+}
+
 // Classifies a miss from its reason text, or from the function object when
 // the text is silent. Reasons name the types now and before, as loupe's
 // runtime writes them ("arg 0 `x`: now f32[31,128], before f32[32,128]")
 // or as JAX explains a cache miss ("* at x, now f32[9,4] and before
-// f32[8,4]"); a different weak type is a dtype change in JAX's promotion.
+// f32[8,4]"; a different weak type is a dtype change in JAX's promotion),
+// or the guard that failed, as dynamo does.
 Reason classify(std::string_view reason, bool new_object) {
   if (contains(reason, "new function object") || contains(reason, "never seen function") || new_object)
     return Reason::new_function;
@@ -51,7 +65,7 @@ Reason classify(std::string_view reason, bool new_object) {
   size_t before = reason.find(", before "), skip = 9;
   if (before == std::string_view::npos) before = reason.find(" and before "), skip = 12;
   size_t now = before == std::string_view::npos ? before : reason.rfind("now ", before);
-  if (now == std::string_view::npos) return Reason::other;
+  if (now == std::string_view::npos) return classify_guard(reason);
   std::string_view a = reason.substr(now + 4, before - now - 4);
   std::string_view b = reason.substr(before + skip);
   for (std::string_view end : {";", "\n", " * ", " ("}) b = b.substr(0, b.find(end));
