@@ -757,6 +757,19 @@ TEST_F(Rules, RecompileReasonsInDynamoWords) {
   EXPECT_NE(f[0]->title.find("(shape change)"), std::string::npos) << f[0]->title;
 }
 
+// A trace of compiles alone (JAX on its CPU backend records no device
+// operations) cannot say how long a device idled.
+TEST_F(Rules, RecompilesWithoutDeviceOperationsCannotTellDeviceIdle) {
+  auto t = trace();
+  uint32_t site = t.callsite("train.py", 40);
+  t.compile(0, 0, 100, "f", CompileKind::miss, "never seen function f id=1", "f32[8]", 1, site);
+  t.compile(0, 1000, 100, "f", CompileKind::miss, "* at x, now f32[9] and before f32[8]", "f32[9]", 1, site);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "recompile");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "device idle while compiling"), "cannot tell: the trace has no device operations");
+}
+
 TEST_F(Rules, JitCreatedInALoop) {
   auto t = trace();
   t.device(0);

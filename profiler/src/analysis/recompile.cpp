@@ -193,7 +193,11 @@ void rule_recompile(const Context& ctx, const AnalysisReport&, std::vector<Findi
     }
     for (const auto& [site, n] : sites) f.evidence.push_back({"called at", fmt::format("{} (x{})", site, n)});
     f.evidence.push_back({"signatures", format_count(signatures.size())});
-    f.evidence.push_back({"device idle while compiling", format_duration(idle_ns)});
+    // Without device operations (a JAX program on its CPU backend) there is
+    // no device time to compare the compiles with.
+    f.evidence.push_back({"device idle while compiling", ctx.devices.empty()
+                                                             ? "cannot tell: the trace has no device operations"
+                                                             : format_duration(idle_ns)});
     f.suggestion = kReasonFixes[dominant];
     out.push_back(std::move(f));
   }
