@@ -3,8 +3,8 @@
 // libloupe_inject.so into it (CUDA_INJECTION64_PATH), which records
 // CUPTI's activity and the program's NVTX ranges. A Python program with the
 // loupe package installed: the sitecustomize.py put on its PYTHONPATH
-// starts loupe.capture, which records its JAX compiles, host syncs and
-// steps, and CUPTI's activity itself. loupe forwards the program's exit
+// starts loupe.capture, which records its JAX and torch.compile
+// compiles, host syncs and steps, and CUPTI's activity itself. loupe forwards the program's exit
 // code and signals, then shows what was recorded.
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -34,8 +34,8 @@ struct CaptureArgs {
 // The options of `loupe capture`.
 void add_options(CLI::App& cmd, CaptureArgs& args) {
   cmd.description(
-      "Record an unmodified program: its GPUs with CUPTI (PyTorch, JAX, CUDA C++), and a Python program's JAX "
-      "compiles, host syncs and steps");
+      "Record an unmodified program: its GPUs with CUPTI (PyTorch, JAX, CUDA C++), and a Python program's JAX and "
+      "torch.compile compiles, host syncs and steps");
   cmd.add_option("-o,--out", args.out, "trace file to write (default trace.db)");
   cmd.add_option("--duration", args.duration, "stop recording after this many seconds")->check(CLI::PositiveNumber);
   cmd.add_option("PROGRAM", args.program, "the program and its arguments, after --")->required();
