@@ -1,6 +1,7 @@
 // loupe import IN [-o OUT] [--format F]: another profiler's trace as a
 // loupe trace (PyTorch/Kineto JSON, JAX profiler JSON, Chrome trace JSON,
-// Nsight Systems SQLite export).
+// Nsight Systems SQLite export). With several inputs (or --job), one per
+// rank of a distributed run: a job, a folder of rank traces and an index.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 
 #include "commands.h"
 #include "loupe/prof/import.h"
+#include "loupe/prof/job.h"
 #include "text_format.h"
 
 namespace loupe::cli {
@@ -17,7 +19,9 @@ namespace loupe::cli {
 namespace {
 
 struct ImportArgs {
-  std::string in, out;
+  std::vector<std::string> in;
+  std::string out;
+  bool job = false;
   std::string format = "auto";
   bool quiet = false;
 };
@@ -27,8 +31,10 @@ void add_options(CLI::App& cmd, ImportArgs& args) {
   cmd.description(
       "Turn a PyTorch profiler (Kineto), JAX profiler or Chrome trace JSON (.json, .json.gz), or an "
       "Nsight Systems SQLite export, into a loupe trace");
-  cmd.add_option("IN", args.in, "trace to import")->required();
-  cmd.add_option("-o,--out", args.out, "loupe trace to write (default: IN with its extension replaced by .db)");
+  cmd.add_option("IN", args.in, "trace to import; several: one per rank of a job")->required();
+  cmd.add_option("-o,--out", args.out,
+                 "loupe trace to write (default: IN with its extension replaced by .db); for a job, its folder");
+  cmd.add_flag("--job", args.job, "make a job (a folder of rank traces and job.json) even of one input");
   std::vector<std::string> names;
   for (const prof::ImportFormatName& f : prof::kImportFormats) names.emplace_back(f.name);
   cmd.add_option("--format", args.format,
@@ -54,15 +60,40 @@ std::string default_output(const std::string& in) {
   return out;
 }
 
-int run_import(const ImportArgs& args) {
-  prof::ImportOptions options{.format = prof::parse_import_format(args.format)};
-  std::string out = args.out.empty() ? default_output(args.in) : args.out;
+// A job: its ranks as they were imported, then what it lacks, on stderr.
+int run_job_import(const ImportArgs& args) {
+  if (args.out.empty()) throw std::invalid_argument("a job needs its folder: -o FOLDER");
   auto t0 = std::chrono::steady_clock::now();
-  prof::ImportResult r = prof::import_trace(args.in, out, options);
+  prof::Job job = prof::import_job(args.in, args.out, {.format = prof::parse_import_format(args.format)});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!args.quiet) {
+    fmt::print("imported a job of {} ranks{} into {} in {:.2f} s\n", job.world_size,
+               job.backend.empty() ? "" : " (" + job.backend + ")", shown(job.dir), secs);
+    for (const prof::JobRank& r : job.ranks) {
+      fmt::print("  rank {:<6} {:>12} events  {}  <- {}\n", r.rank, format_count(r.events), shown(r.trace),
+                 shown(r.source));
+    }
+  }
+  for (const prof::JobFailure& f : job.failures) fmt::print(stderr, "loupe: not imported: {}\n", shown(f.error));
+  if (!job.missing.empty()) {
+    std::string ranks;
+    for (int64_t r : job.missing) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
+    fmt::print(stderr, "loupe: the job lacks {} of its {} ranks: {}\n", job.missing.size(), job.world_size, ranks);
+  }
+  return job.complete() ? kExitOk : kExitFailed;
+}
+
+int run_import(const ImportArgs& args) {
+  if (args.job || args.in.size() > 1) return run_job_import(args);
+  const std::string& in = args.in.front();
+  prof::ImportOptions options{.format = prof::parse_import_format(args.format)};
+  std::string out = args.out.empty() ? default_output(in) : args.out;
+  auto t0 = std::chrono::steady_clock::now();
+  prof::ImportResult r = prof::import_trace(in, out, options);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (args.quiet) return kExitOk;
   std::string what = r.format == prof::ImportFormat::nsys ? "SQLite" : "JSON";
-  fmt::print("imported {} ({}, {} of {}, {} events) in {:.2f} s ({:.0f} MB/s)\n", shown(args.in),
+  fmt::print("imported {} ({}, {} of {}, {} events) in {:.2f} s ({:.0f} MB/s)\n", shown(in),
              prof::import_format_name(r.format), format_bytes(int64_t(r.input_bytes)), what,
              format_count(r.source_events), secs, double(r.input_bytes) / 1e6 / std::max(secs, 1e-9));
   std::string tables;

@@ -1,7 +1,9 @@
-// loupe info FILE: what a trace holds, without loading its events.
+// loupe info FILE: what a trace holds, without loading its events; for a
+// job's folder, its ranks.
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "loupe/prof/job.h"
 #include "loupe/prof/trace_format.h"
 #include "loupe/prof/trace_query.h"
 #include "text_format.h"
@@ -12,13 +14,30 @@ namespace {
 
 // The options of `loupe info`.
 void add_options(CLI::App& cmd, std::string& path) {
-  cmd.description("Show what a trace file holds: version, producer, duration, counts, devices");
-  cmd.add_option("FILE", path, "trace file")->required();
+  cmd.description("Show what a trace file holds: version, producer, duration, counts, devices; or a job's ranks");
+  cmd.add_option("FILE", path, "trace file, or a job's folder")->required();
+}
+
+// A job: its index, and what it lacks.
+int print_job(const std::string& dir) {
+  prof::Job job = prof::read_job(dir);
+  fmt::print("job        {} ({} ranks{})\n", shown(dir), job.world_size,
+             job.backend.empty() ? "" : ", " + shown(job.backend));
+  TextTable ranks({"rank", "trace", "host", "events", "imported from"});
+  for (const prof::JobRank& r : job.ranks) {
+    ranks.add({std::to_string(r.rank), r.trace, r.host.empty() ? "?" : r.host, format_count(r.events), r.source});
+  }
+  fmt::print("\n");
+  ranks.print(stdout, "  ");
+  for (int64_t r : job.missing) fmt::print("missing    rank {}\n", r);
+  for (const prof::JobFailure& f : job.failures) fmt::print("failed     {}\n", shown(f.error));
+  return kExitOk;
 }
 
 }  // namespace
 
 int print_info(const std::string& path) {
+  if (prof::is_job(path)) return print_job(path);
   prof::TraceSummary s = prof::summarize_trace(path);
   uint64_t total = 0;
   for (const auto& c : s.counts) total += c.rows;

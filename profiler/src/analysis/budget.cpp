@@ -2,12 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <toml++/toml.h>
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "loupe/prof/input_file.h"
 #include "loupe/prof/units.h"
@@ -138,26 +134,7 @@ Budget parse_budget(const std::string& text, const std::string& source) {
 constexpr size_t kMaxBudgetBytes = size_t(1) << 20;
 
 Budget read_budget_file(const std::string& path) {
-  int fd = open_input_file_or_throw<BudgetError>(path);
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0 && text.size() + size_t(n) > kMaxBudgetBytes) {
-      ::close(fd);
-      throw BudgetError(
-          fmt::format("{}: larger than {}, too large for a budget file", path, format_bytes(int64_t(kMaxBudgetBytes))));
-    }
-    if (n > 0) {
-      text.append(buf, size_t(n));
-    } else if (n == 0 || errno != EINTR) {
-      int err = n < 0 ? errno : 0;
-      ::close(fd);
-      if (err != 0) throw BudgetError(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
-      break;
-    }
-  }
-  return parse_budget(text, path);
+  return parse_budget(read_small_input_file_or_throw<BudgetError>(path, kMaxBudgetBytes, "a budget file"), path);
 }
 
 AnalysisOptions analysis_options(const Budget& budget) {

@@ -45,4 +45,25 @@ int open_input_file(const std::string& path) {
 
 void check_input_file(const std::string& path) { ::close(open_input_file(path)); }
 
+std::string read_small_input_file(const std::string& path, size_t max_bytes, const std::string& what) {
+  int fd = open_input_file(path);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0 && text.size() + size_t(n) > max_bytes) {
+      ::close(fd);
+      throw FileError(fmt::format("{}: larger than {} bytes, too large for {}", path, max_bytes, what));
+    }
+    if (n > 0) {
+      text.append(buf, size_t(n));
+    } else if (n == 0 || errno != EINTR) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      if (err != 0) throw FileError(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
+      return text;
+    }
+  }
+}
+
 }  // namespace loupe::prof

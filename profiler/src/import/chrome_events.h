@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,6 +68,14 @@ struct ChromeTrace {
   std::vector<DeviceRow> device_properties;                     // Kineto deviceProperties
   int64_t base_time_ns = kNone;                                 // Kineto baseTimeNanoseconds: wall time of ts 0
   bool has_schema_version = false;                              // Kineto's schemaVersion
+  // Kineto's distributedInfo (a rank of a torch.distributed job): its rank,
+  // world size and backend, and the whole object as JSON text.
+  struct Distributed {
+    int64_t rank = kNone, world_size = kNone;
+    std::string backend, json;
+  };
+  std::optional<Distributed> distributed;
+  std::string host_name;  // Kineto's host_name
   bool top_level_array = false;
   uint64_t bytes = 0;                                    // JSON bytes read
   uint64_t total_events = 0;                             // elements of traceEvents read, of any phase

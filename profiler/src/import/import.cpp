@@ -18,6 +18,19 @@ namespace loupe::prof {
 
 namespace {
 
+// The rank, job size, backend and host the importer found, from its meta
+// rows.
+void take_distributed_info(const std::map<std::string, std::string>& meta, ImportResult& result) {
+  auto number = [&](const char* key) -> int64_t {
+    auto it = meta.find(key);
+    return it == meta.end() ? -1 : std::stoll(it->second);
+  };
+  result.rank = number("rank");
+  result.world_size = number("world_size");
+  if (auto it = meta.find("hostname"); it != meta.end()) result.host = it->second;
+  if (auto it = meta.find("distributed_backend"); it != meta.end()) result.backend = it->second;
+}
+
 bool is_sqlite(const std::string& head) {
   return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0;
 }
@@ -129,6 +142,7 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   trace.meta["source_file"] = in;
   trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
   result.source_events = trace.source_events;
+  take_distributed_info(trace.meta, result);
   auto t2 = Clock::now();
   import::WriteSummary s;
   try {

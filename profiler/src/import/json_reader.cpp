@@ -261,7 +261,8 @@ class JsonReader {
           ++pos_;
           read_events();
           saw_events = true;
-        } else if (key == "deviceProperties" || key == "baseTimeNanoseconds" || key == "schemaVersion") {
+        } else if (key == "deviceProperties" || key == "baseTimeNanoseconds" || key == "schemaVersion" ||
+                   key == "distributedInfo" || key == "host_name") {
           std::string text;
           skip_value(&text);
           top_member(key, text, at);
@@ -347,6 +348,31 @@ class JsonReader {
     }
   }
 
+  // Kineto's distributedInfo: {"backend": "nccl", "rank": 0, "world_size":
+  // 2, "pg_config": [...], ...}. The rank and world size must be sane
+  // integers; the rest is kept as the text it was.
+  ChromeTrace::Distributed distributed_info(od::document& doc, const std::string& text, uint64_t at) {
+    if (doc.type() != od::json_type::object) fail(at, "'distributedInfo' is not an object");
+    ChromeTrace::Distributed d;
+    d.json = text;
+    for (auto f : doc.get_object()) {
+      od::field field = std::move(f);
+      std::string_view k = key_text(field);
+      od::value v = field.value();
+      if (k == "rank" || k == "world_size") {
+        std::optional<int64_t> n = lenient_int(v);
+        if (!n || *n < 0 || *n > (int64_t(1) << 24)) fail(at, fmt::format("'distributedInfo' has a bad '{}'", k));
+        (k == "rank" ? d.rank : d.world_size) = *n;
+      } else if (k == "backend") {
+        d.backend = std::string(string_of(v, "backend"));
+      }
+    }
+    if (d.rank != kNone && d.world_size != kNone && d.rank >= d.world_size) {
+      fail(at, fmt::format("'distributedInfo' has rank {} of a world of {}", d.rank, d.world_size));
+    }
+    return d;
+  }
+
   void top_member(const std::string& key, const std::string& text, uint64_t at) {
     simdjson::padded_string json(text);
     od::parser parser;
@@ -358,6 +384,11 @@ class JsonReader {
         std::optional<int64_t> base = parse_integer(text);
         if (!base) fail(at, "'baseTimeNanoseconds' is not an integer");
         trace_.base_time_ns = *base;
+      } else if (key == "distributedInfo") {
+        trace_.distributed = distributed_info(doc, text, at);
+      } else if (key == "host_name") {
+        if (doc.type() != od::json_type::string) fail(at, "'host_name' is not a string");
+        trace_.host_name = std::string(std::string_view(doc.get_string()));
       } else if (key == "deviceProperties") {
         od::json_type type = doc.type();
         if (type != od::json_type::array) fail(at, "'deviceProperties' is not an array");

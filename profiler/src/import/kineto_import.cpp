@@ -321,6 +321,18 @@ class KinetoMapper {
       out_.meta["clock"] = "kineto: host clock, ts in us";
     }
     if (unknown_kept_ > 0) out_.meta["generic_host_spans"] = std::to_string(unknown_kept_);
+    distributed();
+  }
+
+  // The rank of a torch.distributed job this trace is, and its host.
+  void distributed() {
+    if (!raw_.host_name.empty()) out_.meta["hostname"] = raw_.host_name;
+    if (!raw_.distributed) return;
+    const ChromeTrace::Distributed& d = *raw_.distributed;
+    if (d.rank != kNone) out_.meta["rank"] = std::to_string(d.rank);
+    if (d.world_size != kNone) out_.meta["world_size"] = std::to_string(d.world_size);
+    if (!d.backend.empty()) out_.meta["distributed_backend"] = d.backend;
+    out_.meta["distributed_info"] = d.json;
   }
 
   struct FlowKeyHash {

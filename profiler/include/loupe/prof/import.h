@@ -67,6 +67,12 @@ struct ImportResult {
   // Where the time went: reading and parsing, mapping to loupe rows, and
   // writing the file (seconds).
   double read_seconds = 0, map_seconds = 0, write_seconds = 0;
+  // The rank of a distributed job the trace says it is (Kineto's
+  // distributedInfo), and the job's size: -1 when it does not say. Also
+  // the meta rows rank and world_size.
+  int64_t rank = -1, world_size = -1;
+  std::string backend;  // the job's distributed backend (nccl, gloo), "" when unknown
+  std::string host;     // the host it was recorded on, "" when unknown
 };
 
 // Reads `in` and writes the loupe trace `out` (replacing it). Throws

@@ -37,4 +37,20 @@ int open_input_file_or_throw(const std::string& path) {
 // it as above, and closes it again.
 void check_input_file(const std::string& path);
 
+// The whole of a small text file (a budget, a job's index), opened as
+// above. Throws FileError for a file that cannot be read or holds more
+// than `max_bytes` ("PATH: larger than 1.0 MiB, too large for a budget
+// file", with `what` = "a budget file").
+std::string read_small_input_file(const std::string& path, size_t max_bytes, const std::string& what);
+
+// read_small_input_file for a reader with an error class of its own.
+template <typename Error>
+std::string read_small_input_file_or_throw(const std::string& path, size_t max_bytes, const std::string& what) {
+  try {
+    return read_small_input_file(path, max_bytes, what);
+  } catch (const FileError& e) {
+    throw Error(e.what());
+  }
+}
+
 }  // namespace loupe::prof

@@ -1,0 +1,86 @@
+// A job: one run of a program on many ranks (the processes of a
+// torch.distributed or multi-process JAX run), kept as a folder of loupe
+// trace files, one per rank, and an index, job.json, that says which file
+// is which rank. docs/trace-format.md describes the folder and the index.
+//
+//   job/
+//     job.json          the index
+//     rank-00000.db     rank 0's trace
+//     rank-00001.db     ...
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/import.h"
+
+namespace loupe::prof {
+
+// Sources that cannot form one job, or a folder that is not a job. The
+// message names the files and the problem.
+class JobError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The index's file name in a job's folder, and its format's version.
+inline constexpr const char* kJobIndexName = "job.json";
+inline constexpr int kJobFormatVersion = 1;
+
+// One rank's trace in a job's folder.
+struct JobRank {
+  int64_t rank = 0;
+  std::string trace;    // the file's name in the folder: rank-00003.db
+  std::string source;   // the file it was imported from
+  std::string host;     // "" when the source does not say
+  uint64_t events = 0;  // event rows in its trace
+};
+
+// A source that did not become a rank, and why.
+struct JobFailure {
+  std::string source;
+  std::string error;
+};
+
+struct Job {
+  std::string dir;
+  int64_t world_size = 0;            // the ranks the job ran on
+  std::string backend;               // the sources' distributed backend (nccl, gloo), "" when unknown
+  std::vector<JobRank> ranks;        // in rank order
+  std::vector<int64_t> missing;      // ranks below world_size without a trace
+  std::vector<JobFailure> failures;  // sources that could not be imported
+
+  bool complete() const { return missing.empty() && failures.empty(); }
+  // The path of a rank's trace.
+  std::string trace_path(const JobRank& rank) const;
+};
+
+// Whether `path` is a job's folder: it holds job.json.
+bool is_job(const std::string& path);
+
+// Reads a job's index. Throws JobError naming the folder and the problem:
+// no index, a malformed one, a rank listed twice or beyond the job's size,
+// a rank's trace missing from the folder.
+Job read_job(const std::string& dir);
+
+struct JobImportOptions {
+  ImportFormat format = ImportFormat::auto_detect;
+  unsigned workers = 0;  // sources imported at once: 0 = one per core
+};
+
+// Imports one trace per rank into the folder `dir` and writes its index.
+// `dir` is created if needed; it must be empty or hold a job, which the
+// new one replaces. Each source's rank comes from the trace (Kineto's
+// distributedInfo), else from its file name ("rank3.json",
+// "trace_rank-12.json.gz").
+//
+// Throws JobError, writing nothing, for sources that cannot form one job:
+// two claiming the same rank, ranks of jobs of different sizes or
+// backends, a source whose rank cannot be told. A source that cannot be
+// imported is a failure and ranks without a source are missing: the job
+// is written with the ranks it has, and says what it lacks.
+Job import_job(const std::vector<std::string>& sources, const std::string& dir, const JobImportOptions& options = {});
+
+}  // namespace loupe::prof

@@ -1,0 +1,207 @@
+// import_job: one source per rank into a job's folder. The sources are
+// imported in parallel, one per core, each on one thread, under temporary
+// names; only once they are known to form one job do they take their
+// ranks' names and the index is written.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include "job/job_index.h"
+#include "loupe/prof/job.h"
+
+namespace loupe::prof {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// One source, imported (or not).
+struct Imported {
+  std::string source;
+  std::string temp;  // its trace, under a temporary name in the folder
+  std::optional<ImportResult> result;
+  std::string error;  // why it could not be imported
+};
+
+// The rank a file's name gives: "rank3.json", "trace_rank-12.json.gz",
+// "RANK_7.pt.trace.json".
+std::optional<int64_t> rank_in_name(const std::string& path) {
+  static const std::regex pattern(R"((?:^|[^a-z0-9])rank[-_]?([0-9]{1,7})(?:[^0-9]|$))", std::regex::icase);
+  std::string name = fs::path(path).filename().string();
+  std::smatch m;
+  if (!std::regex_search(name, m, pattern)) return std::nullopt;
+  return std::stoll(m[1].str());
+}
+
+// The folder is created if needed; else it must be empty or a job.
+void prepare_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) throw JobError(fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
+    return;
+  }
+  if (!fs::is_directory(dir, ec)) throw JobError(fmt::format("{}: is not a folder", dir));
+  if (!is_job(dir) && !fs::is_empty(dir, ec)) {
+    throw JobError(
+        fmt::format("{}: is neither empty nor a job: a job is written into an empty folder or over a job", dir));
+  }
+}
+
+std::vector<Imported> import_all(const std::vector<std::string>& sources, const std::string& dir,
+                                 const JobImportOptions& options) {
+  std::vector<Imported> out(sources.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < sources.size(); i = next++) {
+      Imported& m = out[i];
+      m.source = sources[i];
+      m.temp = fmt::format("{}/.import-{}.db", dir, i);
+      try {
+        m.result = import_trace(m.source, m.temp, {.format = options.format, .threads = 1});
+      } catch (const std::exception& e) {
+        m.error = e.what();
+      }
+    }
+  };
+  unsigned workers = options.workers != 0 ? options.workers : std::max(1u, std::thread::hardware_concurrency());
+  workers = unsigned(std::min<size_t>(workers, sources.size()));
+  std::vector<std::thread> threads;
+  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return out;
+}
+
+int64_t rank_of(const Imported& m) {
+  if (m.result->rank >= 0) return m.result->rank;
+  if (std::optional<int64_t> r = rank_in_name(m.source)) return *r;
+  throw JobError(fmt::format(
+      "{}: cannot tell its rank: the trace has no distributedInfo (PyTorch's profiler writes one in a distributed "
+      "run) and its name holds no rank number (such as rank3.json)",
+      m.source));
+}
+
+// What the imported sources say of the job they come from; throws JobError
+// when they cannot be one job.
+struct JobShape {
+  int64_t world_size = -1;
+  std::string backend;
+  const Imported* sized_by = nullptr;  // the source that gave world_size
+  const Imported* backend_by = nullptr;
+};
+
+JobShape job_shape(const std::vector<Imported>& imported) {
+  JobShape shape;
+  for (const Imported& m : imported) {
+    if (!m.result) continue;
+    const ImportResult& r = *m.result;
+    if (r.world_size >= 0 && shape.sized_by && r.world_size != shape.world_size) {
+      throw JobError(fmt::format("{} is a rank of a job of {} ranks but {} of one of {}: they are not one job",
+                                 shape.sized_by->source, shape.world_size, m.source, r.world_size));
+    }
+    if (r.world_size >= 0 && !shape.sized_by) shape = {r.world_size, shape.backend, &m, shape.backend_by};
+    if (!r.backend.empty() && shape.backend_by && r.backend != shape.backend) {
+      throw JobError(fmt::format("{} ran on {} but {} on {}: they are not one job", shape.backend_by->source,
+                                 shape.backend, m.source, r.backend));
+    }
+    if (!r.backend.empty() && !shape.backend_by) {
+      shape.backend = r.backend;
+      shape.backend_by = &m;
+    }
+  }
+  return shape;
+}
+
+// The imported sources by rank, checked: one source per rank, every rank
+// within the job.
+std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& imported, int64_t world_size) {
+  std::map<int64_t, const Imported*> ranks;
+  for (const Imported& m : imported) {
+    if (!m.result) continue;
+    int64_t r = rank_of(m);
+    if (world_size >= 0 && r >= world_size) {
+      throw JobError(fmt::format("{} is rank {}, beyond the job's {} ranks", m.source, r, world_size));
+    }
+    auto [it, inserted] = ranks.emplace(r, &m);
+    if (!inserted) throw JobError(fmt::format("{} and {} are both rank {}", it->second->source, m.source, r));
+  }
+  return ranks;
+}
+
+void remove_temporaries(const std::vector<Imported>& imported) {
+  std::error_code ec;
+  for (const Imported& m : imported) fs::remove(m.temp, ec);
+}
+
+// Removes the traces of the job the folder held, if any.
+void remove_previous_job(const std::string& dir) {
+  if (!is_job(dir)) return;
+  std::error_code ec;
+  try {
+    Job old = read_job(dir);
+    for (const JobRank& r : old.ranks) fs::remove(old.trace_path(r), ec);
+  } catch (const JobError&) {
+    // A damaged index: its traces stay; the new job's files replace theirs.
+  }
+}
+
+Job assemble(const std::vector<Imported>& imported, const std::string& dir) {
+  JobShape shape = job_shape(imported);
+  std::map<int64_t, const Imported*> ranks = ranks_of(imported, shape.world_size);
+  if (ranks.empty()) {
+    throw JobError(fmt::format("no source could be imported; the first: {}", imported.front().error));
+  }
+  Job job;
+  job.dir = dir;
+  job.backend = shape.backend;
+  job.world_size = shape.world_size >= 0 ? shape.world_size : ranks.rbegin()->first + 1;
+  for (const auto& [rank, m] : ranks) {
+    job.ranks.push_back({.rank = rank,
+                         .trace = fmt::format("rank-{:05}.db", rank),
+                         .source = fs::absolute(m->source).string(),
+                         .host = m->result->host,
+                         .events = m->result->rows_written});
+  }
+  for (const Imported& m : imported) {
+    if (!m.result) job.failures.push_back({fs::absolute(m.source).string(), m.error});
+  }
+  job.missing = missing_ranks(job);
+  return job;
+}
+
+}  // namespace
+
+Job import_job(const std::vector<std::string>& sources, const std::string& dir, const JobImportOptions& options) {
+  if (sources.empty()) throw JobError("no traces to make a job of");
+  prepare_folder(dir);
+  std::vector<Imported> imported = import_all(sources, dir, options);
+  Job job;
+  try {
+    job = assemble(imported, dir);
+  } catch (...) {
+    remove_temporaries(imported);
+    throw;
+  }
+  remove_previous_job(dir);
+  std::map<std::string, const Imported*> by_source;
+  for (const Imported& m : imported) by_source[fs::absolute(m.source).string()] = &m;
+  for (const JobRank& r : job.ranks) {
+    std::error_code ec;
+    fs::rename(by_source.at(r.source)->temp, job.trace_path(r), ec);
+    if (ec) {
+      remove_temporaries(imported);
+      throw JobError(fmt::format("{}: cannot write: {}", job.trace_path(r), ec.message()));
+    }
+  }
+  write_job_index(job);
+  return job;
+}
+
+}  // namespace loupe::prof
