@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loupe/prof/job.h"
+#include "loupe/prof/synth.h"
 #include "loupe/prof/trace_query.h"
 #include "profiler/test_files.h"
 #include "run_command.h"
@@ -110,6 +111,21 @@ TEST_F(Jobs, WithoutDistributedInfoTheNameGivesTheRankAndTheGapsAreMissing) {
   EXPECT_EQ(job.ranks[1].rank, 3);
   EXPECT_EQ(job.missing, (std::vector<int64_t>{1, 2}));
   EXPECT_FALSE(job.complete());
+}
+
+TEST_F(Jobs, LoupeTracesJoinAsTheyAre) {
+  for (int r = 0; r < 2; ++r) {
+    loupe::prof::write_synthetic_trace(tmp.file("rank" + std::to_string(r) + ".db"),
+                                       {.events = 5000, .seed = uint64_t(r + 1)});
+  }
+  Job job = import_job({tmp.file("rank1.db"), tmp.file("rank0.db")}, tmp.file("job"));
+  EXPECT_TRUE(job.complete());
+  ASSERT_EQ(job.ranks.size(), 2u);
+  for (const auto& rank : job.ranks) {
+    EXPECT_EQ(rank.events, 5000u) << "synth writes exactly the events asked for";
+    EXPECT_EQ(rank.source, tmp.file("rank" + std::to_string(rank.rank) + ".db"));
+    EXPECT_EQ(fs::file_size(job.trace_path(rank)), fs::file_size(rank.source)) << "copied as it is";
+  }
 }
 
 TEST_F(Jobs, SourcesThatCannotBeOneJobAreRefusedAndNothingIsWritten) {

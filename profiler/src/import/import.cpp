@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <iterator>
@@ -17,19 +18,6 @@
 namespace loupe::prof {
 
 namespace {
-
-// The rank, job size, backend and host the importer found, from its meta
-// rows.
-void take_distributed_info(const std::map<std::string, std::string>& meta, ImportResult& result) {
-  auto number = [&](const char* key) -> int64_t {
-    auto it = meta.find(key);
-    return it == meta.end() ? -1 : std::stoll(it->second);
-  };
-  result.rank = number("rank");
-  result.world_size = number("world_size");
-  if (auto it = meta.find("hostname"); it != meta.end()) result.host = it->second;
-  if (auto it = meta.find("distributed_backend"); it != meta.end()) result.backend = it->second;
-}
 
 bool is_sqlite(const std::string& head) {
   return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0;
@@ -62,6 +50,24 @@ std::string import_format_names(size_t first) {
     names += fmt::format("{}{}", i == first ? "" : i + 1 == n ? " or " : ", ", kImportFormats[i].name);
   }
   return names;
+}
+
+void take_distributed_meta(const std::map<std::string, std::string>& meta, ImportResult& result) {
+  auto number = [&](const char* key) -> int64_t {
+    auto it = meta.find(key);
+    if (it == meta.end()) return -1;
+    int64_t n = -1;
+    const std::string& text = it->second;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || end != text.data() + text.size() || n < 0) {
+      throw ImportError(fmt::format("meta '{}' is '{}', not a rank number", key, text));
+    }
+    return n;
+  };
+  result.rank = number("rank");
+  result.world_size = number("world_size");
+  if (auto it = meta.find("hostname"); it != meta.end()) result.host = it->second;
+  if (auto it = meta.find("distributed_backend"); it != meta.end()) result.backend = it->second;
 }
 
 ImportFormat detect_import_format(const std::string& path) {
@@ -142,7 +148,7 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   trace.meta["source_file"] = in;
   trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
   result.source_events = trace.source_events;
-  take_distributed_info(trace.meta, result);
+  take_distributed_meta(trace.meta, result);
   auto t2 = Clock::now();
   import::WriteSummary s;
   try {

@@ -1,11 +1,13 @@
 // import_job: one source per rank into a job's folder. The sources are
 // imported in parallel, one per core, each on one thread, under temporary
-// names; only once they are known to form one job do they take their
-// ranks' names and the index is written.
+// names (a loupe trace is copied as it is); only once they are known to
+// form one job do they take their ranks' names and the index is written.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -13,7 +15,10 @@
 #include <thread>
 
 #include "job/job_index.h"
+#include "loupe/prof/input_file.h"
 #include "loupe/prof/job.h"
+#include "loupe/prof/trace_format.h"
+#include "loupe/prof/trace_query.h"
 
 namespace loupe::prof {
 
@@ -54,6 +59,29 @@ void prepare_folder(const std::string& dir) {
   }
 }
 
+// A loupe trace: SQLite ("SQLite format 3\0" in bytes 0-15) with loupe's
+// application id in bytes 68-71, big-endian (docs/trace-format.md).
+bool is_loupe_trace(const std::string& path) {
+  int fd = open_input_file_or_throw<ImportError>(path);
+  unsigned char head[72];
+  ssize_t n = ::pread(fd, head, sizeof head, 0);
+  ::close(fd);
+  if (n != ssize_t(sizeof head) || std::memcmp(head, "SQLite format 3", 16) != 0) return false;
+  uint32_t id = uint32_t(head[68]) << 24 | uint32_t(head[69]) << 16 | uint32_t(head[70]) << 8 | head[71];
+  return int32_t(id) == kApplicationId;
+}
+
+// A loupe trace joins the job as it is: checked, copied, its rank from its
+// meta rows.
+ImportResult take_loupe_trace(const std::string& source, const std::string& temp) {
+  TraceSummary s = summarize_trace(source);  // throws TraceError for a damaged one
+  ImportResult r;
+  for (const TableCount& c : s.counts) r.rows_written += c.rows;
+  take_distributed_meta(s.info.meta, r);
+  fs::copy_file(source, temp, fs::copy_options::overwrite_existing);
+  return r;
+}
+
 std::vector<Imported> import_all(const std::vector<std::string>& sources, const std::string& dir,
                                  const JobImportOptions& options) {
   std::vector<Imported> out(sources.size());
@@ -64,7 +92,8 @@ std::vector<Imported> import_all(const std::vector<std::string>& sources, const 
       m.source = sources[i];
       m.temp = fmt::format("{}/.import-{}.db", dir, i);
       try {
-        m.result = import_trace(m.source, m.temp, {.format = options.format, .threads = 1});
+        m.result = is_loupe_trace(m.source) ? take_loupe_trace(m.source, m.temp)
+                                            : import_trace(m.source, m.temp, {.format = options.format, .threads = 1});
       } catch (const std::exception& e) {
         m.error = e.what();
       }

@@ -80,6 +80,10 @@ struct ImportResult {
 // no partial output file is left behind on failure.
 ImportResult import_trace(const std::string& in, const std::string& out, const ImportOptions& options = {});
 
+// The rank, job size, backend and host a trace's meta rows give (rank,
+// world_size, distributed_backend, hostname), into `result`'s fields.
+void take_distributed_meta(const std::map<std::string, std::string>& meta, ImportResult& result);
+
 // The format of `path` from its first bytes and, for JSON, its content:
 // ImportFormat::kineto, chrome, jax or nsys. Throws ImportError.
 ImportFormat detect_import_format(const std::string& path);

@@ -72,9 +72,10 @@ struct JobImportOptions {
 
 // Imports one trace per rank into the folder `dir` and writes its index.
 // `dir` is created if needed; it must be empty or hold a job, which the
-// new one replaces. Each source's rank comes from the trace (Kineto's
-// distributedInfo), else from its file name ("rank3.json",
-// "trace_rank-12.json.gz").
+// new one replaces. Each source is imported (import_trace), or copied if
+// it is a loupe trace. Its rank comes from the trace (Kineto's
+// distributedInfo, a loupe trace's meta.rank), else from its file name
+// ("rank3.json", "trace_rank-12.json.gz").
 //
 // Throws JobError, writing nothing, for sources that cannot form one job:
 // two claiming the same rank, ranks of jobs of different sizes or
