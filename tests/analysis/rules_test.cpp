@@ -403,6 +403,25 @@ TEST_F(Rules, SyncReadEveryStep) {
   EXPECT_DOUBLE_EQ(r.metrics.sync_transfers_per_step, 1.0);
 }
 
+// Reads back with no operation of their device in the trace (JAX on its CPU
+// backend) cannot say how long the device idled after them.
+TEST_F(Rules, SyncReadsWithoutDeviceOperationsCannotTellDeviceIdle) {
+  auto t = trace();
+  uint32_t site = t.callsite("train.py", 16);
+  for (int s = 0; s < 5; ++s) {
+    t.step(0, s, s * 1000, 1000);
+    t.transfer(0, s * 1000 + 100, 50, CopyKind::device_to_host, true, HostMemory::unknown, site);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->title,
+            "synchronous device-to-host read at train.py:16 every step: 5 times, device idle after them cannot be "
+            "told (no device operations traced)");
+  EXPECT_EQ(evidence(*f[0], "device idle caused"), "cannot tell: no operations of its device are traced");
+  EXPECT_EQ(f[0]->impact_ns, 0);
+}
+
 TEST_F(Rules, RareOrAsyncTransfersAreNotFlagged) {
   auto t = trace();
   t.device(0);

@@ -30,6 +30,7 @@ struct Group {
   int64_t bytes = 0, host_ns = 0;
   int64_t copy_bytes = 0, copy_ns = 0;                // over transfers whose device copy is known
   std::map<uint32_t, std::vector<Interval>> windows;  // per device: from the transfer to the next op
+  bool device_traced = false;                         // some transfer's device has operations in the trace
   std::vector<TimeRange> ranges;
   std::vector<uint32_t> threads;
 };
@@ -117,6 +118,7 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
         g.copy_ns += m.device_ops[op->track].dur[op->index];
       }
       if (const DeviceActivity* d = ctx.device(t.device[i])) {
+        g.device_traced = true;
         if (std::optional<Interval> w = caused_window(ctx, *d, t, i)) g.windows[t.device[i]].push_back(*w);
       }
       g.ranges.push_back({t.start[i], t.end(i)});
@@ -151,6 +153,12 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     }
     std::string where = g.site.empty() ? "an unknown call site" : g.site;
     std::string when = has_steps ? " every step" : "";
+    // Without operations on the device (JAX on its CPU backend records none)
+    // there is no device time to measure idle against.
+    std::string idle =
+        g.device_traced ? format_duration(idle_ns) : "cannot tell: no operations of its device are traced";
+    std::string idle_after = g.device_traced ? fmt::format("device idle {} after them", idle)
+                                             : "device idle after them cannot be told (no device operations traced)";
     Finding f;
     f.rule = "transfer";
     // A habit of every step that costs the device idle time is a problem;
@@ -160,14 +168,13 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     f.threads = g.threads;
     f.impact_ns = idle_ns;
     if (sync_read) {
-      f.title = fmt::format("synchronous device-to-host read at {}{}: {}, device idle {} after them", where, when,
-                            times(g.count), format_duration(idle_ns));
+      f.title = fmt::format("synchronous device-to-host read at {}{}: {}, {}", where, when, times(g.count), idle_after);
       f.suggestion =
           "keep the value on the device and read it every N steps (accumulate metrics on the device); if it must "
           "be read each step, copy it asynchronously into pinned memory and read it one step later";
     } else {
-      f.title = fmt::format("upload from pageable host memory at {}{}: {}, device idle {} after them", where, when,
-                            times(g.count), format_duration(idle_ns));
+      f.title =
+          fmt::format("upload from pageable host memory at {}{}: {}, {}", where, when, times(g.count), idle_after);
       f.suggestion =
           "upload from pinned (page-locked) host memory with an asynchronous copy on a second stream, and prepare "
           "the next batch one step ahead (double buffering)";
@@ -190,7 +197,7 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     f.evidence.push_back(
         {"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
     f.evidence.push_back({"host time in the calls", format_duration(g.host_ns)});
-    f.evidence.push_back({"device idle caused", format_duration(idle_ns)});
+    f.evidence.push_back({"device idle caused", idle});
     int64_t bw_bytes = g.copy_ns > 0 ? g.copy_bytes : g.bytes, bw_ns = g.copy_ns > 0 ? g.copy_ns : g.host_ns;
     if (bw_ns > 0) {
       double achieved = double(bw_bytes) / (double(bw_ns) * 1e-9);
