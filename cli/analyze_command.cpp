@@ -1,9 +1,12 @@
-// loupe analyze FILE: findings ordered by impact.
+// loupe analyze FILE: findings ordered by impact; of a job's folder, the
+// ranks compared (docs/analyses.md, "Jobs").
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "loupe/prof/analysis.h"
+#include "loupe/prof/job.h"
+#include "loupe/prof/job_analysis.h"
 #include "loupe/prof/report_format.h"
 #include "loupe/prof/trace_reader.h"
 #include "options.h"
@@ -23,13 +26,26 @@ void add_options(CLI::App& cmd, AnalyzeArgs& args) {
   cmd.description(
       "Find what made a run slow: recompiles, transfers, idle gaps, memory, "
       "tiny kernels, async timing, steps, communication (docs/analyses.md)");
-  cmd.add_option("FILE", args.path, "trace file")->required();
+  cmd.add_option("FILE", args.path, "trace file, or a job's folder (loupe import -o DIR)")->required();
   cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
   add_analysis_options(cmd, args.analysis);
 }
 
+int run_analyze_job(const AnalyzeArgs& args, const prof::AnalysisOptions& options) {
+  prof::JobAnalysisOptions job_options;
+  job_options.rank = options;
+  prof::JobReport report = prof::analyze_job(args.path, job_options);
+  std::string out;
+  if (args.format == "json") out = prof::format_job_json(report);
+  else if (args.format == "markdown") out = prof::format_job_markdown(report);
+  else out = prof::format_job_text(report);
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
 int run_analyze(const AnalyzeArgs& args) {
   prof::AnalysisOptions options = make_analysis_options(args.analysis);  // throws on bad values
+  if (prof::is_job(args.path)) return run_analyze_job(args, options);
   prof::TraceModel model = prof::load_trace(args.path);
   prof::AnalysisReport report = prof::analyze(model, options);
   std::string out;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 
+#include "loupe/prof/trace_query.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_writer.h"
 #include "test_files.h"
@@ -105,6 +106,26 @@ TEST_F(BadTrace, NewerMinorVersionIsRead) {
   sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(kFormatMajor, kFormatMinor + 3))).c_str());
   sql(path, "ALTER TABLE device_ops ADD COLUMN future INTEGER NOT NULL DEFAULT 0; CREATE TABLE future_table(x);");
   EXPECT_EQ(load_error(path), "");
+}
+
+// A 1.1 file was written before the collectives table existed: it reads,
+// with no collectives, and `loupe info` counts 0 rows of it. A 1.2
+// file without it is damaged.
+TEST_F(BadTrace, OlderMinorVersionWithoutALaterTableIsRead) {
+  std::string path = dir.file("older.db");
+  write_good_trace(path);
+  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 1))).c_str());
+  sql(path, "DROP TABLE collectives; DELETE FROM tracks WHERE tbl = 'collectives';");
+  EXPECT_EQ(load_error(path), "");
+  TraceModel m = load_trace(path);
+  EXPECT_TRUE(m.collectives.empty());
+  EXPECT_GT(m.total_events(), 0u);
+  uint64_t counted = 0;
+  for (const TableCount& c : summarize_trace(path).counts) counted += c.rows;
+  EXPECT_EQ(counted, m.total_events());
+
+  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 2))).c_str());
+  expect_error(path, "missing table 'collectives'");
 }
 
 TEST_F(BadTrace, TableReplacedByView) {

@@ -19,6 +19,12 @@ std::string_view name_of(Severity s) {
   return size_t(s) < 3 ? names[size_t(s)] : "?";
 }
 
+bool is_collective_kernel(std::string_view name) {
+  // ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_Generic (NCCL
+  // 2.19 on), and RCCL's kernels, which keep these names.
+  return name.starts_with("ncclKernel") || name.starts_with("ncclDevKernel") || name.starts_with("rcclKernel");
+}
+
 std::string_view name_of(GapCause c) {
   static constexpr std::string_view names[kGapCauses] = {"compile",     "sync",        "host-work", "launch",
                                                          "between-ops", "device-wait", "unknown"};

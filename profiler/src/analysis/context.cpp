@@ -31,12 +31,6 @@ int64_t step_number_of(std::string_view name, int64_t fallback) {
 
 }  // namespace
 
-bool is_collective_kernel(std::string_view name) {
-  // ncclKernel_AllReduce_RING_LL_Sum_float, ncclDevKernel_Generic (NCCL
-  // 2.19 on), and RCCL's kernels, which keep these names.
-  return name.starts_with("ncclKernel") || name.starts_with("ncclDevKernel") || name.starts_with("rcclKernel");
-}
-
 OpAt first_op_from(const DeviceActivity& d, int64_t t) {
   OpAt best;
   for (const DeviceOps* s : d.streams) {

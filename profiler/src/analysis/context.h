@@ -14,10 +14,6 @@
 
 namespace loupe::prof::analysis {
 
-// A collective communication kernel (NCCL's, or RCCL's, which keeps
-// NCCL's names): communication, not compute, whatever stream it runs on.
-bool is_collective_kernel(std::string_view name);
-
 // A range that marks a training step ("ProfilerStep#3", "step 12"): it says
 // when, not where, so it is never a call site or a cause.
 bool is_step_marker(std::string_view name);

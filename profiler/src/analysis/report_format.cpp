@@ -32,10 +32,25 @@ std::string impact_text(const Finding& f) {
 
 }  // namespace
 
-std::string report_text(const AnalysisReport& r, bool color) {
+std::string findings_text(const std::vector<Finding>& findings, bool color) {
   std::string out;
   const char* reset = color ? "\033[0m" : "";
   const char* dim = color ? "\033[2m" : "";
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1,
+                       name_of(f.severity), f.rule, reset, shown(f.title));
+    out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
+    size_t width = 0;
+    for (const auto& [k, v] : f.evidence) width = std::max(width, shown(k).size());
+    for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", shown(k), width, shown(v));
+    out += fmt::format("    -> {}\n", shown(f.suggestion));
+  }
+  return out;
+}
+
+std::string report_text(const AnalysisReport& r, bool color) {
+  std::string out;
   out += fmt::format("{}: {} finding{}, active window {}\n", shown(r.path), r.findings.size(),
                      r.findings.size() == 1 ? "" : "s", format_duration(r.window_end - r.window_start));
   size_t with_impact = 0;
@@ -45,18 +60,33 @@ std::string report_text(const AnalysisReport& r, bool color) {
         "(ranked by each finding's own impact; impacts can cover the same time, so they do not add up: "
         "docs/analyses.md)\n";
   }
-  for (size_t i = 0; i < r.findings.size(); ++i) {
-    const Finding& f = r.findings[i];
-    out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1,
-                       name_of(f.severity), f.rule, reset, shown(f.title));
-    out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
-    size_t width = 0;
-    for (const auto& [k, v] : f.evidence) width = std::max(width, shown(k).size());
-    for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", shown(k), width, shown(v));
-    out += fmt::format("    -> {}\n", shown(f.suggestion));
-  }
+  out += findings_text(r.findings, color);
   if (r.findings.empty()) out += "\nno findings\n";
   return out;
+}
+
+std::string findings_json(const std::vector<Finding>& findings, uint64_t* replaced) {
+  using nlohmann::json;
+  auto utf8 = [&](const std::string& s) { return valid_utf8(s, replaced); };
+  json out = json::array();
+  for (const Finding& f : findings) {
+    json ev = json::array();
+    for (const auto& [k, v] : f.evidence) ev.push_back({{"name", utf8(k)}, {"value", utf8(v)}});
+    json ranges = json::array();
+    for (const TimeRange& t : f.ranges) ranges.push_back({{"start_ns", t.start}, {"end_ns", t.end}});
+    out.push_back({{"rule", f.rule},
+                   {"severity", std::string(name_of(f.severity))},
+                   {"title", utf8(f.title)},
+                   {"impact_ns", f.impact_ns},
+                   {"impact_fraction", f.impact_fraction},
+                   {"ranges", ranges},
+                   {"evidence", ev},
+                   {"suggestion", utf8(f.suggestion)},
+                   {"devices", f.devices},
+                   {"threads", f.threads}});
+    if (!f.ranks.empty()) out.back()["ranks"] = f.ranks;
+  }
+  return out.dump();
 }
 
 std::string report_json(const AnalysisReport& r) {
@@ -68,24 +98,7 @@ std::string report_json(const AnalysisReport& r) {
   doc["schema"] = kReportSchemaVersion;
   doc["trace"] = utf8(r.path);
   doc["window"] = {{"start_ns", r.window_start}, {"end_ns", r.window_end}};
-  json findings = json::array();
-  for (const Finding& f : r.findings) {
-    json ev = json::array();
-    for (const auto& [k, v] : f.evidence) ev.push_back({{"name", utf8(k)}, {"value", utf8(v)}});
-    json ranges = json::array();
-    for (const TimeRange& t : f.ranges) ranges.push_back({{"start_ns", t.start}, {"end_ns", t.end}});
-    findings.push_back({{"rule", f.rule},
-                        {"severity", std::string(name_of(f.severity))},
-                        {"title", utf8(f.title)},
-                        {"impact_ns", f.impact_ns},
-                        {"impact_fraction", f.impact_fraction},
-                        {"ranges", ranges},
-                        {"evidence", ev},
-                        {"suggestion", utf8(f.suggestion)},
-                        {"devices", f.devices},
-                        {"threads", f.threads}});
-  }
-  doc["findings"] = findings;
+  doc["findings"] = json::parse(findings_json(r.findings, &replaced));
   json devices = json::array();
   for (const DeviceIdle& d : r.devices) {
     json causes;
@@ -134,7 +147,7 @@ std::string report_json(const AnalysisReport& r) {
   return doc.dump(2) + "\n";
 }
 
-std::string report_markdown(const AnalysisReport& r) {
+std::string findings_markdown(const std::vector<Finding>& findings) {
   auto cell = [](const std::string& text) {
     std::string s = shown(text), out;
     for (char c : s) {
@@ -144,22 +157,28 @@ std::string report_markdown(const AnalysisReport& r) {
     }
     return out;
   };
-  std::string out = fmt::format("### loupe: {} finding{} in `{}`\n\n", r.findings.size(),
-                                r.findings.size() == 1 ? "" : "s", shown(r.path));
-  if (r.findings.empty()) return out + "No findings.\n";
+  std::string out;
   out += "| # | severity | rule | finding | impact |\n|---|---|---|---|---|\n";
-  for (size_t i = 0; i < r.findings.size(); ++i) {
-    const Finding& f = r.findings[i];
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
     out += fmt::format(
         "| {} | {} | `{}` | {} | {} |\n", i + 1, name_of(f.severity), f.rule, cell(f.title),
         f.impact_ns ? fmt::format("{} ({})", format_duration(f.impact_ns), format_percent(f.impact_fraction)) : "-");
   }
-  for (size_t i = 0; i < r.findings.size(); ++i) {
-    const Finding& f = r.findings[i];
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
     out += fmt::format("\n<details><summary>{}. {}</summary>\n\n", i + 1, cell(f.title));
     for (const auto& [k, v] : f.evidence) out += fmt::format("- **{}**: {}\n", cell(k), cell(v));
     out += fmt::format("\n**Suggestion:** {}\n</details>\n", cell(f.suggestion));
   }
+  return out;
+}
+
+std::string report_markdown(const AnalysisReport& r) {
+  std::string out = fmt::format("### loupe: {} finding{} in `{}`\n\n", r.findings.size(),
+                                r.findings.size() == 1 ? "" : "s", shown(r.path));
+  if (r.findings.empty()) return out + "No findings.\n";
+  out += findings_markdown(r.findings);
   return out;
 }
 

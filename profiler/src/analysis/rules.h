@@ -27,11 +27,6 @@ void rule_communication(const Context& ctx, const AnalysisReport& report, std::v
 uint64_t recompiles_after_warmup(const Context& ctx);
 double tiny_kernel_fraction(const Context& ctx);
 
-// The q-quantile with linear interpolation between the two nearest values
-// (numpy's default): the median of an even count is the mean of the middle
-// two, and the p90 of two values lies between them, not on the median.
-int64_t quantile(std::vector<int64_t> v, double q);
-
 // Shared wording.
 std::string device_label(const Context& ctx, uint32_t device);
 std::string thread_label(const Context& ctx, uint32_t thread);

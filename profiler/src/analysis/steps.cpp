@@ -9,7 +9,7 @@
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
 
-namespace loupe::prof::analysis {
+namespace loupe::prof {
 
 int64_t quantile(std::vector<int64_t> v, double q) {
   if (v.empty()) return 0;
@@ -19,6 +19,10 @@ int64_t quantile(std::vector<int64_t> v, double q) {
   size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + int64_t(std::llround(double(v[hi] - v[lo]) * (pos - double(lo))));
 }
+
+}  // namespace loupe::prof
+
+namespace loupe::prof::analysis {
 
 namespace {
 

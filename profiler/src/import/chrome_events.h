@@ -49,6 +49,16 @@ struct ChromeEvent {
   int64_t step = kNone;                                     // step_num (JAX StepTraceAnnotation)
   StringId arg_kind = 0;                                    // cuda_sync_kind, kind, memcpy_details or memset_details
   StringId arg_name = 0;                                    // args.name (metadata value, XLA module name)
+  uint32_t comm = 0;  // a collective's arguments: 1 + index into the trace's comms; 0 when none
+};
+
+// A collective's arguments, as PyTorch's profiler writes them on
+// record_param_comms and repeats on NCCL kernels: "Collective name",
+// "Process Group Name", "dtype", "In msg nelems", "Out msg nelems",
+// "Group size".
+struct ChromeComm {
+  StringId name = 0, group = 0, dtype = 0;
+  int64_t in_nelems = kNone, out_nelems = kNone, group_size = kNone;
 };
 
 // A Chrome counter event ("ph": "C"): one sample per series.
@@ -62,6 +72,7 @@ struct ChromeCounter {
 struct ChromeTrace {
   std::vector<ChromeEvent> events;  // every event but metadata and counters, in file order
   std::vector<ChromeCounter> counters;
+  std::vector<ChromeComm> comms;  // ChromeEvent::comm indexes them
   std::vector<Lane> lanes;
   std::map<LaneId, std::string> process_names, process_labels;  // by pid
   std::map<uint32_t, std::string> thread_names;                 // by lane

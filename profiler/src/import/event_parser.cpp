@@ -200,7 +200,39 @@ struct EventParser::Impl {
           break;
         default: break;
       }
+      if (read_comm_arg(k, v, is_string)) continue;
       if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
+    }
+  }
+
+  // A collective's argument (ChromeComm) into comm_; false for any other.
+  bool read_comm_arg(std::string_view k, od::value& v, bool is_string) {
+    switch (k.size()) {
+      case 5:
+        if (k != "dtype" || !is_string) return false;
+        comm_.dtype = string_of(v, "args.dtype", &batch_->owned);
+        return true;
+      case 10:
+        if (k != "Group size") return false;
+        comm_.group_size = lenient_int(v).value_or(kNone);
+        return true;
+      case 13:
+        if (k != "In msg nelems") return false;
+        comm_.in_nelems = lenient_int(v).value_or(kNone);
+        return true;
+      case 14:
+        if (k != "Out msg nelems") return false;
+        comm_.out_nelems = lenient_int(v).value_or(kNone);
+        return true;
+      case 15:
+        if (k != "Collective name" || !is_string) return false;
+        comm_.name = string_of(v, "args.Collective name", &batch_->owned);
+        return true;
+      case 18:
+        if (k != "Process Group Name" || !is_string) return false;
+        comm_.group = string_of(v, "args.Process Group Name", &batch_->owned);
+        return true;
+      default: return false;
     }
   }
 
@@ -316,6 +348,7 @@ struct EventParser::Impl {
     ChromeEvent e;
     RawFields r;
     numeric_args_.clear();
+    comm_ = {};
     if (!read_fields(object, e, r)) {
       --batch_->total_events;  // "{}": XLA ends its event list with one
       return;
@@ -353,6 +386,11 @@ struct EventParser::Impl {
     e.cat = r.cat.empty() ? 0 : intern(r.cat);
     if (!r.kind_arg.empty()) e.arg_kind = intern(r.kind_arg);
     if (!r.name_arg.empty()) e.arg_name = intern(r.name_arg);
+    if (!comm_.name.empty()) {
+      batch_->comms.push_back({intern(comm_.name), intern(comm_.group), intern(comm_.dtype), comm_.in_nelems,
+                               comm_.out_nelems, comm_.group_size});
+      e.comm = uint32_t(batch_->comms.size());
+    }
     batch_->events.push_back(e);
   }
 
@@ -364,6 +402,11 @@ struct EventParser::Impl {
   LaneId last_pid_, last_tid_;
   uint32_t last_lane_ = 0;
   std::vector<std::pair<std::string_view, std::string_view>> numeric_args_;
+  // The current event's collective arguments, if it has any.
+  struct RawComm {
+    std::string_view name, group, dtype;
+    int64_t in_nelems = kNone, out_nelems = kNone, group_size = kNone;
+  } comm_;
 };
 
 EventParser::EventParser() : impl_(std::make_unique<Impl>()) {}

@@ -75,6 +75,13 @@ uint64_t add_all(TraceWriter& w, std::vector<Row>& rows, int64_t origin) {
   uint64_t n = rows.size();
   for (Row& row : rows) {
     time_of(row) -= origin;
+    if constexpr (requires { row.issued; }) {
+      // A collective's issue time is a time too; one too far from the
+      // origin to shift (a damaged source) becomes its start.
+      if (__builtin_sub_overflow(row.issued, origin, &row.issued) || !is_trace_time(row.issued)) {
+        row.issued = time_of(row);
+      }
+    }
     w.add(std::move(row));
     if (w.staged() >= kRowsPerCommit) w.commit();
   }

@@ -25,6 +25,7 @@ struct Batch {
 
   std::vector<ChromeEvent> events;
   std::vector<ChromeCounter> counters;
+  std::vector<ChromeComm> comms;
   std::vector<std::string_view> strings;  // local string id -> text, in bytes or owned
   std::deque<std::string> owned;          // unescaped and composed strings
   std::vector<Lane> lanes;                // local lane id -> (pid, tid); string ids local
@@ -44,6 +45,7 @@ struct Batch {
   void clear_results() {
     events.clear();
     counters.clear();
+    comms.clear();
     strings.clear();
     owned.clear();
     lanes.clear();

@@ -154,6 +154,14 @@ class JsonReader {
       e.arg_kind = ids_[e.arg_kind];
       e.arg_name = ids_[e.arg_name];
       e.lane = lane_ids_[e.lane];
+      if (e.comm != 0) {
+        ChromeComm c = b.comms[e.comm - 1];
+        c.name = ids_[c.name];
+        c.group = ids_[c.group];
+        c.dtype = ids_[c.dtype];
+        trace_.comms.push_back(c);
+        e.comm = uint32_t(trace_.comms.size());
+      }
       trace_.events.push_back(e);
     }
     for (ChromeCounter c : b.counters) {

@@ -4,6 +4,8 @@
 //   cuda_runtime / cuda_driver (hip* on ROCm) -> launches when they started a
 //       device op, waits when they synchronise, runtime spans otherwise
 //   kernel, gpu_memcpy, gpu_memset             -> device ops (+ transfers for copies)
+//   kernels with a "Collective name" (NCCL)    -> collectives too, issued at their launch
+//   gloo:* user annotations                    -> collectives run on the host
 //   cuda_sync                                  -> marks its runtime call as a wait
 //   [memory] instants                          -> memory events
 //   deviceProperties                           -> devices
@@ -66,6 +68,19 @@ void parse_memcpy_name(std::string_view name, CopyKind& kind, HostMemory& host) 
   if (kind == CopyKind::device_to_host) host = host_memory_of(dst);
 }
 
+constexpr std::string_view kGlooPrefix = "gloo:";
+
+// The size of one element of PyTorch's dtype names ("Float", "BFloat16");
+// 0 when unknown, and the message's bytes cannot be told.
+int64_t element_bytes(std::string_view dtype) {
+  if (dtype == "Double" || dtype == "Long" || dtype == "ComplexFloat") return 8;
+  if (dtype == "Float" || dtype == "Int") return 4;
+  if (dtype == "Half" || dtype == "BFloat16" || dtype == "Short") return 2;
+  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || dtype.starts_with("Float8")) return 1;
+  if (dtype == "ComplexDouble") return 16;
+  return 0;
+}
+
 std::optional<int64_t> step_number(std::string_view name) {
   constexpr std::string_view kPrefix = "ProfilerStep#";
   if (!name.starts_with(kPrefix)) return std::nullopt;
@@ -83,6 +98,7 @@ class KinetoMapper {
     for (const ChromeEvent& e : raw_.events) event(e);
     link_flows();
     join_calls();
+    device_collectives();
     finish_ops();
     devices_and_streams();
     finish_mapping(raw_, threads_, out_);
@@ -180,6 +196,7 @@ class KinetoMapper {
           out_.steps.push_back({.thread = threads_.thread(e.lane), .start = e.ts, .dur = e.dur, .number = *n});
         } else {
           span(e, SpanKind::user);
+          if (strings_.text(e.name).starts_with(kGlooPrefix)) host_collective(e);
         }
         break;
       case KinetoCat::python_function: span(e, SpanKind::user); break;
@@ -225,6 +242,7 @@ class KinetoMapper {
     op.bytes = c == KinetoCat::kernel ? 0 : e.bytes;
     op.correlation = e.correlation;
     op.lane = e.lane;
+    if (c == KinetoCat::kernel && e.comm != 0) pending_collectives_.push_back({ops_.size(), e.comm - 1});
     if (c == KinetoCat::memcpy) {
       parse_memcpy_name(strings_.text(e.name), op.row.copy_kind, op.host_memory);
       if (op.row.copy_kind == CopyKind::none && e.arg_kind != 0) {
@@ -232,6 +250,45 @@ class KinetoMapper {
       }
     }
     ops_.push_back(op);
+  }
+
+  // gloo runs a collective on a thread of its own and marks it
+  // "gloo:all_reduce": the span is the collective, from the moment this
+  // rank's gloo began it. PyTorch gives no group or size with it.
+  void host_collective(const ChromeEvent& e) {
+    std::string_view op = strings_.text(e.name).substr(kGlooPrefix.size());
+    out_.collectives.push_back({.process_group = strings_.intern(""),
+                                .start = e.ts,
+                                .dur = std::max<int64_t>(e.dur, 0),
+                                .name = strings_.intern(op),
+                                .issued = e.ts});
+  }
+
+  // NCCL kernels that carry their collective's arguments: one collective
+  // each, issued when its launch began (or when it started, unlinked).
+  void device_collectives() {
+    if (pending_collectives_.empty()) return;
+    std::unordered_map<uint64_t, int64_t> launched;
+    for (const LaunchRow& l : out_.launches) launched.emplace(l.correlation, l.start);
+    for (const auto& [op_index, comm_index] : pending_collectives_) {
+      const PendingOp& op = ops_[op_index];
+      const ChromeComm& c = raw_.comms[comm_index];
+      auto it = op.correlation == kNone ? launched.end() : launched.find(uint64_t(op.correlation));
+      int64_t element = element_bytes(strings_.text(c.dtype));
+      auto bytes = [&](int64_t n) { return n == kNone || n < 0 || element == 0 ? 0 : n * element; };
+      out_.collectives.push_back(
+          {.process_group = c.group,
+           .start = op.row.start,
+           .dur = op.row.dur,
+           .name = c.name,
+           .in_bytes = bytes(c.in_nelems),
+           .out_bytes = bytes(c.out_nelems),
+           .group_size = c.group_size > 0 && c.group_size < (1 << 24) ? uint32_t(c.group_size) : 0,
+           .issued = it == launched.end() ? op.row.start : it->second,
+           .on_device = true,
+           .device = op.row.device,
+           .stream = op.row.stream});
+    }
   }
 
   void memory(const ChromeEvent& e) {
@@ -353,6 +410,7 @@ class KinetoMapper {
   std::vector<int64_t> syncs_;
   std::unordered_set<int64_t> sync_correlations_;
   std::vector<const ChromeEvent*> flows_;  // ac2g flow events, in case some event lacks its correlation
+  std::vector<std::pair<size_t, uint32_t>> pending_collectives_;  // (index in ops_, index in raw_.comms)
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;
   std::set<uint32_t> memory_devices_;
   uint64_t unknown_kept_ = 0;

@@ -44,21 +44,6 @@ std::optional<int64_t> rank_in_name(const std::string& path) {
   return std::stoll(m[1].str());
 }
 
-// The folder is created if needed; else it must be empty or a job.
-void prepare_folder(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir, ec);
-    if (ec) throw JobError(fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
-    return;
-  }
-  if (!fs::is_directory(dir, ec)) throw JobError(fmt::format("{}: is not a folder", dir));
-  if (!is_job(dir) && !fs::is_empty(dir, ec)) {
-    throw JobError(
-        fmt::format("{}: is neither empty nor a job: a job is written into an empty folder or over a job", dir));
-  }
-}
-
 // A loupe trace: SQLite ("SQLite format 3\0" in bytes 0-15) with loupe's
 // application id in bytes 68-71, big-endian (docs/trace-format.md).
 bool is_loupe_trace(const std::string& path) {
@@ -167,18 +152,6 @@ std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& importe
 void remove_temporaries(const std::vector<Imported>& imported) {
   std::error_code ec;
   for (const Imported& m : imported) fs::remove(m.temp, ec);
-}
-
-// Removes the traces of the job the folder held, if any.
-void remove_previous_job(const std::string& dir) {
-  if (!is_job(dir)) return;
-  std::error_code ec;
-  try {
-    Job old = read_job(dir);
-    for (const JobRank& r : old.ranks) fs::remove(old.trace_path(r), ec);
-  } catch (const JobError&) {
-    // A damaged index: its traces stay; the new job's files replace theirs.
-  }
 }
 
 Job assemble(const std::vector<Imported>& imported, const std::string& dir) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "loupe/prof/input_file.h"
@@ -127,6 +128,33 @@ std::vector<int64_t> missing_ranks(const Job& job) {
     if (!seen[r]) missing.push_back(int64_t(r));
   }
   return missing;
+}
+
+// The folder is created if needed; else it must be empty or a job.
+void prepare_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw JobError(fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
+    return;
+  }
+  if (!std::filesystem::is_directory(dir, ec)) throw JobError(fmt::format("{}: is not a folder", dir));
+  if (!is_job(dir) && !std::filesystem::is_empty(dir, ec)) {
+    throw JobError(
+        fmt::format("{}: is neither empty nor a job: a job is written into an empty folder or over a job", dir));
+  }
+}
+
+// Removes the traces of the job the folder held, if any.
+void remove_previous_job(const std::string& dir) {
+  if (!is_job(dir)) return;
+  std::error_code ec;
+  try {
+    Job old = read_job(dir);
+    for (const JobRank& r : old.ranks) std::filesystem::remove(old.trace_path(r), ec);
+  } catch (const JobError&) {
+    // A damaged index: its traces stay; the new job's files replace theirs.
+  }
 }
 
 void write_job_index(const Job& job) {

@@ -122,6 +122,12 @@ const Shape& reference_shape() {
 
 }  // namespace
 
+bool has_table(sqlite3* db, std::string_view table) {
+  Stmt s(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?");
+  s.bind(1, table);
+  return s.step();
+}
+
 Db open_sqlite_read_only(const std::string& path) {
   check_header(path);
   sqlite3* raw = nullptr;
@@ -169,6 +175,7 @@ Db open_trace(const std::string& path) {
     const Shape& ref = reference_shape();
     for (std::string_view table : schema_tables()) {
       auto it = kinds.find(std::string(table));
+      if (it == kinds.end() && minor < minor_version_adding(table)) continue;
       if (it == kinds.end()) fail(path, fmt::format("missing table '{}'", table));
       if (it->second != "table") fail(path, fmt::format("'{}' is a {}, not a table", table, it->second));
       Stmt s(db.get(), fmt::format("SELECT name, type FROM pragma_table_info('{}')", table));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "store/sqlite.h"
 
@@ -12,6 +13,10 @@ namespace loupe::prof::store {
 // it is a loupe trace of a known major version whose tables have the
 // expected shape. Throws TraceError naming the file and the problem.
 Db open_trace(const std::string& path);
+
+// Whether the file has the table: one added by a later minor version
+// than the file's (minor_version_adding) may be absent, and reads as empty.
+bool has_table(sqlite3* db, std::string_view table);
 
 // Opens any SQLite file read-only with the same defensive settings, but
 // checks nothing about its schema (for `loupe sql` on damaged files).

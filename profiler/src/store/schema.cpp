@@ -161,6 +161,8 @@ const char* schema_sql() {
 
 std::span<const std::string_view> schema_tables() { return kTables; }
 
+int minor_version_adding(std::string_view table) { return table == "collectives" ? 2 : 0; }
+
 std::span<const EnumTable> enum_tables() {
   static const std::array<EnumTable, 7> tables = {{
       {"span_kinds", span_kind_names()},

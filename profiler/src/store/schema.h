@@ -1,4 +1,4 @@
-// The trace file's schema, version 1.0: the one definition the writer
+// The trace file's schema: the one definition the writer
 // creates and the reader checks files against. docs/trace-format.md
 // explains each table and column.
 #pragma once
@@ -13,6 +13,11 @@ const char* schema_sql();
 
 // The tables of the schema, in the order schema_sql() creates them.
 std::span<const std::string_view> schema_tables();
+
+// The minor version of format 1 that added `table` (0 for the tables of
+// 1.0): a file of an older minor version lacks it, and reads as if it
+// were empty.
+int minor_version_adding(std::string_view table);
 
 // The enumeration tables, filled from trace_format.h's names at creation.
 struct EnumTable {

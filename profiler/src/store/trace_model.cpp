@@ -51,8 +51,11 @@ uint64_t TraceModel::count_host_spans() const { return count(host_spans); }
 uint64_t TraceModel::count_device_ops() const { return count(device_ops); }
 
 uint64_t TraceModel::total_events() const {
-  return count(host_spans) + count(instants) + count(counters) + count(device_ops) + count(launches) +
-         count(transfers) + count(memory) + count(compiles) + count(steps);
+  uint64_t n = 0;
+#define LOUPE_COUNT_TABLE(Row, Track, table, member) n += count(member);
+  LOUPE_EVENT_TABLES(LOUPE_COUNT_TABLE)
+#undef LOUPE_COUNT_TABLE
+  return n;
 }
 
 uint64_t TraceModel::memory_bytes() const {

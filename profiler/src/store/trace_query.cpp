@@ -97,9 +97,12 @@ TraceSummary summarize_trace(const std::string& path) {
     std::map<std::string, std::vector<store::TrackClaim>> claims = store::read_tracks(db.get());
     bool any = false;
     for (std::string_view table : event_table_names()) {
-      Stmt q(db.get(), fmt::format("SELECT count(*) FROM {}", table));
-      q.step();
-      uint64_t rows = uint64_t(q.int64(0)), claimed = 0;
+      uint64_t rows = 0, claimed = 0;
+      if (store::has_table(db.get(), table)) {  // a table added after the file's version is empty
+        Stmt q(db.get(), fmt::format("SELECT count(*) FROM {}", table));
+        q.step();
+        rows = uint64_t(q.int64(0));
+      }
       for (const store::TrackClaim& t : claims[std::string(table)]) {
         claimed += uint64_t(t.rows);
         s.start_ns = any ? std::min(s.start_ns, t.first) : t.first;

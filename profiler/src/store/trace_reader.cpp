@@ -589,7 +589,7 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
 
     std::vector<Unit> units;
     for (size_t i = 0; i < loaders.size(); ++i) {
-      if (wanted(options, loaders[i]->name())) {
+      if (wanted(options, loaders[i]->name()) && store::has_table(db.get(), loaders[i]->name())) {
         loaders[i]->plan(units, int(i), claims[loaders[i]->name()], target, max_rows);
       }
     }

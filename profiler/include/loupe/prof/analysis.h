@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct Finding {
   std::vector<std::pair<std::string, std::string>> evidence;  // (what, value), in order
   std::string suggestion;
   std::vector<uint32_t> devices, threads;  // the tracks it concerns
+  std::vector<int64_t> ranks;              // a job's finding: the ranks it concerns
 };
 
 // Why a device sat idle (docs/analyses.md): from what the launching thread
@@ -149,6 +151,15 @@ struct AnalysisReport {
   StepStats steps;
   TraceMetrics metrics;
 };
+
+// The q-quantile with linear interpolation between the two nearest values
+// (numpy's default): the median of an even count is the mean of the middle
+// two, and the p90 of two values lies between them, not on the median.
+int64_t quantile(std::vector<int64_t> v, double q);
+
+// A collective communication kernel (NCCL's, or RCCL's, which keeps
+// NCCL's names): communication, not compute, whatever stream it runs on.
+bool is_collective_kernel(std::string_view name);
 
 // Throws std::invalid_argument for an unknown rule name.
 AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options = {});

@@ -2,7 +2,9 @@
 // for a pull-request comment. docs/analyses.md documents the JSON schema.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "loupe/prof/analysis.h"
 
@@ -11,6 +13,13 @@ namespace loupe::prof {
 std::string report_text(const AnalysisReport& report, bool color);
 std::string report_json(const AnalysisReport& report);
 std::string report_markdown(const AnalysisReport& report);
+
+// The findings alone, as the reports above word them (a job's report
+// shares them): text, a JSON array, Markdown.
+std::string findings_text(const std::vector<Finding>& findings, bool color);
+// `replaced` counts the invalid UTF-8 sequences replaced, if given.
+std::string findings_json(const std::vector<Finding>& findings, uint64_t* replaced = nullptr);
+std::string findings_markdown(const std::vector<Finding>& findings);
 
 // The JSON schema's version, carried in every document as "schema".
 inline constexpr int kReportSchemaVersion = 1;

@@ -44,7 +44,8 @@
   T(TransferRow, Transfers, transfers, transfers)        \
   T(MemoryEventRow, MemoryEvents, memory_events, memory) \
   T(CompileRow, Compiles, compiles, compiles)            \
-  T(StepRow, Steps, steps, steps)
+  T(StepRow, Steps, steps, steps)                        \
+  T(CollectiveRow, Collectives, collectives, collectives)
 
 // Nested time ranges on a host thread.
 #define LOUPE_COLUMNS_host_spans(KEY, SPAN, POINT, COL) \
@@ -134,6 +135,21 @@
   KEY(thread, uint32_t, u32, 0)                    \
   SPAN(start, dur)                                 \
   COL(number, int64_t, integer, 0)
+
+// Collective communication this rank took part in (an NCCL or RCCL
+// kernel, a gloo call), with what matches it to the same collective on
+// the other ranks of a job; each process group is a track.
+#define LOUPE_COLUMNS_collectives(KEY, SPAN, POINT, COL) \
+  KEY(process_group, StringId, string, 0)                \
+  SPAN(start, dur)                                       \
+  COL(name, StringId, string, 0)                         \
+  COL(in_bytes, int64_t, count, 0)                       \
+  COL(out_bytes, int64_t, count, 0)                      \
+  COL(group_size, uint32_t, u32, 0)                      \
+  COL(issued, int64_t, integer, 0)                       \
+  COL(on_device, bool, flag, false)                      \
+  COL(device, uint32_t, u32, 0)                          \
+  COL(stream, uint32_t, u32, 0)
 
 // Expands to nothing: for the roles a generator does not use.
 #define LOUPE_IGNORE(...)

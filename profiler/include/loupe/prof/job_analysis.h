@@ -1,0 +1,122 @@
+// A job's analysis: the ranks of a distributed run on one timeline, the
+// rank that makes the others wait, communication and its cost, and how
+// evenly the work is spread (docs/analyses.md, "Jobs").
+//
+// It is a map and a reduce. The map, summarize_rank(), reads one rank's
+// trace and keeps a small summary: its collectives, its steps' compute and
+// exposed communication, its own analysis in brief. The reduce,
+// reduce_job(), needs only the summaries: it aligns the ranks' clocks on
+// the collectives, matches each collective across ranks, and writes the
+// findings. analyze_job() runs the map on every core; the Python package
+// runs the same map as Dask tasks (docs/scale.md) and the same reduce.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loupe/prof/analysis.h"
+#include "loupe/prof/job.h"
+
+namespace loupe::prof {
+
+// The step number of a collective issued outside every step.
+inline constexpr int64_t kNoStep = INT64_MIN;
+
+// One rank, as the reduce needs it. Times are the rank's trace times (ns
+// after its origin, on its own clock).
+struct RankSummary {
+  int64_t rank = 0;
+  std::string host;
+  int64_t origin_wall_ns = 0;                // the wall-clock time (on the rank's clock) of time 0
+  int64_t window_start = 0, window_end = 0;  // its active window (AnalysisReport's)
+  uint64_t events = 0;
+  struct Collective {
+    std::string group, name;
+    int64_t in_bytes = 0, out_bytes = 0, group_size = 0;
+    int64_t step = kNoStep;  // the step it was issued in
+    int64_t index = 0;       // its position among its group's collectives of that step
+    int64_t start = 0, end = 0;
+  };
+  std::vector<Collective> collectives;  // in each group's order
+  struct Step {
+    int64_t number = 0;
+    int64_t compute_ns = 0, communication_ns = 0, idle_ns = 0;  // as StepStats splits the device window
+  };
+  std::vector<Step> steps;                                // by number
+  std::vector<std::pair<std::string, int64_t>> kernels;   // compute kernel time by name, largest first (at most 64)
+  std::vector<std::pair<std::string, int64_t>> idle;      // device idle by cause (GapCause names)
+  std::vector<std::pair<std::string, int64_t>> findings;  // its own findings' titles and impacts, largest first (3)
+};
+
+// Reads one rank's trace (throws TraceError) and summarises it.
+RankSummary summarize_rank(const std::string& trace, int64_t rank, const AnalysisOptions& options = {});
+
+// How one rank's clock was aligned with the reference rank's (the lowest
+// rank analysed): `offset_ns` is subtracted from its wall-clock times.
+struct RankClock {
+  int64_t rank = 0;
+  bool aligned = false;     // false: no collective in common with an aligned rank; its wall clock is used as is
+  int64_t via = 0;          // the rank it was aligned against
+  uint64_t matched = 0;     // collectives matched with that rank
+  int64_t offset_ns = 0;    // its clock minus the reference's
+  int64_t residual_ns = 0;  // the largest difference of a matched collective's end after alignment
+};
+
+// One kind of collective (group, name and message size) over the job.
+struct CollectiveStats {
+  std::string group, name;
+  int64_t bytes = 0;  // the message size bus bandwidth is computed from (0 unknown)
+  int64_t group_size = 0;
+  uint64_t count = 0;        // collectives matched on two ranks or more
+  int64_t wait_ns = 0;       // median over ranks and collectives: from a rank's arrival to the last one's
+  int64_t transfer_ns = 0;   // median: from the last arrival to the end
+  double bus_bandwidth = 0;  // bytes/s, nccl-tests' bus bandwidth at the median transfer; 0 cannot tell
+};
+
+// One rank's figures over the steps.
+struct RankFigures {
+  int64_t rank = 0;
+  int64_t compute_ns = 0;        // median per step
+  int64_t communication_ns = 0;  // median exposed communication per step
+  int64_t wait_ns = 0;           // total time it waited in collectives for a later rank
+  uint64_t last_arrivals = 0;    // collectives it reached last
+};
+
+struct JobAnalysisOptions {
+  AnalysisOptions rank;             // each rank's own analysis
+  unsigned workers = 0;             // ranks summarised at once: 0 = one per core
+  int64_t min_lateness_ns = 5'000;  // a rank is last at a collective when the others waited at least this
+  double straggler_fraction = 0.5;  // a straggler is last in more than this share of the steps
+  double imbalance_warning = 0.05;  // median compute spread over the median rank's compute
+};
+
+struct JobReport {
+  std::string dir;
+  int64_t world_size = 0;
+  std::vector<int64_t> ranks;          // analysed, in order
+  std::vector<std::string> problems;   // ranks missing, unreadable or without collectives, and what that means
+  std::vector<RankClock> clocks;       // per analysed rank
+  int64_t steps = 0;                   // distinct step numbers with matched collectives
+  uint64_t collectives = 0;            // matched across ranks
+  int64_t window_ns = 0;               // the job's extent on the aligned timeline
+  std::vector<CollectiveStats> kinds;  // by total transfer time, largest first
+  std::vector<RankFigures> figures;    // per analysed rank
+  std::vector<Finding> findings;       // by impact; `ranks` names the ranks each concerns
+};
+
+// The reduce: every figure of the report from the summaries. `problems`
+// come from the map (ranks that could not be read) and are kept.
+JobReport reduce_job(const Job& job, const std::vector<RankSummary>& ranks, std::vector<std::string> problems,
+                     const JobAnalysisOptions& options = {});
+
+// Reads the job (throws JobError), summarises every rank it can read, one
+// per core, and reduces.
+JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options = {});
+
+// The report as text (what `loupe analyze job/` prints), JSON or Markdown.
+std::string format_job_text(const JobReport& report);
+std::string format_job_json(const JobReport& report);
+std::string format_job_markdown(const JobReport& report);
+
+}  // namespace loupe::prof

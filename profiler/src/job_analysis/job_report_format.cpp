@@ -1,0 +1,146 @@
+// A job's report as text, JSON and Markdown. The findings are worded as a
+// single trace's are (report_format.h); around them, the job's ranks,
+// their clocks, the collectives by kind and each rank's figures.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "job_analysis/job_context.h"
+#include "loupe/prof/report_format.h"
+#include "loupe/prof/safe_text.h"
+#include "loupe/prof/units.h"
+
+namespace loupe::prof {
+
+namespace {
+
+// Up to this many ranks are listed one by one; beyond, the extremes.
+constexpr size_t kRanksListed = 16;
+
+std::string shown(const std::string& s) { return printable(s, kTextNameLimit); }
+
+std::string signed_duration(int64_t ns) { return (ns < 0 ? "-" : "+") + format_duration(ns < 0 ? -ns : ns); }
+
+std::string clocks_text(const JobReport& r) {
+  std::vector<const RankClock*> listed;
+  for (const RankClock& c : r.clocks) listed.push_back(&c);
+  std::string out =
+      "\nclocks, aligned on the ends of the collectives (offset from the reference rank; residual: the "
+      "largest disagreement left):\n";
+  if (listed.size() > kRanksListed) {
+    std::sort(listed.begin(), listed.end(),
+              [](const RankClock* a, const RankClock* b) { return a->residual_ns > b->residual_ns; });
+    listed.resize(5);
+    out += fmt::format("  the {} largest residuals of {} ranks:\n", listed.size(), r.clocks.size());
+  }
+  for (const RankClock* c : listed) {
+    if (!c->aligned) {
+      out += fmt::format("  rank {:<5} not aligned (no collective in common)\n", c->rank);
+    } else if (c->rank == c->via) {
+      out += fmt::format("  rank {:<5} the reference\n", c->rank);
+    } else {
+      out +=
+          fmt::format("  rank {:<5} {:>12}  residual {:>10}  ({} collectives with rank {})\n", c->rank,
+                      signed_duration(c->offset_ns), format_duration(c->residual_ns), format_count(c->matched), c->via);
+    }
+  }
+  return out;
+}
+
+std::string kinds_text(const JobReport& r) {
+  if (r.kinds.empty()) return "";
+  std::string out = "\ncollectives (median per rank and collective):\n";
+  for (const CollectiveStats& k : r.kinds) {
+    out +=
+        fmt::format("  {} in group `{}` ({} ranks), {}: {} matched, wait {}, transfer {}, bus bandwidth {}\n",
+                    shown(k.name), shown(k.group), k.group_size, k.bytes > 0 ? format_bytes(k.bytes) : "size unknown",
+                    format_count(k.count), format_duration(k.wait_ns), format_duration(k.transfer_ns),
+                    k.bus_bandwidth > 0 ? format_byte_rate(k.bus_bandwidth) : "cannot tell");
+  }
+  return out;
+}
+
+std::string figures_text(const JobReport& r) {
+  if (r.figures.empty() || r.figures.size() > kRanksListed) return "";
+  std::string out = fmt::format("\n  {:<6} {:>14} {:>16} {:>14} {:>10}\n", "rank", "compute/step", "exposed comm/step",
+                                "waited", "last at");
+  for (const RankFigures& f : r.figures) {
+    out += fmt::format("  {:<6} {:>14} {:>16} {:>14} {:>10}\n", f.rank, format_duration(f.compute_ns),
+                       format_duration(f.communication_ns), format_duration(f.wait_ns), format_count(f.last_arrivals));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_job_text(const JobReport& r) {
+  std::string out = fmt::format(
+      "{}: {} of {} ranks analysed, {} steps, {} collectives matched across ranks, window {}\n", shown(r.dir),
+      r.ranks.size(), r.world_size, r.steps, format_count(r.collectives), format_duration(r.window_ns));
+  for (const std::string& p : r.problems) out += fmt::format("  ! {}\n", shown(p));
+  out += clocks_text(r);
+  out += kinds_text(r);
+  out += figures_text(r);
+  out += fmt::format("\n{} finding{}\n", r.findings.size(), r.findings.size() == 1 ? "" : "s");
+  out += findings_text(r.findings, false);
+  return out;
+}
+
+std::string format_job_json(const JobReport& r) {
+  using nlohmann::json;
+  uint64_t replaced = 0;
+  auto utf8 = [&](const std::string& s) { return valid_utf8(s, &replaced); };
+  json doc = {{"schema", kReportSchemaVersion},
+              {"job", utf8(r.dir)},
+              {"world_size", r.world_size},
+              {"ranks", r.ranks},
+              {"steps", r.steps},
+              {"collectives", r.collectives},
+              {"window_ns", r.window_ns},
+              {"problems", json::array()}};
+  for (const std::string& p : r.problems) doc["problems"].push_back(utf8(p));
+  json clocks = json::array(), kinds = json::array(), figures = json::array();
+  for (const RankClock& c : r.clocks) {
+    clocks.push_back({{"rank", c.rank},
+                      {"aligned", c.aligned},
+                      {"via", c.via},
+                      {"matched", c.matched},
+                      {"offset_ns", c.offset_ns},
+                      {"residual_ns", c.residual_ns}});
+  }
+  for (const CollectiveStats& k : r.kinds) {
+    kinds.push_back({{"group", utf8(k.group)},
+                     {"name", utf8(k.name)},
+                     {"bytes", k.bytes},
+                     {"group_size", k.group_size},
+                     {"count", k.count},
+                     {"wait_ns", k.wait_ns},
+                     {"transfer_ns", k.transfer_ns},
+                     {"bus_bandwidth", k.bus_bandwidth}});
+  }
+  for (const RankFigures& f : r.figures) {
+    figures.push_back({{"rank", f.rank},
+                       {"compute_ns", f.compute_ns},
+                       {"communication_ns", f.communication_ns},
+                       {"wait_ns", f.wait_ns},
+                       {"last_arrivals", f.last_arrivals}});
+  }
+  doc["clocks"] = clocks;
+  doc["collective_kinds"] = kinds;
+  doc["rank_figures"] = figures;
+  doc["findings"] = json::parse(findings_json(r.findings, &replaced));
+  if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
+  return doc.dump(2) + "\n";
+}
+
+std::string format_job_markdown(const JobReport& r) {
+  std::string out = fmt::format("### loupe: {} finding{} in job `{}` ({} of {} ranks)\n\n", r.findings.size(),
+                                r.findings.size() == 1 ? "" : "s", shown(r.dir), r.ranks.size(), r.world_size);
+  for (const std::string& p : r.problems) out += fmt::format("- {}\n", shown(p));
+  if (!r.problems.empty()) out += "\n";
+  if (r.findings.empty()) return out + "No findings.\n";
+  return out + findings_markdown(r.findings);
+}
+
+}  // namespace loupe::prof

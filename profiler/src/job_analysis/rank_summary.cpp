@@ -1,0 +1,136 @@
+// summarize_rank: the map of a job's analysis. One rank's trace is read
+// and analysed on its own; what the reduce needs is kept, and the model is
+// dropped before the next rank is read, so memory holds one rank at a time.
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+#include "job_analysis/job_context.h"
+#include "loupe/prof/job_analysis.h"
+#include "loupe/prof/trace_reader.h"
+
+namespace loupe::prof {
+
+namespace {
+
+constexpr size_t kKernelsKept = 64;
+constexpr size_t kFindingsKept = 3;
+
+// The host ranges of the steps, sorted, to find the step a time falls in.
+struct StepRanges {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> ranges;  // (start, end, number)
+
+  explicit StepRanges(const StepStats& stats) {
+    for (const StepStats::Step& s : stats.steps) ranges.emplace_back(s.start, s.start + s.dur, s.number);
+    std::sort(ranges.begin(), ranges.end());
+  }
+
+  // The step whose range holds `t`: the latest to start before it, or one
+  // of the few before that (steps marked on several threads overlap).
+  int64_t at(int64_t t) const {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), std::make_tuple(t, INT64_MAX, INT64_MAX));
+    for (int looked = 0; it != ranges.begin() && looked < 8; ++looked) {
+      --it;
+      if (std::get<1>(*it) > t) return std::get<2>(*it);
+    }
+    return kNoStep;
+  }
+};
+
+// The collectives in each group's order, each with its step and its
+// position among its group's collectives of that step.
+std::vector<RankSummary::Collective> collectives_of(const TraceModel& m, const StepRanges& steps) {
+  std::vector<RankSummary::Collective> out;
+  for (const Collectives& track : m.collectives) {
+    std::map<int64_t, int64_t> next_index;  // per step
+    for (size_t i = 0; i < track.size(); ++i) {
+      if (std::abs(track.start[i]) >= job::kMaxJobTimeNs || std::abs(track.end(i)) >= job::kMaxJobTimeNs) continue;
+      RankSummary::Collective c;
+      c.group = m.str(track.process_group);
+      c.name = m.str(track.name[i]);
+      c.in_bytes = track.in_bytes[i];
+      c.out_bytes = track.out_bytes[i];
+      c.group_size = track.group_size[i];
+      c.step = steps.at(track.issued[i]);
+      c.index = next_index[c.step]++;
+      c.start = track.start[i];
+      c.end = track.end(i);
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+// Steps by number; a step marked on several threads counts once, with the
+// largest of each figure.
+std::vector<RankSummary::Step> steps_of(const StepStats& stats) {
+  std::map<int64_t, RankSummary::Step> by_number;
+  for (const StepStats::Step& s : stats.steps) {
+    RankSummary::Step& out = by_number[s.number];
+    out.number = s.number;
+    out.compute_ns = std::max(out.compute_ns, s.compute_ns);
+    out.communication_ns = std::max(out.communication_ns, s.communication_ns);
+    out.idle_ns = std::max(out.idle_ns, s.idle_ns);
+  }
+  std::vector<RankSummary::Step> out;
+  out.reserve(by_number.size());
+  for (auto& [number, s] : by_number) out.push_back(s);
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> largest(std::map<std::string, int64_t> by_name, size_t keep) {
+  std::vector<std::pair<std::string, int64_t>> out(by_name.begin(), by_name.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (out.size() > keep) out.resize(keep);
+  return out;
+}
+
+// Kernel time by name, collectives left out: what the rank computed.
+std::vector<std::pair<std::string, int64_t>> kernels_of(const TraceModel& m) {
+  std::vector<int64_t> by_id(m.strings.size(), 0);
+  for (const DeviceOps& s : m.device_ops) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s.kind[i] == DeviceOpKind::kernel) by_id[s.name[i]] += s.dur[i];
+    }
+  }
+  std::map<std::string, int64_t> by_name;
+  for (size_t id = 0; id < by_id.size(); ++id) {
+    if (by_id[id] > 0 && !is_collective_kernel(m.strings[id])) by_name[m.strings[id]] += by_id[id];
+  }
+  return largest(std::move(by_name), kKernelsKept);
+}
+
+std::vector<std::pair<std::string, int64_t>> idle_of(const AnalysisReport& report) {
+  std::map<std::string, int64_t> by_cause;
+  for (const DeviceIdle& d : report.devices) {
+    for (size_t c = 0; c < kGapCauses; ++c) {
+      if (d.cause_ns[c] > 0) by_cause[std::string(name_of(GapCause(c)))] += d.cause_ns[c];
+    }
+  }
+  return largest(std::move(by_cause), kGapCauses);
+}
+
+}  // namespace
+
+RankSummary summarize_rank(const std::string& trace, int64_t rank, const AnalysisOptions& options) {
+  TraceModel m = load_trace(trace);
+  AnalysisReport report = analyze(m, options);
+  RankSummary s;
+  s.rank = rank;
+  if (auto it = m.info.meta.find("hostname"); it != m.info.meta.end()) s.host = it->second;
+  s.origin_wall_ns = m.info.origin_wall_ns;
+  s.window_start = report.window_start;
+  s.window_end = report.window_end;
+  s.events = m.total_events();
+  s.collectives = collectives_of(m, StepRanges(report.steps));
+  s.steps = steps_of(report.steps);
+  s.kernels = kernels_of(m);
+  s.idle = idle_of(report);
+  for (size_t i = 0; i < report.findings.size() && i < kFindingsKept; ++i) {
+    s.findings.emplace_back(report.findings[i].title, report.findings[i].impact_ns);
+  }
+  return s;
+}
+
+}  // namespace loupe::prof

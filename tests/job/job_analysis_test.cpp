@@ -1,0 +1,257 @@
+// A job's analysis. On synthetic jobs (job_synth.h) every figure is known
+// from what the generator planted: the clock offsets, the straggler, its
+// delay and the steps it is late in, the transfer time, the compute. On
+// the real gloo job (tests/fixtures/jobs/gloo-2ranks) the expected figures
+// are computed here from the raw JSON: the gloo:all_reduce spans' starts
+// and ends on each rank.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "loupe/prof/job.h"
+#include "loupe/prof/job_analysis.h"
+#include "loupe/prof/job_synth.h"
+#include "loupe/prof/synth.h"
+#include "loupe/prof/units.h"
+#include "profiler/test_files.h"
+#include "run_command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace loupe::prof;
+
+const Finding* finding(const JobReport& r, const std::string& rule) {
+  for (const Finding& f : r.findings) {
+    if (f.rule == rule) return &f;
+  }
+  return nullptr;
+}
+
+std::string evidence(const Finding& f, const std::string& what) {
+  for (const auto& [k, v] : f.evidence) {
+    if (k == what) return v;
+  }
+  return "";
+}
+
+void sql(const std::string& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+class JobAnalysis : public ::testing::Test {
+ protected:
+  loupe::test::TempDir dir;
+};
+
+// Everything the generator planted, found exactly.
+TEST_F(JobAnalysis, SyntheticJobFindingsMatchThePlantedAnswers) {
+  std::string job_dir = dir.file("job");
+  PlantedJob p = write_synthetic_job(job_dir, {.ranks = 8, .events = 20'000, .seed = 3});
+  const int64_t late = int64_t(p.late_steps.size()), ranks = 8, per_step = p.collectives_per_step;
+  ASSERT_GT(late, 0);
+  ASSERT_LT(late, p.steps);
+  JobReport r = analyze_job(job_dir);
+
+  EXPECT_TRUE(r.problems.empty()) << r.problems.front();
+  EXPECT_EQ(r.ranks.size(), 8u);
+  EXPECT_EQ(r.steps, p.steps);
+  EXPECT_EQ(r.collectives, uint64_t(p.steps * per_step));
+  ASSERT_EQ(r.clocks.size(), 8u);
+  for (int64_t k = 0; k < ranks; ++k) {
+    EXPECT_TRUE(r.clocks[k].aligned);
+    EXPECT_EQ(r.clocks[k].offset_ns, p.clock_offset_ns[k]) << "rank " << k;
+    EXPECT_EQ(r.clocks[k].residual_ns, 0) << "rank " << k;
+  }
+
+  const Finding* s = finding(r, "straggler");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->ranks, std::vector<int64_t>{p.straggler});
+  EXPECT_EQ(s->impact_ns, late * p.delay_ns);  // a step ends one delay later each time it is late
+  EXPECT_NE(s->title.find(fmt::format("in {} of {} steps", late, p.steps)), std::string::npos) << s->title;
+  EXPECT_EQ(evidence(*s, "last at"), fmt::format("{} collectives", format_count(uint64_t(late * per_step))));
+  EXPECT_EQ(evidence(*s, "the other ranks waited"), format_duration(late * per_step * (ranks - 1) * p.delay_ns));
+  EXPECT_NE(evidence(*s, "slower kernel").find("`fused_attention_fwd`"), std::string::npos);
+  EXPECT_NE(evidence(*s, "slower kernel").find(format_duration(p.delay_ns) + " per step"), std::string::npos);
+  EXPECT_EQ(std::count_if(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.rule == "straggler"; }),
+            1);
+
+  for (const RankFigures& f : r.figures) {
+    bool straggler = f.rank == p.straggler;
+    EXPECT_EQ(f.last_arrivals, straggler ? uint64_t(late * per_step) : 0u) << "rank " << f.rank;
+    EXPECT_EQ(f.wait_ns, straggler ? 0 : late * per_step * p.delay_ns) << "rank " << f.rank;
+    // Late in most steps: the medians are those of a late step.
+    EXPECT_EQ(f.compute_ns, p.compute_ns + (straggler ? p.delay_ns : 0)) << "rank " << f.rank;
+    EXPECT_EQ(f.communication_ns, p.transfer_ns + (straggler ? 0 : p.delay_ns)) << "rank " << f.rank;
+  }
+
+  ASSERT_EQ(r.kinds.size(), 1u);
+  const CollectiveStats& k = r.kinds[0];
+  EXPECT_EQ(k.name, "allreduce");
+  EXPECT_EQ(k.bytes, p.bucket_bytes);
+  EXPECT_EQ(k.count, uint64_t(p.steps * per_step));
+  EXPECT_EQ(k.transfer_ns, p.transfer_ns);
+  EXPECT_EQ(k.wait_ns, p.delay_ns);  // seven of eight ranks wait a delay in four steps of five
+  double bus = double(p.bucket_bytes) / (double(p.transfer_ns) * 1e-9) * 2.0 * 7.0 / 8.0;
+  EXPECT_NEAR(k.bus_bandwidth, bus, bus * 1e-12);
+
+  const Finding* imbalance = finding(r, "imbalance");
+  ASSERT_NE(imbalance, nullptr);
+  EXPECT_EQ(imbalance->ranks.front(), p.straggler);
+  EXPECT_EQ(imbalance->impact_ns, late * p.delay_ns);
+  EXPECT_NE(imbalance->title.find("median " + format_duration(p.delay_ns)), std::string::npos) << imbalance->title;
+
+  const Finding* exposed = finding(r, "collectives");
+  ASSERT_NE(exposed, nullptr);
+  EXPECT_NE(exposed->title.find(format_duration(p.transfer_ns + p.delay_ns) + " of communication per step"),
+            std::string::npos)
+      << exposed->title;
+}
+
+// The offsets come back for other seeds and job sizes, including two ranks.
+TEST_F(JobAnalysis, ClockAlignmentRecoversThePlantedOffsets) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    int64_t ranks = int64_t(seed) + 1;
+    std::string job_dir = dir.file(fmt::format("job{}", seed));
+    PlantedJob p = write_synthetic_job(job_dir, {.ranks = ranks, .events = 3'000, .seed = seed});
+    JobReport r = analyze_job(job_dir);
+    ASSERT_EQ(r.clocks.size(), size_t(ranks));
+    for (int64_t k = 0; k < ranks; ++k) EXPECT_EQ(r.clocks[k].offset_ns, p.clock_offset_ns[k]) << seed << " " << k;
+  }
+}
+
+// A rank that cannot be read, one without collectives and one missing
+// from the index are each named; the straggler is still found among the
+// rest.
+TEST_F(JobAnalysis, BadRanksAreNamedAndTheRestAnalysed) {
+  std::string job_dir = dir.file("job");
+  PlantedJob p = write_synthetic_job(job_dir, {.ranks = 6, .events = 5'000, .seed = 5});
+  std::vector<int64_t> others;
+  for (int64_t k = 0; k < 6; ++k) {
+    if (k != p.straggler) others.push_back(k);
+  }
+  int64_t corrupt = others[1], silent = others[2], missing = others[3];
+  std::ofstream(job_dir + fmt::format("/rank-{:05}.db", corrupt), std::ios::trunc) << "not a trace";
+  write_synthetic_trace(job_dir + fmt::format("/rank-{:05}.db", silent), {.events = 2'000, .seed = 1});
+  std::string index_path = job_dir + "/job.json";
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(index_path));
+  auto& listed = index["ranks"];
+  listed.erase(std::remove_if(listed.begin(), listed.end(), [&](const auto& e) { return e["rank"] == missing; }),
+               listed.end());
+  index["missing"] = {missing};
+  std::ofstream(index_path, std::ios::trunc) << index.dump();
+
+  JobReport r = analyze_job(job_dir);
+  auto said = [&](const std::string& text) {
+    return std::any_of(r.problems.begin(), r.problems.end(),
+                       [&](const std::string& problem) { return problem.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(said(fmt::format("rank {}: no trace in the job", missing)));
+  EXPECT_TRUE(said(fmt::format("rank {}: cannot be read, left out", corrupt)));
+  EXPECT_TRUE(said(fmt::format("rank {}: no collectives in the trace", silent)));
+  EXPECT_EQ(r.ranks.size(), 3u);
+  const Finding* s = finding(r, "straggler");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->ranks, std::vector<int64_t>{p.straggler});
+  EXPECT_EQ(s->impact_ns, int64_t(p.late_steps.size()) * p.delay_ns);
+}
+
+// A rank of another run: its wall clock is hours from the others', which
+// no clock error explains.
+TEST_F(JobAnalysis, ARankFromAnotherRunIsNamed) {
+  std::string job_dir = dir.file("job");
+  write_synthetic_job(job_dir, {.ranks = 3, .events = 3'000, .seed = 2});
+  std::string rank2 = job_dir + "/rank-00002.db";
+  sql(rank2, "UPDATE meta SET value = CAST(value AS INTEGER) + 7200000000000 WHERE key = 'origin_wall_ns'");
+  JobReport r = analyze_job(job_dir);
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_NE(r.problems.front().find("rank 2"), std::string::npos) << r.problems.front();
+  EXPECT_NE(r.problems.front().find("another run"), std::string::npos) << r.problems.front();
+}
+
+// The real gloo job: rank 1 reached each all_reduce long before rank 0
+// (rank 0's all_reduce calls came 170, 28 and 38 ms later), so rank 0 is
+// the straggler. The clocks are aligned on the spans' ends.
+TEST_F(JobAnalysis, RealGlooJobAlignsOnTheAllReducesAndNamesTheLateRank) {
+  // Each rank's gloo:all_reduce spans, in order, from the raw JSON (ns).
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> spans;
+  std::vector<std::string> sources;
+  for (const auto& e : fs::directory_iterator(LOUPE_JOB_FIXTURES "/gloo-2ranks")) {
+    sources.push_back(e.path().string());
+    gzFile f = gzopen(e.path().c_str(), "rb");
+    std::string text;
+    char buf[65536];
+    for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+    gzclose(f);
+    auto doc = nlohmann::json::parse(text);
+    int64_t rank = doc["distributedInfo"]["rank"];
+    for (const auto& ev : doc["traceEvents"]) {
+      if (ev.value("name", "") != "gloo:all_reduce") continue;
+      auto ns = [](double us) { return int64_t(std::llround(us * 1000)); };
+      int64_t start = ns(ev["ts"].get<double>());
+      spans[rank].push_back({start, start + ns(ev["dur"].get<double>())});
+    }
+  }
+  for (auto& [rank, v] : spans) std::sort(v.begin(), v.end());
+  ASSERT_EQ(spans[0].size(), 3u);
+  ASSERT_EQ(spans[1].size(), 3u);
+  std::vector<int64_t> differences;
+  for (size_t i = 0; i < 3; ++i) differences.push_back(spans[1][i].second - spans[0][i].second);
+  std::sort(differences.begin(), differences.end());
+  int64_t offset = differences[1];
+  int64_t lost = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    int64_t arrival1 = spans[1][i].first - offset;
+    ASSERT_GT(spans[0][i].first, arrival1);  // rank 0 is last at each
+    lost += spans[0][i].first - arrival1;
+  }
+
+  std::string job_dir = dir.file("gloo");
+  import_job(sources, job_dir);
+  JobReport r = analyze_job(job_dir);
+  EXPECT_EQ(r.collectives, 3u);
+  ASSERT_EQ(r.clocks.size(), 2u);
+  EXPECT_EQ(r.clocks[1].offset_ns, offset);
+  EXPECT_EQ(r.clocks[1].residual_ns, std::max(offset - differences[0], differences[2] - offset));
+  const Finding* s = finding(r, "straggler");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->ranks, std::vector<int64_t>{0});
+  EXPECT_EQ(s->impact_ns, lost);
+  EXPECT_NE(s->title.find("in 3 of 3 collectives"), std::string::npos) << s->title;
+  EXPECT_EQ(evidence(*s, "doing instead"), "cannot tell from this trace: it has no steps to compare");
+}
+
+// `loupe synth --ranks` and `loupe analyze job/ --format json` agree on
+// the straggler.
+TEST_F(JobAnalysis, CliWritesAndAnalysesAJob) {
+  std::string job_dir = dir.file("job");
+  auto w =
+      loupe::test::run_command({LOUPE_BIN, "synth", "--ranks", "4", "--events", "4000", "-o", job_dir}, dir.file(""));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(w.out, m, std::regex("planted: rank (\\d+) late by"))) << w.out;
+  auto a = loupe::test::run_command({LOUPE_BIN, "analyze", job_dir, "--format", "json"}, dir.file(""));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto doc = nlohmann::json::parse(a.out);
+  bool found = false;
+  for (const auto& f : doc["findings"]) {
+    if (f["rule"] == "straggler") found = f["ranks"] == nlohmann::json::array({std::stoi(m[1].str())});
+  }
+  EXPECT_TRUE(found) << a.out;
+  EXPECT_EQ(doc["ranks"].size(), 4u);
+}
+
+}  // namespace
