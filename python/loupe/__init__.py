@@ -31,12 +31,13 @@ import numpy as np
 import pandas as pd
 
 from . import _core
-from ._core import BudgetError, BudgetResult, Error, FileError, ImportResult, StoreError, TraceError, TraceImportError
+from ._core import (BudgetError, BudgetResult, Error, FileError, ImportResult, JobError, StoreError, TraceError,
+                    TraceImportError)
 from ._recording import CaptureError, capture, step
 
 __all__ = [
     "open", "Trace", "diff", "import_trace", "event_tables", "small_tables", "capture", "step",
-    "Error", "TraceError", "TraceImportError", "BudgetError", "StoreError", "FileError", "CaptureError",
+    "Error", "TraceError", "TraceImportError", "BudgetError", "StoreError", "FileError", "JobError", "CaptureError",
     "BudgetResult", "ImportResult",
 ]
 

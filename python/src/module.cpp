@@ -26,10 +26,12 @@
 #include "loupe/prof/budget.h"
 #include "loupe/prof/import.h"
 #include "loupe/prof/input_file.h"
+#include "loupe/prof/job.h"
 #include "loupe/prof/report_format.h"
 #include "loupe/prof/trace_diff.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_writer.h"
+#include "jobs.h"
 #include "recording.h"
 
 namespace nb = nanobind;
@@ -173,6 +175,7 @@ void register_errors(nb::module_& m) {
   register_error<BudgetError>(m, "BudgetError", base);
   register_error<StoreError>(m, "StoreError", base);
   register_error<FileError>(m, "FileError", base);
+  register_error<JobError>(m, "JobError", base);
 }
 
 }  // namespace
@@ -184,6 +187,7 @@ NB_MODULE(_core, m) {
       "loupe's profiler library: trace files, analyses, budgets, diffs and imports, and the recording of this process.";
   register_errors(m);
   add_recording(m);
+  add_jobs(m);
 
   nb::class_<Column>(m, "Column")
       .def_ro("name", &Column::name)

@@ -52,6 +52,12 @@ struct RankSummary {
 // Reads one rank's trace (throws TraceError) and summarises it.
 RankSummary summarize_rank(const std::string& trace, int64_t rank, const AnalysisOptions& options = {});
 
+// A summary as JSON text and back, exactly: what a map task on another
+// machine returns (python/loupe/jobs.py). Reading throws JobError naming
+// what is wrong with the text.
+std::string rank_summary_to_json(const RankSummary& summary);
+RankSummary rank_summary_from_json(const std::string& text);
+
 // How one rank's clock was aligned with the reference rank's (the lowest
 // rank analysed): `offset_ns` is subtracted from its wall-clock times.
 struct RankClock {

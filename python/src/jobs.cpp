@@ -1,0 +1,86 @@
+#include "jobs.h"
+
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "loupe/prof/job.h"
+#include "loupe/prof/job_analysis.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace loupe::prof;
+
+namespace loupe::python {
+
+namespace {
+
+using Thresholds = std::map<std::string, std::string>;
+
+JobAnalysisOptions job_options(const Thresholds& thresholds) {
+  JobAnalysisOptions options;
+  for (const auto& [name, value] : thresholds) set_analysis_parameter(options.rank, name, value);
+  return options;
+}
+
+// (rank, trace path, host) of each rank the job's index lists.
+std::vector<std::tuple<int64_t, std::string, std::string>> job_ranks(const std::string& dir) {
+  Job job = read_job(dir);
+  std::vector<std::tuple<int64_t, std::string, std::string>> out;
+  for (const JobRank& r : job.ranks) out.emplace_back(r.rank, job.trace_path(r), r.host);
+  return out;
+}
+
+// The map: one rank's summary as JSON text.
+std::string summarize(const std::string& trace, int64_t rank, const std::string& host, const Thresholds& thresholds) {
+  JobAnalysisOptions options = job_options(thresholds);
+  nb::gil_scoped_release unlocked;
+  RankSummary s = summarize_rank(trace, rank, options.rank);
+  if (!host.empty()) s.host = host;  // the index's host, as analyze_job keeps it
+  return rank_summary_to_json(s);
+}
+
+std::pair<std::string, std::string> formatted(const JobReport& report) {
+  return {format_job_json(report), format_job_text(report)};
+}
+
+// The reduce: the report (JSON, text) from the summaries in rank order and
+// the problems of the ranks that could not be summarised.
+std::pair<std::string, std::string> reduce(const std::string& dir, const std::vector<std::string>& summaries,
+                                           const std::vector<std::string>& problems, const Thresholds& thresholds) {
+  JobAnalysisOptions options = job_options(thresholds);
+  nb::gil_scoped_release unlocked;
+  Job job = read_job(dir);
+  std::vector<RankSummary> ranks;
+  ranks.reserve(summaries.size());
+  for (const std::string& s : summaries) ranks.push_back(rank_summary_from_json(s));
+  return formatted(reduce_job(job, ranks, problems, options));
+}
+
+std::pair<std::string, std::string> analyze(const std::string& dir, const Thresholds& thresholds, unsigned workers) {
+  JobAnalysisOptions options = job_options(thresholds);
+  options.workers = workers;
+  nb::gil_scoped_release unlocked;
+  return formatted(analyze_job(dir, options));
+}
+
+}  // namespace
+
+void add_jobs(nb::module_& m) {
+  m.def("job_ranks", &job_ranks, "dir"_a, "(rank, trace path, host) of each rank the job's index lists.");
+  m.def("summarize_rank", &summarize, "trace"_a, "rank"_a, "host"_a, "thresholds"_a,
+        "The map of a job's analysis: one rank's summary, as JSON text.");
+  m.def("reduce_job", &reduce, "dir"_a, "summaries"_a, "problems"_a, "thresholds"_a,
+        "The reduce of a job's analysis: (JSON, text) of the report from the ranks' summaries.");
+  m.def("analyze_job", &analyze, "dir"_a, "thresholds"_a, "workers"_a,
+        "`loupe analyze job/`: (JSON, text), the map run here on `workers` threads (0: one per core).");
+}
+
+}  // namespace loupe::python
