@@ -61,7 +61,7 @@ std::pair<std::string, std::string> reduce(const std::string& dir, const std::ve
   std::vector<RankSummary> ranks;
   ranks.reserve(summaries.size());
   for (const std::string& s : summaries) ranks.push_back(rank_summary_from_json(s));
-  return formatted(reduce_job(job, ranks, problems, options));
+  return formatted(reduce_job(job, std::move(ranks), problems, options));
 }
 
 std::pair<std::string, std::string> analyze(const std::string& dir, const Thresholds& thresholds, unsigned workers) {

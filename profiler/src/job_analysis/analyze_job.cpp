@@ -96,7 +96,7 @@ void note_unaligned(const job::JobContext& ctx, std::vector<std::string>& proble
 
 }  // namespace
 
-JobReport reduce_job(const Job& job_index, const std::vector<RankSummary>& summaries, std::vector<std::string> problems,
+JobReport reduce_job(const Job& job_index, std::vector<RankSummary> summaries, std::vector<std::string> problems,
                      const JobAnalysisOptions& options) {
   JobReport report;
   report.dir = job_index.dir;
@@ -104,7 +104,7 @@ JobReport reduce_job(const Job& job_index, const std::vector<RankSummary>& summa
   for (int64_t r : job_index.missing) problems.push_back(fmt::format("rank {}: no trace in the job", r));
   for (const JobFailure& f : job_index.failures)
     problems.push_back(fmt::format("{}: not imported: {}", f.source, f.error));
-  std::vector<RankSummary> ranks = usable(summaries, problems);
+  std::vector<RankSummary> ranks = usable(std::move(summaries), problems);
   for (const RankSummary& s : ranks) report.ranks.push_back(s.rank);
   job::JobContext ctx{.options = options, .ranks = ranks};
   ctx.matched = job::match_collectives(ranks);
@@ -162,7 +162,7 @@ JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options)
     if (summaries[i]) ok.push_back(std::move(*summaries[i]));
     else problems.push_back(errors[i]);
   }
-  return reduce_job(job_index, ok, std::move(problems), options);
+  return reduce_job(job_index, std::move(ok), std::move(problems), options);
 }
 
 }  // namespace loupe::prof

@@ -29,21 +29,23 @@ struct KeyHash {
 
 }  // namespace
 
-std::vector<Matched> match_collectives(const std::vector<RankSummary>& ranks) {
+std::vector<Matched> match_collectives(std::vector<RankSummary>& ranks) {
   std::unordered_map<std::string, size_t> groups;
   std::unordered_map<Key, size_t, KeyHash> index;
   std::vector<Matched> all;
   for (size_t r = 0; r < ranks.size(); ++r) {
-    const RankSummary& s = ranks[r];
+    RankSummary& s = ranks[r];
+    int64_t origin = s.origin_wall_ns - ranks.front().origin_wall_ns;  // within +-2^60 (reduce_job)
     for (const RankSummary::Collective& c : s.collectives) {
-      size_t group = groups.try_emplace(c.group, groups.size()).first->second;
+      const RankSummary::Kind& kind = s.kinds[c.kind];
+      size_t group = groups.try_emplace(kind.group, groups.size()).first->second;
       auto [it, inserted] = index.try_emplace(Key{group, c.step, c.index}, all.size());
-      if (inserted) all.push_back({.collective = &c});
+      if (inserted) all.push_back({.kind = &kind, .step_number = c.step});
       Matched& m = all[it->second];
-      if (m.collective->name != c.name) continue;                        // not the same collective: the orders differ
-      int64_t origin = s.origin_wall_ns - ranks.front().origin_wall_ns;  // within +-2^60 (reduce_job)
+      if (m.kind->name != kind.name) continue;  // not the same collective: the orders differ
       m.ranks.push_back({r, origin + c.start, origin + c.end});
     }
+    std::vector<RankSummary::Collective>().swap(s.collectives);
   }
   std::vector<Matched> matched;
   matched.reserve(all.size());

@@ -48,7 +48,7 @@ struct KindSamples {
 std::vector<CollectiveStats> kinds_of(const JobContext& ctx) {
   std::map<std::tuple<std::string, std::string, int64_t, int64_t>, KindSamples> by_kind;
   for (const Matched& m : ctx.matched) {
-    const RankSummary::Collective& c = *m.collective;
+    const RankSummary::Kind& c = *m.kind;
     int64_t n = c.group_size > 0 ? c.group_size : int64_t(m.ranks.size());
     BusModel bus = bus_model(c.name, n);
     int64_t bytes = bus.uses_output ? c.out_bytes : c.in_bytes;

@@ -25,21 +25,22 @@ struct Arrival {
 // One collective, matched on two ranks or more by (group, step, position
 // in the step).
 struct Matched {
-  const RankSummary::Collective* collective = nullptr;  // the lowest rank's: group, name, sizes
-  std::vector<Arrival> ranks;                           // by rank
+  const RankSummary::Kind* kind = nullptr;  // the lowest rank's: group, name, sizes
+  int64_t step_number = kNoStep;
+  std::vector<Arrival> ranks;  // by rank
   // On the aligned timeline: the last rank to arrive, its arrival and the
   // one before it (how much later it came than everyone else), and the
   // collective's end (the median of the ranks' ends).
   size_t last = 0;
   int64_t last_arrival = 0, second_arrival = 0, end = 0;
-  int64_t step() const { return collective->step; }
+  int64_t step() const { return step_number; }
   int64_t lateness() const { return last_arrival - second_arrival; }
   int64_t transfer() const { return std::max<int64_t>(end - last_arrival, 0); }
 };
 
 struct JobContext {
   const JobAnalysisOptions& options;
-  const std::vector<RankSummary>& ranks;
+  std::vector<RankSummary>& ranks;
   std::vector<Matched> matched;
   std::vector<RankClock> clocks;  // per summary
   int64_t origin_wall_ns = 0;     // time 0 of the aligned timeline: the reference rank's origin
@@ -62,8 +63,10 @@ struct JobContext {
   int64_t tolerance(const Matched& m) const;
 };
 
-// Matches the ranks' collectives; times are on each rank's own clock.
-std::vector<Matched> match_collectives(const std::vector<RankSummary>& ranks);
+// Matches the ranks' collectives; times are on each rank's own clock. The
+// ranks' collectives are freed as they are matched (the matches hold
+// what the rules need of them).
+std::vector<Matched> match_collectives(std::vector<RankSummary>& ranks);
 
 // Aligns every rank it can with the reference (the first summary) from
 // the matched collectives' ends, then moves the matched collectives onto

@@ -40,26 +40,28 @@ struct StepRanges {
 
 // The collectives in each group's order, each with its step and its
 // position among its group's collectives of that step.
-std::vector<RankSummary::Collective> collectives_of(const TraceModel& m, const StepRanges& steps) {
-  std::vector<RankSummary::Collective> out;
+void collectives_of(const TraceModel& m, const StepRanges& steps, RankSummary& s) {
+  std::map<std::tuple<StringId, StringId, int64_t, int64_t, uint32_t>, uint32_t> kinds;
   for (const Collectives& track : m.collectives) {
     std::map<int64_t, int64_t> next_index;  // per step
     for (size_t i = 0; i < track.size(); ++i) {
       if (std::abs(track.start[i]) >= job::kMaxJobTimeNs || std::abs(track.end(i)) >= job::kMaxJobTimeNs) continue;
+      auto key = std::make_tuple(track.process_group, track.name[i], track.in_bytes[i], track.out_bytes[i],
+                                 track.group_size[i]);
+      auto [it, inserted] = kinds.try_emplace(key, uint32_t(s.kinds.size()));
+      if (inserted) {
+        s.kinds.push_back({m.str(track.process_group), m.str(track.name[i]), track.in_bytes[i], track.out_bytes[i],
+                           track.group_size[i]});
+      }
       RankSummary::Collective c;
-      c.group = m.str(track.process_group);
-      c.name = m.str(track.name[i]);
-      c.in_bytes = track.in_bytes[i];
-      c.out_bytes = track.out_bytes[i];
-      c.group_size = track.group_size[i];
+      c.kind = it->second;
       c.step = steps.at(track.issued[i]);
       c.index = next_index[c.step]++;
       c.start = track.start[i];
       c.end = track.end(i);
-      out.push_back(std::move(c));
+      s.collectives.push_back(c);
     }
   }
-  return out;
 }
 
 // Steps by number; a step marked on several threads counts once, with the
@@ -114,7 +116,7 @@ std::vector<std::pair<std::string, int64_t>> idle_of(const AnalysisReport& repor
 }  // namespace
 
 RankSummary summarize_rank(const std::string& trace, int64_t rank, const AnalysisOptions& options) {
-  TraceModel m = load_trace(trace);
+  TraceModel m = load_trace(trace, {.threads = 1});  // the map runs a rank per core
   AnalysisReport report = analyze(m, options);
   RankSummary s;
   s.rank = rank;
@@ -123,7 +125,7 @@ RankSummary summarize_rank(const std::string& trace, int64_t rank, const Analysi
   s.window_start = report.window_start;
   s.window_end = report.window_end;
   s.events = m.total_events();
-  s.collectives = collectives_of(m, StepRanges(report.steps));
+  collectives_of(m, StepRanges(report.steps), s);
   s.steps = steps_of(report.steps);
   s.kernels = kernels_of(m);
   s.idle = idle_of(report);

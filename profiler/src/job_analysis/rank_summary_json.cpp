@@ -30,10 +30,10 @@ NamedTimes named_times_of(const json& v) {
 }  // namespace
 
 std::string rank_summary_to_json(const RankSummary& s) {
-  json collectives = json::array(), steps = json::array();
-  for (const RankSummary::Collective& c : s.collectives) {
-    collectives.push_back({c.group, c.name, c.in_bytes, c.out_bytes, c.group_size, c.step, c.index, c.start, c.end});
-  }
+  json kinds = json::array(), collectives = json::array(), steps = json::array();
+  for (const RankSummary::Kind& k : s.kinds) kinds.push_back({k.group, k.name, k.in_bytes, k.out_bytes, k.group_size});
+  for (const RankSummary::Collective& c : s.collectives)
+    collectives.push_back({c.kind, c.step, c.index, c.start, c.end});
   for (const RankSummary::Step& st : s.steps) {
     steps.push_back({st.number, st.compute_ns, st.communication_ns, st.idle_ns});
   }
@@ -42,6 +42,7 @@ std::string rank_summary_to_json(const RankSummary& s) {
               {"origin_wall_ns", s.origin_wall_ns},
               {"window", {s.window_start, s.window_end}},
               {"events", s.events},
+              {"kinds", kinds},
               {"collectives", collectives},
               {"steps", steps},
               {"kernels", named_times(s.kernels)},
@@ -62,10 +63,15 @@ RankSummary rank_summary_from_json(const std::string& text) {
     s.window_start = doc.at("window").at(0).get<int64_t>();
     s.window_end = doc.at("window").at(1).get<int64_t>();
     s.events = doc.at("events").get<uint64_t>();
+    for (const json& k : doc.at("kinds")) {
+      s.kinds.push_back({k.at(0).get<std::string>(), k.at(1).get<std::string>(), k.at(2).get<int64_t>(),
+                         k.at(3).get<int64_t>(), k.at(4).get<int64_t>()});
+    }
     for (const json& c : doc.at("collectives")) {
-      s.collectives.push_back({c.at(0).get<std::string>(), c.at(1).get<std::string>(), c.at(2).get<int64_t>(),
-                               c.at(3).get<int64_t>(), c.at(4).get<int64_t>(), c.at(5).get<int64_t>(),
-                               c.at(6).get<int64_t>(), c.at(7).get<int64_t>(), c.at(8).get<int64_t>()});
+      uint32_t kind = c.at(0).get<uint32_t>();
+      if (kind >= s.kinds.size()) throw JobError(fmt::format("not a rank's summary: collective of kind {}", kind));
+      s.collectives.push_back(
+          {kind, c.at(1).get<int64_t>(), c.at(2).get<int64_t>(), c.at(3).get<int64_t>(), c.at(4).get<int64_t>()});
     }
     for (const json& st : doc.at("steps")) {
       s.steps.push_back(

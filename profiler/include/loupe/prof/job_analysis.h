@@ -31,9 +31,16 @@ struct RankSummary {
   int64_t origin_wall_ns = 0;                // the wall-clock time (on the rank's clock) of time 0
   int64_t window_start = 0, window_end = 0;  // its active window (AnalysisReport's)
   uint64_t events = 0;
-  struct Collective {
+  // The kinds of collective the rank took part in: a group, a name and
+  // message sizes. A rank has a few; its collectives number a few per step.
+  struct Kind {
     std::string group, name;
     int64_t in_bytes = 0, out_bytes = 0, group_size = 0;
+    bool operator==(const Kind&) const = default;
+  };
+  std::vector<Kind> kinds;
+  struct Collective {
+    uint32_t kind = 0;       // index into kinds
     int64_t step = kNoStep;  // the step it was issued in
     int64_t index = 0;       // its position among its group's collectives of that step
     int64_t start = 0, end = 0;
@@ -113,7 +120,7 @@ struct JobReport {
 
 // The reduce: every figure of the report from the summaries. `problems`
 // come from the map (ranks that could not be read) and are kept.
-JobReport reduce_job(const Job& job, const std::vector<RankSummary>& ranks, std::vector<std::string> problems,
+JobReport reduce_job(const Job& job, std::vector<RankSummary> ranks, std::vector<std::string> problems,
                      const JobAnalysisOptions& options = {});
 
 // Reads the job (throws JobError), summarises every rank it can read, one
