@@ -1,4 +1,5 @@
-// loupe check FILE --budget loupe.toml: exit 1 when a budget is exceeded.
+// loupe check FILE --budget loupe.toml: exit 1 when a budget is exceeded;
+// of a job's folder, the job's budgets and a trace's on every rank.
 #include <fmt/format.h>
 
 #include <memory>
@@ -6,6 +7,8 @@
 #include "commands.h"
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/budget.h"
+#include "loupe/prof/job.h"
+#include "loupe/prof/job_analysis.h"
 #include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_reader.h"
 #include "text_format.h"
@@ -21,11 +24,24 @@ struct CheckArgs {
 // The options of `loupe check`.
 void add_options(CLI::App& cmd, CheckArgs& args) {
   cmd.description("Check a trace against budgets (TOML); exit 1 if any is exceeded");
-  cmd.add_option("FILE", args.path, "trace file")->required();
+  cmd.add_option("FILE", args.path, "trace file, or a job's folder")->required();
   std::string keys;
   for (const auto& k : prof::budget_keys()) keys += fmt::format("\n  {}: {}", k.key, k.description);
   cmd.add_option("--budget", args.budget, "budget file (TOML) with any of:" + keys)->required();
   cmd.add_option("--junit", args.junit, "also write the results as JUnit XML to this file");
+}
+
+// The budget against the trace, or the job (its thresholds set each
+// rank's analysis). A job's key on a trace is a usage error.
+std::vector<prof::BudgetResult> checked(const prof::Budget& budget, const std::string& path) {
+  try {
+    if (!prof::is_job(path)) return prof::check_budget(budget, prof::load_trace(path));
+    prof::JobAnalysisOptions options;
+    options.rank = prof::analysis_options(budget);
+    return prof::check_job_budget(budget, prof::analyze_job(path, options));
+  } catch (const prof::BudgetError& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 int run_check(const CheckArgs& args) {
@@ -38,7 +54,7 @@ int run_check(const CheckArgs& args) {
   } catch (const prof::BudgetError& e) {
     throw std::invalid_argument(e.what());
   }
-  std::vector<prof::BudgetResult> results = prof::check_budget(budget, prof::load_trace(args.path));
+  std::vector<prof::BudgetResult> results = checked(budget, args.path);
   size_t failed = 0;
   for (const prof::BudgetResult& r : results) {
     if (r.passed) {

@@ -16,10 +16,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "loupe/prof/budget.h"
 #include "loupe/prof/job.h"
 #include "loupe/prof/job_analysis.h"
 #include "loupe/prof/job_synth.h"
 #include "loupe/prof/synth.h"
+#include "loupe/prof/trace_reader.h"
 #include "loupe/prof/units.h"
 #include "profiler/test_files.h"
 #include "run_command.h"
@@ -55,6 +57,12 @@ void sql(const std::string& path, const std::string& statement) {
 class JobAnalysis : public ::testing::Test {
  protected:
   loupe::test::TempDir dir;
+
+  std::string write_budget(const std::string& text) {
+    std::string path = dir.file("budget.toml");
+    std::ofstream(path) << text;
+    return path;
+  }
 };
 
 // Everything the generator planted, found exactly.
@@ -232,6 +240,47 @@ TEST_F(JobAnalysis, RealGlooJobAlignsOnTheAllReducesAndNamesTheLateRank) {
   EXPECT_EQ(s->impact_ns, lost);
   EXPECT_NE(s->title.find("in 3 of 3 collectives"), std::string::npos) << s->title;
   EXPECT_EQ(evidence(*s, "doing instead"), "cannot tell from this trace: it has no steps to compare");
+}
+
+// A job's budgets: its metrics from the planted answers, a trace's budget
+// as the worst rank's own analysis gives it, and a job's key on a single
+// trace refused.
+TEST_F(JobAnalysis, BudgetsLimitTheJobAndEveryRank) {
+  std::string job_dir = dir.file("job");
+  PlantedJob p = write_synthetic_job(job_dir, {.ranks = 4, .events = 8'000, .seed = 4});
+  JobReport r = analyze_job(job_dir);
+  const double window = double(r.window_ns), late = double(p.late_steps.size()), n = 4;
+  Budget budget = parse_budget(
+      "straggler_fraction_max = 0.01\ncollective_wait_fraction_max = 0.5\nimbalance_fraction_max = 0.1\n"
+      "ranks_left_out_max = 0\nidle_fraction_max = 0.9\n",
+      "budget.toml");
+  std::vector<BudgetResult> results = check_job_budget(budget, r);
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_DOUBLE_EQ(results[0].actual, late * double(p.delay_ns) / window);
+  EXPECT_FALSE(results[0].passed);
+  EXPECT_DOUBLE_EQ(results[1].actual,
+                   late * double(p.collectives_per_step) * (n - 1) * double(p.delay_ns) / (n * window));
+  EXPECT_DOUBLE_EQ(results[2].actual, double(p.delay_ns) / double(p.compute_ns));
+  EXPECT_EQ(results[3].actual, 0);
+  double worst = 0;
+  int64_t worst_rank = 0;
+  for (int64_t k = 0; k < 4; ++k) {
+    double idle = analyze(load_trace(job_dir + fmt::format("/rank-{:05}.db", k))).metrics.idle_fraction;
+    if (idle > worst) worst = idle, worst_rank = k;
+  }
+  EXPECT_DOUBLE_EQ(results[4].actual, worst);
+  EXPECT_NE(results[4].actual_text.find(fmt::format("(rank {}, the worst of 4)", worst_rank)), std::string::npos)
+      << results[4].actual_text;
+
+  auto c = loupe::test::run_command(
+      {LOUPE_BIN, "check", job_dir + "/rank-00000.db", "--budget", write_budget("straggler_fraction_max = 0.1\n")},
+      dir.file(""));
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_NE(c.err.find("'straggler_fraction_max' is a job's budget"), std::string::npos) << c.err;
+  auto j = loupe::test::run_command(
+      {LOUPE_BIN, "check", job_dir, "--budget", write_budget("straggler_fraction_max = 0.01\n")}, dir.file(""));
+  EXPECT_EQ(j.exit_code, 1) << j.err;
+  EXPECT_NE(j.out.find("FAIL  straggler_fraction_max"), std::string::npos) << j.out;
 }
 
 // `loupe synth --ranks` and `loupe analyze job/ --format json` agree on

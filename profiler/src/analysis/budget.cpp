@@ -12,6 +12,8 @@ namespace loupe::prof {
 
 namespace {
 
+// A budget key: a trace's has `actual`, a job's has none (job_analysis
+// computes it).
 struct KeyDef {
   const char* key;
   const char* description;
@@ -39,6 +41,16 @@ const std::vector<KeyDef>& key_defs() {
        [](const AnalysisReport& r) { return r.metrics.step_time_median_ns / 1e6; }, fmt_ms},
       {"transfer_bytes_per_step_max", "bytes copied between host and device per step",
        [](const AnalysisReport& r) { return r.metrics.transfer_bytes_per_step; }, fmt_count},
+      {"straggler_fraction_max", "a job's: the time the job lost waiting for its straggler, over its window", nullptr,
+       fmt_fraction},
+      {"collective_wait_fraction_max",
+       "a job's: the time ranks waited in collectives for later ranks, over all ranks' time", nullptr, fmt_fraction},
+      {"exposed_communication_fraction_max",
+       "a job's: communication no compute hides (median rank, per step) summed, over the window", nullptr,
+       fmt_fraction},
+      {"imbalance_fraction_max", "a job's: the median spread of the ranks' compute per step, over the median compute",
+       nullptr, fmt_fraction},
+      {"ranks_left_out_max", "a job's: ranks missing, unreadable or left out of the comparison", nullptr, fmt_count},
   };
   return defs;
 }
@@ -68,7 +80,7 @@ std::string xml_escape(const std::string& s) {
 
 std::vector<BudgetKey> budget_keys() {
   std::vector<BudgetKey> out;
-  for (const KeyDef& d : key_defs()) out.push_back({d.key, d.description});
+  for (const KeyDef& d : key_defs()) out.push_back({d.key, d.description, d.actual == nullptr});
   return out;
 }
 
@@ -151,10 +163,18 @@ std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisRepor
   std::vector<BudgetResult> out;
   for (const Budget::Limit& l : budget.limits) {
     const KeyDef* d = find_key(l.key);
+    if (d->actual == nullptr) {
+      throw BudgetError(fmt::format("'{}' is a job's budget: give `loupe check` a job's folder", l.key));
+    }
     double actual = d->actual(report);
     out.push_back({l.key, l.max, actual, actual <= l.max, d->format(actual), d->format(l.max)});
   }
   return out;
+}
+
+std::string format_budget_value(const std::string& key, double value) {
+  const KeyDef* d = find_key(key);
+  return d ? d->format(value) : fmt_count(value);
 }
 
 std::string budget_junit(const std::vector<BudgetResult>& results, const std::string& trace) {

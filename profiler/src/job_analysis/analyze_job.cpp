@@ -82,6 +82,22 @@ std::vector<RankSummary> usable(std::vector<RankSummary> ranks, std::vector<std:
   return out;
 }
 
+// The figures a job's budgets limit, from the findings and the figures.
+JobMetrics job_metrics(const job::JobContext& ctx, const JobReport& r) {
+  JobMetrics m;
+  double window = double(ctx.window());
+  for (const Finding& f : r.findings) {
+    if (f.rule == "straggler") m.straggler_fraction = std::max(m.straggler_fraction, double(f.impact_ns) / window);
+    if (f.rule == "collectives") m.exposed_communication_fraction = double(f.impact_ns) / window;
+  }
+  int64_t waited = 0;
+  for (const RankFigures& f : r.figures) waited += f.wait_ns;
+  if (!r.figures.empty()) m.collective_wait_fraction = double(waited) / (window * double(r.figures.size()));
+  m.imbalance_fraction = ctx.imbalance_fraction;
+  m.ranks_left_out = uint64_t(std::max<int64_t>(r.world_size - int64_t(r.ranks.size()), 0));
+  return m;
+}
+
 void note_unaligned(const job::JobContext& ctx, std::vector<std::string>& problems) {
   std::vector<int64_t> unaligned;
   for (const RankClock& c : ctx.clocks) {
@@ -104,6 +120,7 @@ JobReport reduce_job(const Job& job_index, std::vector<RankSummary> summaries, s
   for (int64_t r : job_index.missing) problems.push_back(fmt::format("rank {}: no trace in the job", r));
   for (const JobFailure& f : job_index.failures)
     problems.push_back(fmt::format("{}: not imported: {}", f.source, f.error));
+  for (const RankSummary& s : summaries) report.rank_metrics.emplace_back(s.rank, s.metrics);
   std::vector<RankSummary> ranks = usable(std::move(summaries), problems);
   for (const RankSummary& s : ranks) report.ranks.push_back(s.rank);
   job::JobContext ctx{.options = options, .ranks = ranks};
@@ -128,6 +145,7 @@ JobReport reduce_job(const Job& job_index, std::vector<RankSummary> summaries, s
     job::rule_imbalance(ctx, report);
   }
   for (Finding& f : report.findings) f.impact_fraction = double(f.impact_ns) / double(ctx.window());
+  report.metrics = job_metrics(ctx, report);
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.impact_ns > b.impact_ns; });
   report.problems = std::move(problems);

@@ -32,7 +32,7 @@ std::map<size_t, uint64_t> slowest_counts(const JobContext& ctx, const std::map<
 
 }  // namespace
 
-void rule_imbalance(const JobContext& ctx, JobReport& report) {
+void rule_imbalance(JobContext& ctx, JobReport& report) {
   std::map<int64_t, StepCompute> steps;
   for (size_t r = 0; r < ctx.ranks.size(); ++r) {
     std::vector<int64_t> compute;
@@ -55,6 +55,7 @@ void rule_imbalance(const JobContext& ctx, JobReport& report) {
   }
   int64_t spread = quantile(spreads, 0.5), median = quantile(medians, 0.5);
   double share = double(spread) / double(std::max<int64_t>(median, 1));
+  ctx.imbalance_fraction = share;
   Finding f;
   f.rule = "imbalance";
   f.severity = share >= ctx.options.imbalance_warning ? Severity::warning : Severity::info;

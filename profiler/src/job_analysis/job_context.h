@@ -48,6 +48,7 @@ struct JobContext {
   // Whether findings count steps (the collectives were issued in marked
   // steps) or, without steps, single collectives.
   bool by_step = false;
+  double imbalance_fraction = 0;  // set by rule_imbalance: median compute spread over median compute
 
   int64_t window() const { return std::max<int64_t>(window_end - window_start, 1); }
   // A rank's trace time on the aligned timeline.
@@ -75,7 +76,7 @@ void align_clocks(JobContext& ctx);
 
 void rule_stragglers(const JobContext& ctx, JobReport& report);
 void rule_collectives(const JobContext& ctx, JobReport& report);
-void rule_imbalance(const JobContext& ctx, JobReport& report);
+void rule_imbalance(JobContext& ctx, JobReport& report);
 
 // "rank 3", "ranks 3, 5 and 9".
 std::string ranks_label(const std::vector<int64_t>& ranks);

@@ -100,6 +100,11 @@ std::string format_job_json(const JobReport& r) {
               {"window_ns", r.window_ns},
               {"problems", json::array()}};
   for (const std::string& p : r.problems) doc["problems"].push_back(utf8(p));
+  doc["metrics"] = {{"straggler_fraction", r.metrics.straggler_fraction},
+                    {"collective_wait_fraction", r.metrics.collective_wait_fraction},
+                    {"exposed_communication_fraction", r.metrics.exposed_communication_fraction},
+                    {"imbalance_fraction", r.metrics.imbalance_fraction},
+                    {"ranks_left_out", r.metrics.ranks_left_out}};
   json clocks = json::array(), kinds = json::array(), figures = json::array();
   for (const RankClock& c : r.clocks) {
     clocks.push_back({{"rank", c.rank},

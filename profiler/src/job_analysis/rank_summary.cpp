@@ -122,6 +122,7 @@ RankSummary summarize_rank(const std::string& trace, int64_t rank, const Analysi
   s.rank = rank;
   if (auto it = m.info.meta.find("hostname"); it != m.info.meta.end()) s.host = it->second;
   s.origin_wall_ns = m.info.origin_wall_ns;
+  s.metrics = report.metrics;
   s.window_start = report.window_start;
   s.window_end = report.window_end;
   s.events = m.total_events();

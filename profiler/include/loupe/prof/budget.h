@@ -7,6 +7,7 @@
 //   peak_memory_fraction_max = 0.9
 //   tiny_kernel_fraction_max = 0.5
 //   step_time_ms_max = 25.0
+//   straggler_fraction_max = 0.02   # a job's (loupe check job/)
 //   [thresholds]            # optional: analysis parameters by name
 //   min_gap = "50us"
 #pragma once
@@ -35,10 +36,13 @@ struct Budget {
   std::vector<std::pair<std::string, std::string>> thresholds;  // analysis parameters
 };
 
-// The budget keys loupe knows, with what each limits.
+// The budget keys loupe knows, with what each limits. A job's keys limit
+// what its ranks do together (job_analysis.h checks them); the others
+// limit one trace, and on a job every rank.
 struct BudgetKey {
   const char* key;
   const char* description;
+  bool job = false;
 };
 std::vector<BudgetKey> budget_keys();
 
@@ -53,7 +57,11 @@ struct BudgetResult {
   std::string actual_text, limit_text;  // as a person reads them
 };
 
+// A trace's keys against the report; throws BudgetError for a job's key.
 std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisReport& report);
+
+// How a key's value reads ("12.3%", "3", "25.000 ms").
+std::string format_budget_value(const std::string& key, double value);
 
 // The analysis options the budget's [thresholds] set (checked when parsed).
 AnalysisOptions analysis_options(const Budget& budget);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "loupe/prof/analysis.h"
+#include "loupe/prof/budget.h"
 #include "loupe/prof/job.h"
 
 namespace loupe::prof {
@@ -54,6 +55,7 @@ struct RankSummary {
   std::vector<std::pair<std::string, int64_t>> kernels;   // compute kernel time by name, largest first (at most 64)
   std::vector<std::pair<std::string, int64_t>> idle;      // device idle by cause (GapCause names)
   std::vector<std::pair<std::string, int64_t>> findings;  // its own findings' titles and impacts, largest first (3)
+  TraceMetrics metrics;                                   // its own analysis's, for a trace's budgets on every rank
 };
 
 // Reads one rank's trace (throws TraceError) and summarises it.
@@ -96,6 +98,15 @@ struct RankFigures {
   uint64_t last_arrivals = 0;    // collectives it reached last
 };
 
+// The figures a job's budgets limit (budget.h).
+struct JobMetrics {
+  double straggler_fraction = 0;              // the largest straggler finding's impact over the window
+  double collective_wait_fraction = 0;        // the ranks' waits in collectives over ranks x window
+  double exposed_communication_fraction = 0;  // the collectives finding's impact over the window
+  double imbalance_fraction = 0;              // median compute spread over median compute
+  uint64_t ranks_left_out = 0;                // world size minus the ranks analysed
+};
+
 struct JobAnalysisOptions {
   AnalysisOptions rank;             // each rank's own analysis
   unsigned workers = 0;             // ranks summarised at once: 0 = one per core
@@ -116,6 +127,10 @@ struct JobReport {
   std::vector<CollectiveStats> kinds;  // by total transfer time, largest first
   std::vector<RankFigures> figures;    // per analysed rank
   std::vector<Finding> findings;       // by impact; `ranks` names the ranks each concerns
+  JobMetrics metrics;
+  // Every rank summarised (those left out of the comparison too): its own
+  // analysis's metrics, which a trace's budgets limit.
+  std::vector<std::pair<int64_t, TraceMetrics>> rank_metrics;
 };
 
 // The reduce: every figure of the report from the summaries. `problems`
@@ -126,6 +141,10 @@ JobReport reduce_job(const Job& job, std::vector<RankSummary> ranks, std::vector
 // Reads the job (throws JobError), summarises every rank it can read, one
 // per core, and reduces.
 JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options = {});
+
+// `loupe check job/`: a job's keys against the job, a trace's keys against
+// every rank (the worst rank's value, and which rank, in actual_text).
+std::vector<BudgetResult> check_job_budget(const Budget& budget, const JobReport& report);
 
 // The report as text (what `loupe analyze job/` prints), JSON or Markdown.
 std::string format_job_text(const JobReport& report);
