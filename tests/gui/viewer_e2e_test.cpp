@@ -18,6 +18,8 @@
 #include <sstream>
 
 #include "loupe/prof/analysis.h"
+#include "loupe/prof/job_analysis.h"
+#include "loupe/prof/job_synth.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_writer.h"
 #include "loupe/view/palette.h"
@@ -255,6 +257,58 @@ TEST_F(ViewerScreenshot, TraceRecordedBySampleShowsItsGaps) {
   const nlohmann::json* tr = track(layout, "stream", 0, 0);
   ASSERT_NE(tr, nullptr) << layout.dump();
   expect_gap_shading(img, layout, *tr, gap.start, gap.end, gap_color(gap.cause), inside_before, inside_after);
+}
+
+// A job: one row per rank, on the aligned timeline. With the straggler
+// finding selected, the view shows its first late collective: every other
+// rank's row holds its wait there, the straggler's row is empty (it has
+// not arrived), and once it arrives every row holds the same transfer.
+TEST_F(ViewerScreenshot, JobShowsEachRankAndTheStragglersLateArrival) {
+  std::string job = dir_.file("job");
+  PlantedJob p = write_synthetic_job(job, {.ranks = 4, .events = 3'000, .seed = 6});
+  JobReport report = analyze_job(job);
+  int straggler_finding = 0;
+  for (size_t i = 0; i < report.findings.size(); ++i) {
+    if (report.findings[i].rule == "straggler") straggler_finding = int(i) + 1;
+  }
+  ASSERT_GT(straggler_finding, 0);
+  const TimeRange late = report.findings[size_t(straggler_finding - 1)].ranges.front();
+  ASSERT_EQ(late.end - late.start, p.delay_ns);
+
+  nlohmann::json layout;
+  std::string png = dir_.file("job.png");
+  test::CommandResult r = view(
+      {job, "--screenshot", png, "--size", "1200x700", "--select-finding", std::to_string(straggler_finding)}, &layout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(layout.is_object()) << r.out;
+  Image img = load_png(png);
+  expect_not_blank(img);
+  ASSERT_EQ(layout["tracks"].size(), 4u);
+  std::vector<int> rows;
+  for (uint32_t k = 0; k < 4; ++k) {
+    const nlohmann::json* tr = track(layout, "stream", k, 0);
+    ASSERT_NE(tr, nullptr) << layout.dump();
+    EXPECT_EQ((*tr)["title"], "rank " + std::to_string(k));
+    rows.push_back(int(((*tr)["y0"].get<float>() + (*tr)["y1"].get<float>()) / 2));
+  }
+  TimeAxis axis = axis_of(layout);
+  int waiting = int(axis.x(double(late.start + late.end) / 2));
+  int transfer = int(axis.x(double(late.end))) + 4;
+  ASSERT_GT(waiting, int(axis.x0));
+  ASSERT_LT(transfer, int(axis.x0 + axis.width));
+  int other = p.straggler == 0 ? 1 : 0;
+  Color wait_color = img.at(waiting, rows[size_t(other)]);
+  for (int64_t k = 0; k < 4; ++k) {
+    Color at_wait = img.at(waiting, rows[size_t(k)]);
+    if (k == p.straggler) {
+      EXPECT_FALSE(same_rgb(at_wait, wait_color)) << "the straggler has not arrived: its row is empty there";
+    } else {
+      EXPECT_TRUE(same_rgb(at_wait, wait_color)) << "rank " << k << " waits for the straggler";
+    }
+    EXPECT_TRUE(same_rgb(img.at(transfer, rows[size_t(k)]), img.at(transfer, rows[0])))
+        << "rank " << k << ": every rank transfers once the last has arrived";
+  }
+  EXPECT_FALSE(same_rgb(img.at(transfer, rows[0]), wait_color)) << "the transfer is drawn apart from the wait";
 }
 
 TEST_F(ViewerScreenshot, CompareShowsBothTracesAndTheDiff) {

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <map>
 
+#include "loupe/prof/job.h"
 #include "loupe/prof/trace_reader.h"
+#include "loupe/view/job_timeline.h"
 
 namespace loupe::app {
 
@@ -15,13 +17,33 @@ const view::DeviceGaps* Analysis::gaps_of(uint32_t device) const {
   return nullptr;
 }
 
+namespace {
+
+// A job: its analysis, and its collectives as a model of one track per
+// rank, titled by rank.
+void load_job(Document& doc) {
+  prof::JobAnalysisOptions options;
+  options.keep_timeline = true;
+  auto report = std::make_shared<prof::JobReport>(prof::analyze_job(doc.path, options));
+  doc.model = view::job_timeline_model(*report);
+  report->timeline.clear();  // in the model now
+  report->timeline.shrink_to_fit();
+  doc.job = std::move(report);
+}
+
+}  // namespace
+
 std::unique_ptr<Document> load_document(const std::string& path) {
   auto doc = std::make_unique<Document>();
   doc->path = path;
   auto t0 = std::chrono::steady_clock::now();
-  doc->model = prof::load_trace(path);
+  if (prof::is_job(path)) load_job(*doc);
+  else doc->model = prof::load_trace(path);
   auto t1 = std::chrono::steady_clock::now();
   doc->tracks = view::build_track_list(doc->model);
+  if (doc->job) {
+    for (view::Track& t : doc->tracks.tracks) t.title = std::move(t.subtitle);  // "rank 3", not "device 3 / ..."
+  }
   view::layout_tracks(doc->tracks, view::TrackMetrics{});
   auto t2 = std::chrono::steady_clock::now();
   doc->read_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -62,6 +84,17 @@ std::vector<CompileHistory> compile_histories(const prof::TraceModel& m) {
 
 std::shared_ptr<Analysis> analyse_document(const Document& doc) {
   auto a = std::make_shared<Analysis>();
+  if (doc.job) {
+    // The job's own findings; the single-trace rules say nothing of a
+    // timeline of collectives. Its statistics: time by collective, and
+    // waits by the rank waited for.
+    a->report.path = doc.path;
+    a->report.window_start = doc.model.start_ns;
+    a->report.window_end = doc.model.end_ns;
+    a->report.findings = doc.job->findings;
+    a->statistics = prof::trace_statistics(doc.model);
+    return a;
+  }
   a->report = prof::analyze(doc.model);
   a->statistics = prof::trace_statistics(doc.model);
   a->gaps = view::device_gaps(a->report);

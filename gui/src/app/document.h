@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "loupe/prof/analysis.h"
+#include "loupe/prof/job_analysis.h"
 #include "loupe/prof/statistics.h"
 #include "loupe/prof/trace_model.h"
 #include "loupe/view/highlight.h"
@@ -37,7 +38,10 @@ struct Analysis {
 
 struct Document {
   std::string path;
+  // A trace's events; for a job, its ranks' collectives on the aligned
+  // timeline (job_timeline.h), one track per rank.
   prof::TraceModel model;
+  std::shared_ptr<const prof::JobReport> job;  // a job's analysis; null for a trace
   view::TrackList tracks;
   int64_t origin = 0;  // trace time shown at view time 0 (the first step when comparing)
   std::shared_ptr<const Analysis> analysis;
@@ -52,7 +56,8 @@ struct Document {
 };
 
 // Reads the trace and builds its tracks; throws prof::TraceError with the
-// reader's one-line message.
+// reader's one-line message. A job's folder is analysed as `loupe analyze
+// job/` does (throws prof::JobError) and shown as its timeline.
 std::unique_ptr<Document> load_document(const std::string& path);
 // Runs the analyses (the same code and thresholds as `loupe analyze` and
 // `loupe summary`); throws what they throw.

@@ -98,6 +98,23 @@ JobMetrics job_metrics(const job::JobContext& ctx, const JobReport& r) {
   return m;
 }
 
+std::vector<JobCollective> timeline_of(const job::JobContext& ctx) {
+  std::vector<JobCollective> out;
+  out.reserve(ctx.matched.size());
+  for (const job::Matched& m : ctx.matched) {
+    JobCollective c{.group = m.kind->group,
+                    .name = m.kind->name,
+                    .bytes = std::max(m.kind->in_bytes, m.kind->out_bytes),
+                    .step = m.step(),
+                    .index = m.index,
+                    .last_rank = ctx.ranks[m.ranks[m.last].rank].rank,
+                    .last_arrival = m.last_arrival};
+    for (const job::Arrival& a : m.ranks) c.parts.push_back({ctx.ranks[a.rank].rank, a.arrival, a.end});
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 void note_unaligned(const job::JobContext& ctx, std::vector<std::string>& problems) {
   std::vector<int64_t> unaligned;
   for (const RankClock& c : ctx.clocks) {
@@ -146,6 +163,7 @@ JobReport reduce_job(const Job& job_index, std::vector<RankSummary> summaries, s
   }
   for (Finding& f : report.findings) f.impact_fraction = double(f.impact_ns) / double(ctx.window());
   report.metrics = job_metrics(ctx, report);
+  if (options.keep_timeline) report.timeline = timeline_of(ctx);
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.impact_ns > b.impact_ns; });
   report.problems = std::move(problems);

@@ -40,7 +40,7 @@ std::vector<Matched> match_collectives(std::vector<RankSummary>& ranks) {
       const RankSummary::Kind& kind = s.kinds[c.kind];
       size_t group = groups.try_emplace(kind.group, groups.size()).first->second;
       auto [it, inserted] = index.try_emplace(Key{group, c.step, c.index}, all.size());
-      if (inserted) all.push_back({.kind = &kind, .step_number = c.step});
+      if (inserted) all.push_back({.kind = &kind, .step_number = c.step, .index = c.index});
       Matched& m = all[it->second];
       if (m.kind->name != kind.name) continue;  // not the same collective: the orders differ
       m.ranks.push_back({r, origin + c.start, origin + c.end});

@@ -25,9 +25,9 @@ struct Arrival {
 // One collective, matched on two ranks or more by (group, step, position
 // in the step).
 struct Matched {
-  const RankSummary::Kind* kind = nullptr;  // the lowest rank's: group, name, sizes
-  int64_t step_number = kNoStep;
-  std::vector<Arrival> ranks;  // by rank
+  const RankSummary::Kind* kind = nullptr;   // the lowest rank's: group, name, sizes
+  int64_t step_number = kNoStep, index = 0;  // its step, and its position among its group's in the step
+  std::vector<Arrival> ranks;                // by rank
   // On the aligned timeline: the last rank to arrive, its arrival and the
   // one before it (how much later it came than everyone else), and the
   // collective's end (the median of the ranks' ends).

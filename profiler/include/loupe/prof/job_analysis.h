@@ -107,12 +107,27 @@ struct JobMetrics {
   uint64_t ranks_left_out = 0;                // world size minus the ranks analysed
 };
 
+// A matched collective on the job's aligned timeline (ns after the
+// reference rank's origin): what the viewer draws.
+struct JobCollective {
+  std::string group, name;
+  int64_t bytes = 0;
+  int64_t step = kNoStep, index = 0;
+  int64_t last_rank = 0;  // the rank that arrived last
+  int64_t last_arrival = 0;
+  struct Part {
+    int64_t rank = 0, arrival = 0, end = 0;
+  };
+  std::vector<Part> parts;  // one per rank that took part, by rank
+};
+
 struct JobAnalysisOptions {
   AnalysisOptions rank;             // each rank's own analysis
   unsigned workers = 0;             // ranks summarised at once: 0 = one per core
   int64_t min_lateness_ns = 5'000;  // a rank is last at a collective when the others waited at least this
   double straggler_fraction = 0.5;  // a straggler is last in more than this share of the steps
   double imbalance_warning = 0.05;  // median compute spread over the median rank's compute
+  bool keep_timeline = false;       // fill JobReport::timeline (64 bytes per rank and collective)
 };
 
 struct JobReport {
@@ -131,6 +146,7 @@ struct JobReport {
   // Every rank summarised (those left out of the comparison too): its own
   // analysis's metrics, which a trace's budgets limit.
   std::vector<std::pair<int64_t, TraceMetrics>> rank_metrics;
+  std::vector<JobCollective> timeline;  // with keep_timeline: every matched collective
 };
 
 // The reduce: every figure of the report from the summaries. `problems`
