@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "loupe/view/flows.h"
+
 namespace loupe::view {
 namespace {
 
@@ -48,6 +52,34 @@ TEST(JobTimeline, WaitsAndTransfersSitWhereTheRanksWere) {
   EXPECT_EQ(first.correlation[1], first.correlation[0]);
   EXPECT_EQ(m.start_ns, 100);
   EXPECT_EQ(m.end_ns, 501);
+}
+
+// Hovering a piece links the collective's other pieces on every rank, and
+// no piece of another collective.
+TEST(JobTimeline, ACollectiveIsLinkedAcrossRanks) {
+  JobReport r = two_rank_report();
+  JobCollective next = r.timeline[0];
+  next.last_rank = 0;
+  next.last_arrival = 900;
+  next.parts = {{0, 900, 1000}, {7, 600, 1001}};
+  r.timeline.push_back(next);
+  TraceModel m = job_timeline_model(r);
+  // Rank 7's transfer of the first collective (table 1, index 0) is linked
+  // to rank 0's wait and transfer of it, at indices 0 and 1 of table 0.
+  std::vector<EventRef> linked = same_collective(m, 1, 0);
+  std::sort(linked.begin(), linked.end(), [](const EventRef& a, const EventRef& b) {
+    return std::make_pair(a.table, a.index) < std::make_pair(b.table, b.index);
+  });
+  ASSERT_EQ(linked.size(), 2u);
+  EXPECT_EQ(linked[0].table, 0u);
+  EXPECT_EQ(linked[0].index, 0u);
+  EXPECT_EQ(linked[1].table, 0u);
+  EXPECT_EQ(linked[1].index, 1u);
+  // The second collective: rank 7 waited from 600 to 900 ns for rank 0.
+  const DeviceOps& last = m.device_ops[1];
+  ASSERT_EQ(last.size(), 3u);
+  EXPECT_EQ(m.str(last.name[1]), "waiting for rank 0");
+  EXPECT_EQ(same_collective(m, 1, 1).size(), 2u);  // rank 7's own transfer, and rank 0's
 }
 
 }  // namespace

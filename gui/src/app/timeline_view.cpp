@@ -575,14 +575,39 @@ void draw_flow_distance(const DocFrame& f, const Selection& from, ImVec2 end, fl
   f.cv.dl->AddText(ImVec2(tx, end.y - ts.y - 1), palette::flow, text.c_str());
 }
 
+// A job's collective, linked across its ranks: its pieces on every rank
+// outlined, and the starts of its transfers (when the last rank arrived)
+// joined top to bottom.
+void draw_collective_link(const DocFrame& f, const Selection& from) {
+  const prof::TraceModel& m = f.d.model;
+  std::vector<view::EventRef> pieces = view::same_collective(m, from.table, uint32_t(from.index));
+  pieces.push_back({from.table, uint32_t(from.index)});
+  std::vector<ImVec2> starts;
+  for (const view::EventRef& e : pieces) {
+    ImVec2 a, b;
+    if (!event_rect(f.cv, f.d, f.axis, LaneKind::device_ops, e.table, e.index, &a, &b)) continue;
+    f.cv.dl->AddRect(a, b, palette::flow, 0, 0, 2);
+    if (m.device_ops[e.table].kind[e.index] == prof::DeviceOpKind::kernel) {
+      starts.push_back(ImVec2(std::clamp(a.x, f.cv.x0, f.cv.x1), (a.y + b.y) / 2));
+    }
+  }
+  std::sort(starts.begin(), starts.end(), [](const ImVec2& a, const ImVec2& b) { return a.y < b.y; });
+  for (size_t i = 1; i < starts.size(); ++i) f.cv.dl->AddLine(starts[i - 1], starts[i], palette::flow, 2);
+}
+
 // A flow between a launch (or transfer) and its device operation, from the
-// hovered event, else the selected one.
+// hovered event, else the selected one; in a job, a collective's pieces on
+// every rank.
 void draw_flow(const DocFrame& f) {
   ViewState& s = f.s;
   const Selection* from = nullptr;
   if (s.hover.active && s.hover.doc == f.di && is_flow_kind(s.hover.kind)) from = &s.hover;
   else if (s.selection.active && s.selection.doc == f.di && is_flow_kind(s.selection.kind)) from = &s.selection;
   if (!from) return;
+  if (f.d.job) {
+    if (from->kind == LaneKind::device_ops) draw_collective_link(f, *from);
+    return;
+  }
   update_flow(s, *from);
   ImVec2 fa, fb, ta, tb;
   if (!s.flow.found || !event_rect(f.cv, f.d, f.axis, from->kind, from->table, from->index, &fa, &fb) ||

@@ -24,7 +24,39 @@ std::optional<EventRef> find_op(const prof::TraceModel& model, uint32_t device, 
   return std::nullopt;
 }
 
+// The operations of `ops` with correlation `corr`, outwards from the first
+// to start at `t` or later. A collective's pieces on one track are
+// adjacent: each direction stops at the first other operation after them.
+void ops_with_correlation(const prof::DeviceOps& ops, uint32_t table, int64_t t, uint64_t corr, size_t max_scan,
+                          std::vector<EventRef>& out) {
+  size_t at = prof::lower_bound_time(ops.start, t);
+  bool found = false;
+  for (size_t i = at, n = 0; i < ops.size() && n < max_scan; ++i, ++n) {
+    if (ops.correlation[i] != corr && found) break;
+    if (ops.correlation[i] == corr) out.push_back({table, uint32_t(i)}), found = true;
+  }
+  found = false;
+  for (size_t i = at, n = 0; i > 0 && n < max_scan; ++n) {
+    --i;
+    if (ops.correlation[i] != corr && found) break;
+    if (ops.correlation[i] == corr) out.push_back({table, uint32_t(i)}), found = true;
+  }
+}
+
 }  // namespace
+
+std::vector<EventRef> same_collective(const prof::TraceModel& model, uint32_t table, uint32_t index, size_t max_scan) {
+  std::vector<EventRef> out;
+  if (table >= model.device_ops.size() || index >= model.device_ops[table].size()) return out;
+  const prof::DeviceOps& from = model.device_ops[table];
+  const uint64_t corr = from.correlation[index];
+  if (corr == 0) return out;
+  for (uint32_t t = 0; t < model.device_ops.size(); ++t) {
+    ops_with_correlation(model.device_ops[t], t, from.start[index], corr, max_scan, out);
+  }
+  std::erase_if(out, [&](const EventRef& e) { return e.table == table && e.index == index; });
+  return out;
+}
 
 std::optional<EventRef> device_op_of_launch(const prof::TraceModel& model, uint32_t table, uint32_t index,
                                             size_t max_scan) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "loupe/prof/trace_model.h"
 
@@ -30,5 +31,12 @@ std::optional<EventRef> device_op_of_transfer(const prof::TraceModel& model, uin
 // The launch of device operation `index` of model.device_ops[table].
 std::optional<EventRef> launch_of_device_op(const prof::TraceModel& model, uint32_t table, uint32_t index,
                                             size_t max_scan = kMaxFlowScan);
+
+// A job's collective across its ranks (job_timeline.h): every other
+// device operation with the correlation of operation `index` of
+// model.device_ops[table], searched on each track outwards from that
+// operation's start, `max_scan` events each way.
+std::vector<EventRef> same_collective(const prof::TraceModel& model, uint32_t table, uint32_t index,
+                                      size_t max_scan = kMaxFlowScan);
 
 }  // namespace loupe::view
