@@ -86,7 +86,9 @@ EventDetails describe_event(const prof::TraceModel& model, LaneKind kind, uint32
       if (o.bytes[i] > 0 && o.dur[i] > 0) {
         add("bandwidth", format_bytes(int64_t(double(o.bytes[i]) * 1e9 / double(o.dur[i]))) + "/s");
       }
-      add("on", fmt::format("device {} stream {}", o.device, o.stream));
+      const prof::Device* dev = model.device(o.device);
+      std::string device_name = dev && !dev->name.empty() ? " (" + dev->name + ")" : "";
+      add("on", fmt::format("device {}{} stream {}", o.device, device_name, o.stream));
       add("correlation", o.correlation[i] ? std::to_string(o.correlation[i]) : "");
       break;
     }
