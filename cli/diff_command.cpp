@@ -1,11 +1,14 @@
-// loupe diff BASE HEAD: what changed between two runs, and whether it is
-// beyond noise; --fail-on turns chosen changes into exit code 1.
+// loupe diff BASE HEAD: what changed between two runs (two traces, or two
+// jobs), and whether it is beyond noise; --fail-on turns chosen changes
+// into exit code 1.
 #include <fmt/format.h>
 
 #include <thread>
 
 #include "commands.h"
 #include "loupe/prof/analysis.h"
+#include "loupe/prof/job.h"
+#include "loupe/prof/job_analysis.h"
 #include "loupe/prof/trace_diff.h"
 #include "loupe/prof/trace_reader.h"
 #include "options.h"
@@ -24,8 +27,8 @@ struct DiffArgs {
 // The options of `loupe diff`.
 void add_options(CLI::App& cmd, DiffArgs& args) {
   cmd.description("Compare two runs: metrics, device ops and host spans, with noise marked");
-  cmd.add_option("BASE", args.base, "baseline trace")->required();
-  cmd.add_option("HEAD", args.head, "trace to compare with it")->required();
+  cmd.add_option("BASE", args.base, "baseline trace, or a job's folder")->required();
+  cmd.add_option("HEAD", args.head, "trace (or job) to compare with it")->required();
   cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd.add_option("--fail-on", args.fail_on,
                  "exit 1 when a metric moves past a threshold, e.g. 'step_time:+5%', 'recompiles:+0', "
@@ -34,10 +37,44 @@ void add_options(CLI::App& cmd, DiffArgs& args) {
   add_analysis_options(cmd, args.analysis);
 }
 
+// Prints each --fail-on verdict; true when any is crossed.
+bool any_crossed(const std::vector<prof::FailOn>& rules, const std::vector<prof::DiffRow>& metrics) {
+  bool failed = false;
+  for (const prof::FailOn& rule : rules) {
+    std::string why;
+    bool crossed = prof::fail_on_crossed(rule, metrics, &why);
+    failed |= crossed;
+    fmt::print(stderr, "{} --fail-on {}: {}\n", crossed ? "FAIL" : "pass", rule.text, why);
+  }
+  return failed;
+}
+
+// Two jobs, each analysed as `loupe analyze job/` does.
+int run_diff_jobs(const DiffArgs& args, const prof::AnalysisOptions& options) {
+  if (!prof::is_job(args.base) || !prof::is_job(args.head)) {
+    throw std::invalid_argument(
+        fmt::format("{} and {}: compare two jobs or two traces, not one of each", args.base, args.head));
+  }
+  std::vector<prof::FailOn> rules;
+  for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f, prof::job_diff_metrics()));
+  prof::JobAnalysisOptions job_options;
+  job_options.rank = options;
+  prof::JobDiff d =
+      prof::diff_jobs(prof::analyze_job(args.base, job_options), prof::analyze_job(args.head, job_options));
+  std::string out;
+  if (args.format == "json") out = prof::job_diff_json(d, args.base, args.head);
+  else if (args.format == "markdown") out = prof::job_diff_markdown(d, args.base, args.head, args.limit);
+  else out = prof::job_diff_text(d, args.base, args.head, args.limit);
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  return any_crossed(rules, d.metrics) ? kExitFailed : kExitOk;
+}
+
 int run_diff(const DiffArgs& args) {
+  prof::AnalysisOptions options = make_analysis_options(args.analysis);
+  if (prof::is_job(args.base) || prof::is_job(args.head)) return run_diff_jobs(args, options);
   std::vector<prof::FailOn> rules;
   for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f));  // throws on bad input
-  prof::AnalysisOptions options = make_analysis_options(args.analysis);
   // The two traces load and analyse independently: side by side.
   prof::TraceModel base, head;
   prof::AnalysisReport base_report, head_report;
@@ -67,14 +104,7 @@ int run_diff(const DiffArgs& args) {
   else out = prof::diff_text(d, args.base, args.head, args.limit);
   std::fputs(out.c_str(), stdout);
   std::fflush(stdout);
-  bool failed = false;
-  for (const prof::FailOn& rule : rules) {
-    std::string why;
-    bool crossed = prof::fail_on_crossed(rule, d, &why);
-    failed |= crossed;
-    fmt::print(stderr, "{} --fail-on {}: {}\n", crossed ? "FAIL" : "pass", rule.text, why);
-  }
-  return failed ? kExitFailed : kExitOk;
+  return any_crossed(rules, d.metrics) ? kExitFailed : kExitOk;
 }
 
 }  // namespace

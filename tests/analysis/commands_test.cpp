@@ -74,7 +74,7 @@ TEST(Diff, ATraceAgainstItselfChangesNothing) {
       EXPECT_FALSE(row.beyond_noise) << row.name;
     }
   }
-  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+0%"), d, nullptr));
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+0%"), d.metrics, nullptr));
 }
 
 TEST(Diff, AChangedKernelAndStepTime) {
@@ -104,12 +104,12 @@ TEST(Diff, AChangedKernelAndStepTime) {
   EXPECT_EQ(d.device_ops[0].name, "matmul");
   EXPECT_DOUBLE_EQ(d.device_ops[0].delta, 1000);  // per step
   std::string why;
-  EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+5%"), d, &why));
+  EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+5%"), d.metrics, &why));
   EXPECT_NE(why.find("beyond the limit +5%"), std::string::npos) << why;
-  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+25%"), d, nullptr));
-  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:-1%"), d, nullptr));
-  EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+900"), d, nullptr));  // absolute ns
-  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+1000"), d, nullptr));
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+25%"), d.metrics, nullptr));
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:-1%"), d.metrics, nullptr));
+  EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+900"), d.metrics, nullptr));  // absolute ns
+  EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+1000"), d.metrics, nullptr));
 }
 
 TEST(Diff, FailOnSyntax) {

@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     loupe::prof::TraceDiff diff;
     diff.metrics.push_back({rule.metric, "ns", 100, 0, -100, -1, true});
     std::string why;
-    loupe::prof::fail_on_crossed(rule, diff, &why);
+    loupe::prof::fail_on_crossed(rule, diff.metrics, &why);
   } catch (const std::invalid_argument&) {
   }
   loupe::prof::AnalysisOptions options;

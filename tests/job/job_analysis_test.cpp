@@ -21,6 +21,7 @@
 #include "loupe/prof/job_analysis.h"
 #include "loupe/prof/job_synth.h"
 #include "loupe/prof/synth.h"
+#include "loupe/prof/trace_diff.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/units.h"
 #include "profiler/test_files.h"
@@ -281,6 +282,39 @@ TEST_F(JobAnalysis, BudgetsLimitTheJobAndEveryRank) {
       {LOUPE_BIN, "check", job_dir, "--budget", write_budget("straggler_fraction_max = 0.01\n")}, dir.file(""));
   EXPECT_EQ(j.exit_code, 1) << j.err;
   EXPECT_NE(j.out.find("FAIL  straggler_fraction_max"), std::string::npos) << j.out;
+}
+
+// Two jobs whose stragglers differ: the job's figures are the same, and
+// the two ranks' compute per step moves by the planted delay, each way.
+TEST_F(JobAnalysis, DiffOfTwoJobsShowsTheStragglerMove) {
+  PlantedJob a = write_synthetic_job(dir.file("a"), {.ranks = 4, .events = 6'000, .seed = 1});
+  PlantedJob b;
+  for (uint64_t seed = 2; seed < 20; ++seed) {
+    b = write_synthetic_job(dir.file("b"), {.ranks = 4, .events = 6'000, .seed = seed});
+    if (b.straggler != a.straggler) break;
+  }
+  ASSERT_NE(a.straggler, b.straggler);
+  JobDiff d = diff_jobs(analyze_job(dir.file("a")), analyze_job(dir.file("b")));
+  for (const DiffRow& r : d.metrics) EXPECT_EQ(r.delta, 0) << r.name;
+  ASSERT_EQ(d.ranks.size(), 4u);
+  // Largest changes first: the two stragglers, by the delay each way.
+  std::map<std::string, double> moved;
+  for (const DiffRow& r : d.ranks) moved[r.name] = r.delta;
+  EXPECT_EQ(moved[fmt::format("rank {}: compute per step", a.straggler)], -double(a.delay_ns));
+  EXPECT_EQ(moved[fmt::format("rank {}: compute per step", b.straggler)], double(a.delay_ns));
+  EXPECT_TRUE(d.ranks[0].beyond_noise);
+  EXPECT_TRUE(d.ranks[1].beyond_noise);
+  EXPECT_FALSE(d.ranks[2].beyond_noise);
+
+  auto crossed = [&](const std::string& rule) {
+    return fail_on_crossed(parse_fail_on(rule, job_diff_metrics()), d.metrics, nullptr);
+  };
+  EXPECT_FALSE(crossed("straggler_fraction:+0%"));
+  EXPECT_THROW(parse_fail_on("recompiles:+0", job_diff_metrics()), std::invalid_argument);
+  auto c =
+      loupe::test::run_command({LOUPE_BIN, "diff", dir.file("a"), dir.file("b"), "--format", "json"}, dir.file(""));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["ranks"].size(), 4u);
 }
 
 // `loupe synth --ranks` and `loupe analyze job/ --format json` agree on

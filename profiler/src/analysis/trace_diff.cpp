@@ -21,7 +21,7 @@ double median_relative_error(const TraceMetrics& m) {
   return 1.2533 * 1.4826 * m.step_time_mad_ns / m.step_time_median_ns / std::sqrt(double(m.steps));
 }
 
-DiffRow row(std::string name, std::string unit, double base, double head) {
+DiffRow plain_row(std::string name, std::string unit, double base, double head) {
   DiffRow r{std::move(name), std::move(unit), base, head, head - base, 0, false};
   r.delta_fraction = base != 0 ? r.delta / std::fabs(base) : 0;
   return r;
@@ -61,7 +61,7 @@ std::vector<DiffRow> name_rows(const std::map<std::string, double>& base, const 
   for (const auto& [n, v] : base) both[n].first = v;
   for (const auto& [n, v] : head) both[n].second = v;
   for (const auto& [n, v] : both) {
-    DiffRow r = row(n, "ns", v.first, v.second);
+    DiffRow r = plain_row(n, "ns", v.first, v.second);
     mark(r, true, noise);
     rows.push_back(r);
   }
@@ -89,27 +89,39 @@ std::string percent_text(const DiffRow& r) {
   return fmt::format("{:+.1f}%", r.delta_fraction * 100);
 }
 
-const char* kMetricNames[] = {"step_time",
-                              "idle_fraction",
-                              "compiles",
-                              "recompiles",
-                              "sync_transfers_per_step",
-                              "transfer_bytes_per_step",
-                              "peak_memory",
-                              "kernel_count",
-                              "kernels_per_step",
-                              "tiny_kernel_fraction",
-                              "steps"};
+constexpr const char* kMetricNames[] = {"step_time",
+                                        "idle_fraction",
+                                        "compiles",
+                                        "recompiles",
+                                        "sync_transfers_per_step",
+                                        "transfer_bytes_per_step",
+                                        "peak_memory",
+                                        "kernel_count",
+                                        "kernels_per_step",
+                                        "tiny_kernel_fraction",
+                                        "steps"};
 
 }  // namespace
+
+double diff_noise_fraction(const TraceMetrics& b, const TraceMetrics& h) {
+  // Without steps there is no spread to measure: 1% stands in for it.
+  if (b.steps < 2 || h.steps < 2) return 0.01;
+  double eb = median_relative_error(b), eh = median_relative_error(h);
+  return std::max(2.0 * std::sqrt(eb * eb + eh * eh), 0.001);
+}
+
+DiffRow diff_row(std::string name, std::string unit, double base, double head, bool timed, double noise) {
+  DiffRow r = plain_row(std::move(name), std::move(unit), base, head);
+  mark(r, timed, noise);
+  return r;
+}
+
+std::span<const char* const> trace_diff_metrics() { return kMetricNames; }
 
 TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const TraceModel& head,
                       const AnalysisReport& h) {
   TraceDiff d;
-  // Without steps there is no spread to measure: 1% stands in for it.
-  bool have_steps = b.metrics.steps >= 2 && h.metrics.steps >= 2;
-  double eb = median_relative_error(b.metrics), eh = median_relative_error(h.metrics);
-  d.noise_fraction = have_steps ? std::max(2.0 * std::sqrt(eb * eb + eh * eh), 0.001) : 0.01;
+  d.noise_fraction = diff_noise_fraction(b.metrics, h.metrics);
   const TraceMetrics &mb = b.metrics, &mh = h.metrics;
   auto steps_or_1 = [](const TraceMetrics& m) { return double(std::max<uint64_t>(m.steps, 1)); };
   struct Spec {
@@ -131,11 +143,7 @@ TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const Tra
       {"tiny_kernel_fraction", "fraction", mb.tiny_kernel_fraction, mh.tiny_kernel_fraction, false},
       {"steps", "count", double(mb.steps), double(mh.steps), false},
   };
-  for (const Spec& s : specs) {
-    DiffRow r = row(s.name, s.unit, s.base, s.head);
-    mark(r, s.timed, d.noise_fraction);
-    d.metrics.push_back(r);
-  }
+  for (const Spec& s : specs) d.metrics.push_back(diff_row(s.name, s.unit, s.base, s.head, s.timed, d.noise_fraction));
   d.device_ops = name_rows(per_name(base, base.device_ops, steps_or_1(mb)),
                            per_name(head, head.device_ops, steps_or_1(mh)), d.noise_fraction);
   d.host_spans = name_rows(per_name(base, base.host_spans, steps_or_1(mb)),
@@ -143,9 +151,9 @@ TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const Tra
   return d;
 }
 
-FailOn parse_fail_on(const std::string& text) {
+FailOn parse_fail_on(const std::string& text, std::span<const char* const> metrics) {
   std::string known;
-  for (const char* n : kMetricNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  for (const char* n : metrics) known += (known.empty() ? "" : ", ") + std::string(n);
   size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon + 1 >= text.size()) {
     throw std::invalid_argument(
@@ -154,7 +162,7 @@ FailOn parse_fail_on(const std::string& text) {
   FailOn f;
   f.text = text;
   f.metric = text.substr(0, colon);
-  if (std::find(std::begin(kMetricNames), std::end(kMetricNames), f.metric) == std::end(kMetricNames)) {
+  if (std::find(metrics.begin(), metrics.end(), f.metric) == metrics.end()) {
     throw std::invalid_argument(
         fmt::format("--fail-on '{}': unknown metric '{}' (metrics: {})", text, f.metric, known));
   }
@@ -184,8 +192,8 @@ FailOn parse_fail_on(const std::string& text) {
   return f;
 }
 
-bool fail_on_crossed(const FailOn& rule, const TraceDiff& diff, std::string* why) {
-  for (const DiffRow& r : diff.metrics) {
+bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, std::string* why) {
+  for (const DiffRow& r : metrics) {
     if (r.name != rule.metric) continue;
     double change = rule.increase ? r.delta : -r.delta;
     bool crossed;
@@ -206,10 +214,8 @@ bool fail_on_crossed(const FailOn& rule, const TraceDiff& diff, std::string* why
   return false;
 }
 
-namespace {
-
-void table_text(std::string& out, const std::vector<DiffRow>& rows, size_t limit, const char* title) {
-  out += fmt::format("\n{}\n", title);
+std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title) {
+  std::string out = fmt::format("\n{}\n", title);
   std::vector<std::vector<std::string>> cells;
   size_t shown = 0;
   for (const DiffRow& r : rows) {
@@ -232,10 +238,12 @@ void table_text(std::string& out, const std::vector<DiffRow>& rows, size_t limit
   line(header);
   for (const auto& c : cells) line(c);
   if (rows.size() > limit) out += fmt::format("  ... {} more\n", rows.size() - limit);
+  return out;
 }
 
-void table_markdown(std::string& out, const std::vector<DiffRow>& rows, size_t limit, const char* title) {
-  out += fmt::format("\n**{}**\n\n| name | base | head | delta | delta % | |\n|---|---:|---:|---:|---:|---|\n", title);
+std::string diff_table_markdown(const std::vector<DiffRow>& rows, size_t limit, const char* title) {
+  std::string out =
+      fmt::format("\n**{}**\n\n| name | base | head | delta | delta % | |\n|---|---:|---:|---:|---:|---|\n", title);
   size_t shown = 0;
   for (const DiffRow& r : rows) {
     if (shown++ == limit) break;
@@ -245,18 +253,31 @@ void table_markdown(std::string& out, const std::vector<DiffRow>& rows, size_t l
     out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", name, value_text(r, r.base), value_text(r, r.head),
                        value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "**beyond noise**" : "");
   }
+  return out;
 }
 
-}  // namespace
+std::string diff_rows_json(const std::vector<DiffRow>& rows, uint64_t* replaced) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const DiffRow& r : rows) {
+    a.push_back({{"name", valid_utf8(r.name, replaced)},
+                 {"unit", r.unit},
+                 {"base", r.base},
+                 {"head", r.head},
+                 {"delta", r.delta},
+                 {"delta_fraction", r.delta_fraction},
+                 {"beyond_noise", r.beyond_noise}});
+  }
+  return a.dump();
+}
 
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
   std::string out = fmt::format(
       "loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
       "'*' marks changes beyond it\n",
       printable(base), printable(head), d.noise_fraction * 100);
-  table_text(out, d.metrics, d.metrics.size(), "metrics");
-  table_text(out, d.device_ops, limit, "device ops: time per step, largest changes first");
-  table_text(out, d.host_spans, limit, "host spans: time per step, largest changes first");
+  out += diff_table_text(d.metrics, d.metrics.size(), "metrics");
+  out += diff_table_text(d.device_ops, limit, "device ops: time per step, largest changes first");
+  out += diff_table_text(d.host_spans, limit, "host spans: time per step, largest changes first");
   return out;
 }
 
@@ -264,9 +285,9 @@ std::string diff_markdown(const TraceDiff& d, const std::string& base, const std
   std::string out =
       fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
                   printable(base), printable(head), d.noise_fraction * 100);
-  table_markdown(out, d.metrics, d.metrics.size(), "Metrics");
-  table_markdown(out, d.device_ops, limit, "Device ops (time per step)");
-  table_markdown(out, d.host_spans, limit, "Host spans (time per step)");
+  out += diff_table_markdown(d.metrics, d.metrics.size(), "Metrics");
+  out += diff_table_markdown(d.device_ops, limit, "Device ops (time per step)");
+  out += diff_table_markdown(d.host_spans, limit, "Host spans (time per step)");
   return out;
 }
 
@@ -274,19 +295,7 @@ std::string diff_json(const TraceDiff& d, const std::string& base, const std::st
   using nlohmann::json;
   // JSON must be valid UTF-8; names from the traces may not be.
   uint64_t replaced = 0;
-  auto rows = [&](const std::vector<DiffRow>& v) {
-    json a = json::array();
-    for (const DiffRow& r : v) {
-      a.push_back({{"name", valid_utf8(r.name, &replaced)},
-                   {"unit", r.unit},
-                   {"base", r.base},
-                   {"head", r.head},
-                   {"delta", r.delta},
-                   {"delta_fraction", r.delta_fraction},
-                   {"beyond_noise", r.beyond_noise}});
-    }
-    return a;
-  };
+  auto rows = [&](const std::vector<DiffRow>& v) { return json::parse(diff_rows_json(v, &replaced)); };
   json doc = {{"schema", 1},
               {"base", valid_utf8(base, &replaced)},
               {"head", valid_utf8(head, &replaced)},

@@ -18,6 +18,7 @@
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/budget.h"
 #include "loupe/prof/job.h"
+#include "loupe/prof/trace_diff.h"
 
 namespace loupe::prof {
 
@@ -161,6 +162,20 @@ JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options 
 // `loupe check job/`: a job's keys against the job, a trace's keys against
 // every rank (the worst rank's value, and which rank, in actual_text).
 std::vector<BudgetResult> check_job_budget(const Budget& budget, const JobReport& report);
+
+// `loupe diff jobA/ jobB/`: the job's metrics (job_diff_metrics() names
+// them, for --fail-on), each kind of collective's median transfer and
+// wait, and each rank's compute per step; noise from the ranks' step
+// spread (the largest of any rank in both jobs).
+struct JobDiff {
+  double noise_fraction = 0;
+  std::vector<DiffRow> metrics, collectives, ranks;
+};
+JobDiff diff_jobs(const JobReport& base, const JobReport& head);
+std::span<const char* const> job_diff_metrics();
+std::string job_diff_text(const JobDiff& d, const std::string& base, const std::string& head, size_t limit);
+std::string job_diff_markdown(const JobDiff& d, const std::string& base, const std::string& head, size_t limit);
+std::string job_diff_json(const JobDiff& d, const std::string& base, const std::string& head);
 
 // The report as text (what `loupe analyze job/` prints), JSON or Markdown.
 std::string format_job_text(const JobReport& report);

@@ -3,6 +3,7 @@
 // the deltas beyond run-to-run noise marked.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,15 @@ struct TraceDiff {
 TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& base_report, const TraceModel& head,
                       const AnalysisReport& head_report);
 
+// The relative change the step-to-step spread of two runs explains (their
+// median step times' standard errors, combined; docs/analyses.md).
+double diff_noise_fraction(const TraceMetrics& base, const TraceMetrics& head);
+// A row of base and head values, marked beyond `noise` (times) or beyond
+// rounding (counts, bytes, when `timed` is false).
+DiffRow diff_row(std::string name, std::string unit, double base, double head, bool timed, double noise);
+// The metrics diff_traces compares, by name.
+std::span<const char* const> trace_diff_metrics();
+
 // A --fail-on rule: "step_time:+5%" fails when head's step_time is more than
 // 5% above base's; "-" fails on a decrease; without '%', the threshold is
 // absolute in the metric's unit.
@@ -42,9 +52,16 @@ struct FailOn {
   std::string text;
 };
 // Throws std::invalid_argument naming the problem and the known metrics.
-FailOn parse_fail_on(const std::string& text);
-// Whether the rule is crossed, and a sentence saying so.
-bool fail_on_crossed(const FailOn& rule, const TraceDiff& diff, std::string* why);
+FailOn parse_fail_on(const std::string& text, std::span<const char* const> metrics = trace_diff_metrics());
+// Whether the rule is crossed by the metric rows, and a sentence saying so.
+bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, std::string* why);
+
+// One table of rows, as diff_text, diff_markdown and diff_json write them:
+// a titled text table of at most `limit` rows, a Markdown table, a JSON
+// array.
+std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title);
+std::string diff_table_markdown(const std::vector<DiffRow>& rows, size_t limit, const char* title);
+std::string diff_rows_json(const std::vector<DiffRow>& rows, uint64_t* replaced);
 
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);
 std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);

@@ -1,0 +1,156 @@
+// `loupe diff` of two jobs: the same tables as a trace's diff (trace_diff.h),
+// over what a job's report measures.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "loupe/prof/job_analysis.h"
+#include "loupe/prof/safe_text.h"
+#include "loupe/prof/units.h"
+
+namespace loupe::prof {
+
+namespace {
+
+constexpr const char* kJobMetrics[] = {"step_time",
+                                       "compute_per_step",
+                                       "straggler_fraction",
+                                       "collective_wait_fraction",
+                                       "exposed_communication_fraction",
+                                       "imbalance_fraction",
+                                       "collectives",
+                                       "steps",
+                                       "ranks_left_out"};
+
+// The median over the ranks of one figure.
+template <typename F>
+double median_over_ranks(const std::vector<std::pair<int64_t, TraceMetrics>>& ranks, F figure) {
+  std::vector<int64_t> v;
+  for (const auto& [rank, m] : ranks) v.push_back(int64_t(std::llround(figure(m))));
+  return double(quantile(std::move(v), 0.5));
+}
+
+double median_compute(const JobReport& r) {
+  std::vector<int64_t> v;
+  for (const RankFigures& f : r.figures) v.push_back(f.compute_ns);
+  return double(quantile(std::move(v), 0.5));
+}
+
+// The largest noise any rank in both jobs gives.
+double noise_of(const JobReport& b, const JobReport& h) {
+  std::map<int64_t, const TraceMetrics*> base;
+  for (const auto& [rank, m] : b.rank_metrics) base[rank] = &m;
+  double noise = 0;
+  for (const auto& [rank, m] : h.rank_metrics) {
+    if (auto it = base.find(rank); it != base.end()) noise = std::max(noise, diff_noise_fraction(*it->second, m));
+  }
+  return noise > 0 ? noise : 0.01;
+}
+
+std::string kind_label(const CollectiveStats& k) {
+  return fmt::format("{} {} (group {})", k.name, k.bytes > 0 ? format_bytes(k.bytes) : "size unknown",
+                     k.group.empty() ? "?" : k.group);
+}
+
+std::vector<DiffRow> collective_rows(const JobReport& b, const JobReport& h, double noise) {
+  std::map<std::string, std::pair<const CollectiveStats*, const CollectiveStats*>> both;
+  for (const CollectiveStats& k : b.kinds) both[kind_label(k)].first = &k;
+  for (const CollectiveStats& k : h.kinds) both[kind_label(k)].second = &k;
+  std::vector<DiffRow> rows;
+  for (const auto& [label, pair] : both) {
+    auto [kb, kh] = pair;
+    auto value = [](const CollectiveStats* k, int64_t CollectiveStats::*f) { return k ? double(k->*f) : 0.0; };
+    rows.push_back(diff_row(label + ": transfer", "ns", value(kb, &CollectiveStats::transfer_ns),
+                            value(kh, &CollectiveStats::transfer_ns), true, noise));
+    rows.push_back(diff_row(label + ": wait", "ns", value(kb, &CollectiveStats::wait_ns),
+                            value(kh, &CollectiveStats::wait_ns), true, noise));
+  }
+  return rows;
+}
+
+std::vector<DiffRow> rank_rows(const JobReport& b, const JobReport& h, double noise) {
+  std::map<int64_t, std::pair<double, double>> both;
+  for (const RankFigures& f : b.figures) both[f.rank].first = double(f.compute_ns);
+  for (const RankFigures& f : h.figures) both[f.rank].second = double(f.compute_ns);
+  std::vector<DiffRow> rows;
+  for (const auto& [rank, v] : both) {
+    rows.push_back(diff_row(fmt::format("rank {}: compute per step", rank), "ns", v.first, v.second, true, noise));
+  }
+  return rows;
+}
+
+void by_change(std::vector<DiffRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const DiffRow& a, const DiffRow& b) { return std::fabs(a.delta) > std::fabs(b.delta); });
+}
+
+}  // namespace
+
+std::span<const char* const> job_diff_metrics() { return kJobMetrics; }
+
+JobDiff diff_jobs(const JobReport& b, const JobReport& h) {
+  JobDiff d;
+  d.noise_fraction = noise_of(b, h);
+  const double n = d.noise_fraction;
+  auto step_time = [](const TraceMetrics& m) { return m.step_time_median_ns; };
+  const JobMetrics &mb = b.metrics, &mh = h.metrics;
+  d.metrics = {
+      diff_row("step_time", "ns", median_over_ranks(b.rank_metrics, step_time),
+               median_over_ranks(h.rank_metrics, step_time), true, n),
+      diff_row("compute_per_step", "ns", median_compute(b), median_compute(h), true, n),
+      diff_row("straggler_fraction", "fraction", mb.straggler_fraction, mh.straggler_fraction, true, n),
+      diff_row("collective_wait_fraction", "fraction", mb.collective_wait_fraction, mh.collective_wait_fraction, true,
+               n),
+      diff_row("exposed_communication_fraction", "fraction", mb.exposed_communication_fraction,
+               mh.exposed_communication_fraction, true, n),
+      diff_row("imbalance_fraction", "fraction", mb.imbalance_fraction, mh.imbalance_fraction, true, n),
+      diff_row("collectives", "count", double(b.collectives), double(h.collectives), false, n),
+      diff_row("steps", "count", double(b.steps), double(h.steps), false, n),
+      diff_row("ranks_left_out", "count", double(mb.ranks_left_out), double(mh.ranks_left_out), false, n),
+  };
+  d.collectives = collective_rows(b, h, n);
+  d.ranks = rank_rows(b, h, n);
+  by_change(d.collectives);
+  by_change(d.ranks);
+  return d;
+}
+
+std::string job_diff_text(const JobDiff& d, const std::string& base, const std::string& head, size_t limit) {
+  std::string out = fmt::format(
+      "loupe diff {} -> {} (jobs)\nnoise: changes within {:.1f}% are what the ranks' step-to-step spread explains; "
+      "'*' marks changes beyond it\n",
+      printable(base), printable(head), d.noise_fraction * 100);
+  out += diff_table_text(d.metrics, d.metrics.size(), "metrics");
+  out += diff_table_text(d.collectives, limit, "collectives: median per rank and collective, largest changes first");
+  out += diff_table_text(d.ranks, limit, "ranks: median compute per step, largest changes first");
+  return out;
+}
+
+std::string job_diff_markdown(const JobDiff& d, const std::string& base, const std::string& head, size_t limit) {
+  std::string out = fmt::format(
+      "### loupe diff: jobs `{}` → `{}`\n\nChanges within {:.1f}% are within the ranks' step-to-step noise.\n",
+      printable(base), printable(head), d.noise_fraction * 100);
+  out += diff_table_markdown(d.metrics, d.metrics.size(), "Metrics");
+  out += diff_table_markdown(d.collectives, limit, "Collectives (median per rank and collective)");
+  out += diff_table_markdown(d.ranks, limit, "Ranks (median compute per step)");
+  return out;
+}
+
+std::string job_diff_json(const JobDiff& d, const std::string& base, const std::string& head) {
+  using nlohmann::json;
+  uint64_t replaced = 0;
+  json doc = {{"schema", 1},
+              {"base", valid_utf8(base, &replaced)},
+              {"head", valid_utf8(head, &replaced)},
+              {"noise_fraction", d.noise_fraction},
+              {"metrics", json::parse(diff_rows_json(d.metrics, &replaced))},
+              {"collectives", json::parse(diff_rows_json(d.collectives, &replaced))},
+              {"ranks", json::parse(diff_rows_json(d.ranks, &replaced))}};
+  if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace loupe::prof
