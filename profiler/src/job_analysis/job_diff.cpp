@@ -29,12 +29,14 @@ constexpr const char* kJobMetrics[] = {"step_time",
 template <typename F>
 double median_over_ranks(const std::vector<std::pair<int64_t, TraceMetrics>>& ranks, F figure) {
   std::vector<int64_t> v;
+  v.reserve(ranks.size());
   for (const auto& [rank, m] : ranks) v.push_back(int64_t(std::llround(figure(m))));
   return double(quantile(std::move(v), 0.5));
 }
 
 double median_compute(const JobReport& r) {
   std::vector<int64_t> v;
+  v.reserve(r.figures.size());
   for (const RankFigures& f : r.figures) v.push_back(f.compute_ns);
   return double(quantile(std::move(v), 0.5));
 }
@@ -76,6 +78,7 @@ std::vector<DiffRow> rank_rows(const JobReport& b, const JobReport& h, double no
   for (const RankFigures& f : b.figures) both[f.rank].first = double(f.compute_ns);
   for (const RankFigures& f : h.figures) both[f.rank].second = double(f.compute_ns);
   std::vector<DiffRow> rows;
+  rows.reserve(both.size());
   for (const auto& [rank, v] : both) {
     rows.push_back(diff_row(fmt::format("rank {}: compute per step", rank), "ns", v.first, v.second, true, noise));
   }
