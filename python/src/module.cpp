@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "columns.h"
+#include "jobs.h"
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/budget.h"
 #include "loupe/prof/import.h"
@@ -31,7 +32,6 @@
 #include "loupe/prof/trace_diff.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_writer.h"
-#include "jobs.h"
 #include "recording.h"
 
 namespace nb = nanobind;
