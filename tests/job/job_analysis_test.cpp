@@ -317,6 +317,40 @@ TEST_F(JobAnalysis, DiffOfTwoJobsShowsTheStragglerMove) {
   EXPECT_EQ(nlohmann::json::parse(c.out)["ranks"].size(), 4u);
 }
 
+// Two real ranks of a 128-rank NCCL job (HTA's sampled traces): 126 ranks
+// are missing, and neither trace says which collective its NCCL kernels
+// ran (no "Collective name" on any event), so there is nothing to compare,
+// and the report says why rather than guessing.
+TEST_F(JobAnalysis, RealRanksWhoseKernelsCarryNoCollectiveArgumentsAreNamed) {
+  const std::string dir_in = LOUPE_JOB_FIXTURES "/hta-sampled";
+  uint64_t kernels = 0;  // NCCL kernels in the raw JSON of both ranks
+  for (int r = 0; r < 2; ++r) {
+    gzFile f = gzopen(fmt::format("{}/sampled_rank-{}.json.gz", dir_in, r).c_str(), "rb");
+    std::string text;
+    char buf[65536];
+    for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
+    gzclose(f);
+    const nlohmann::json doc = nlohmann::json::parse(text);
+    for (const auto& e : doc["traceEvents"]) {
+      ASSERT_FALSE(e.contains("args") && e["args"].contains("Collective name"));
+      if (e.value("cat", "") == "kernel" && e.value("name", "").rfind("ncclKernel", 0) == 0) ++kernels;
+    }
+  }
+  ASSERT_EQ(kernels, 20u);
+  std::string job_dir = dir.file("job");
+  Job job = import_job({dir_in + "/sampled_rank-0.json.gz", dir_in + "/sampled_rank-1.json.gz"}, job_dir);
+  EXPECT_EQ(job.world_size, 128);
+  JobReport r = analyze_job(job_dir);
+  EXPECT_TRUE(r.ranks.empty());
+  EXPECT_TRUE(r.findings.empty());
+  ASSERT_EQ(r.problems.size(), 2u);
+  EXPECT_EQ(r.problems[0], "ranks 2-127: no trace in the job (126 of 128)");
+  EXPECT_NE(r.problems[1].find("ranks 0 and 1: no collectives in the trace: its 20 NCCL kernels carry no "
+                               "collective arguments"),
+            std::string::npos)
+      << r.problems[1];
+}
+
 // `loupe synth --ranks` and `loupe analyze job/ --format json` agree on
 // the straggler.
 TEST_F(JobAnalysis, CliWritesAndAnalysesAJob) {

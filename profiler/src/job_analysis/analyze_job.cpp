@@ -19,9 +19,20 @@ namespace job {
 
 std::string ranks_label(const std::vector<int64_t>& ranks) {
   if (ranks.size() == 1) return fmt::format("rank {}", ranks[0]);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (j - i >= 2) {
+      parts.push_back(fmt::format("{}-{}", ranks[i], ranks[j]));
+    } else {
+      for (size_t k = i; k <= j; ++k) parts.push_back(std::to_string(ranks[k]));
+    }
+    i = j + 1;
+  }
   std::string out = "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    out += fmt::format("{}{}", i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ", ranks[i]);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   }
   return out;
 }
@@ -60,9 +71,11 @@ std::string apart(const RankSummary& reference, const RankSummary& s) {
 std::vector<RankSummary> usable(std::vector<RankSummary> ranks, std::vector<std::string>& problems) {
   std::vector<RankSummary> out;
   std::vector<int64_t> silent;
+  uint64_t kernels = 0;  // collective kernels of the silent ranks
   for (RankSummary& s : ranks) {
     if (s.collectives.empty()) {
       silent.push_back(s.rank);
+      kernels += s.collective_kernels;
       continue;
     }
     if (!out.empty()) {
@@ -74,10 +87,17 @@ std::vector<RankSummary> usable(std::vector<RankSummary> ranks, std::vector<std:
     out.push_back(std::move(s));
   }
   if (!silent.empty()) {
+    std::string why = kernels == 0
+                          ? "no collectives in the trace"
+                          : fmt::format(
+                                "no collectives in the trace: its {} NCCL kernels carry no collective arguments "
+                                "(PyTorch's profiler writes them from 2.1 on), so which collective each is cannot "
+                                "be told from this trace",
+                                kernels);
     problems.push_back(
-        fmt::format("{}: no collectives in the trace, so nothing to compare with the other ranks; "
-                    "left out of the cross-rank analyses",
-                    job::ranks_label(silent)));
+        fmt::format("{}: {}; nothing to compare with the other ranks, left out of the cross-rank "
+                    "analyses",
+                    job::ranks_label(silent), why));
   }
   return out;
 }
@@ -134,7 +154,10 @@ JobReport reduce_job(const Job& job_index, std::vector<RankSummary> summaries, s
   JobReport report;
   report.dir = job_index.dir;
   report.world_size = job_index.world_size;
-  for (int64_t r : job_index.missing) problems.push_back(fmt::format("rank {}: no trace in the job", r));
+  if (!job_index.missing.empty()) {
+    problems.push_back(fmt::format("{}: no trace in the job ({} of {})", job::ranks_label(job_index.missing),
+                                   job_index.missing.size(), job_index.world_size));
+  }
   for (const JobFailure& f : job_index.failures)
     problems.push_back(fmt::format("{}: not imported: {}", f.source, f.error));
   for (const RankSummary& s : summaries) report.rank_metrics.emplace_back(s.rank, s.metrics);

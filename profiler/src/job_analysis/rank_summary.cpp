@@ -88,17 +88,23 @@ std::vector<std::pair<std::string, int64_t>> largest(std::map<std::string, int64
   return out;
 }
 
-// Kernel time by name, collectives left out: what the rank computed.
-std::vector<std::pair<std::string, int64_t>> kernels_of(const TraceModel& m) {
+// Kernel time by name, collectives left out: what the rank computed; and
+// the collective kernels counted.
+std::vector<std::pair<std::string, int64_t>> kernels_of(const TraceModel& m, uint64_t& collective_kernels) {
   std::vector<int64_t> by_id(m.strings.size(), 0);
+  std::vector<uint64_t> count(m.strings.size(), 0);
   for (const DeviceOps& s : m.device_ops) {
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s.kind[i] == DeviceOpKind::kernel) by_id[s.name[i]] += s.dur[i];
+      if (s.kind[i] != DeviceOpKind::kernel) continue;
+      by_id[s.name[i]] += s.dur[i];
+      ++count[s.name[i]];
     }
   }
   std::map<std::string, int64_t> by_name;
   for (size_t id = 0; id < by_id.size(); ++id) {
-    if (by_id[id] > 0 && !is_collective_kernel(m.strings[id])) by_name[m.strings[id]] += by_id[id];
+    if (count[id] == 0) continue;
+    if (is_collective_kernel(m.strings[id])) collective_kernels += count[id];
+    else if (by_id[id] > 0) by_name[m.strings[id]] += by_id[id];
   }
   return largest(std::move(by_name), kKernelsKept);
 }
@@ -128,7 +134,7 @@ RankSummary summarize_rank(const std::string& trace, int64_t rank, const Analysi
   s.events = m.total_events();
   collectives_of(m, StepRanges(report.steps), s);
   s.steps = steps_of(report.steps);
-  s.kernels = kernels_of(m);
+  s.kernels = kernels_of(m, s.collective_kernels);
   s.idle = idle_of(report);
   for (size_t i = 0; i < report.findings.size() && i < kFindingsKept; ++i) {
     s.findings.emplace_back(report.findings[i].title, report.findings[i].impact_ns);

@@ -60,6 +60,7 @@ std::string rank_summary_to_json(const RankSummary& s) {
               {"origin_wall_ns", s.origin_wall_ns},
               {"window", {s.window_start, s.window_end}},
               {"events", s.events},
+              {"collective_kernels", s.collective_kernels},
               {"kinds", kinds},
               {"collectives", collectives},
               {"steps", steps},
@@ -82,6 +83,7 @@ RankSummary rank_summary_from_json(const std::string& text) {
     s.window_start = doc.at("window").at(0).get<int64_t>();
     s.window_end = doc.at("window").at(1).get<int64_t>();
     s.events = doc.at("events").get<uint64_t>();
+    s.collective_kernels = doc.at("collective_kernels").get<uint64_t>();
     for (const json& k : doc.at("kinds")) {
       s.kinds.push_back({k.at(0).get<std::string>(), k.at(1).get<std::string>(), k.at(2).get<int64_t>(),
                          k.at(3).get<int64_t>(), k.at(4).get<int64_t>()});

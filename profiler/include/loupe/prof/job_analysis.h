@@ -33,6 +33,9 @@ struct RankSummary {
   int64_t origin_wall_ns = 0;                // the wall-clock time (on the rank's clock) of time 0
   int64_t window_start = 0, window_end = 0;  // its active window (AnalysisReport's)
   uint64_t events = 0;
+  // NCCL or RCCL kernels in its trace: with no collectives, they are
+  // collectives whose arguments the trace lacks.
+  uint64_t collective_kernels = 0;
   // The kinds of collective the rank took part in: a group, a name and
   // message sizes. A rank has a few; its collectives number a few per step.
   struct Kind {
