@@ -6,8 +6,8 @@
     report = loupe.jobs.analyze("job/", client=client)   # a dask.distributed.Client
 
 The analysis is a map and a reduce. The map reads one rank's trace and
-returns a small summary (a few hundred bytes a step); the reduce turns the
-summaries into the report. With a client, the map runs as one Dask task per
+returns a small summary (a few hundred bytes a step); the reduce folds the
+summaries into the report one at a time, in rank order. With a client, the map runs as one Dask task per
 rank, on a worker of the host the rank's trace came from when one is known
 to the scheduler (else on any worker: the trace must be readable there, as
 on a shared file system), and the reduce runs here. The report is the same
@@ -72,7 +72,10 @@ def _ip_of(host: str) -> Optional[str]:
         return None
 
 
-def _map_on_dask(client, ranks, thresholds) -> list[tuple[bool, str]]:
+def _map_on_dask(client, ranks, thresholds):
+    """The map tasks' results in rank order, each gathered when the reduce
+    wants it and released once handed over, so the client holds one
+    summary at a time while the others wait on the workers."""
     by_host = _workers_by_host(client)
     futures = []
     for rank, trace, host in ranks:
@@ -80,7 +83,11 @@ def _map_on_dask(client, ranks, thresholds) -> list[tuple[bool, str]]:
         placement = {"workers": near, "allow_other_workers": True} if near else {}
         futures.append(client.submit(_summarize, trace, rank, host, thresholds, key=f"loupe-summary-{rank}-{trace}",
                                      pure=False, **placement))
-    return client.gather(futures)
+    for i, future in enumerate(futures):
+        result = future.result()
+        futures[i] = None
+        future.release()
+        yield result
 
 
 def analyze(job: str, client=None, thresholds: Optional[Mapping[str, Any]] = None,
@@ -97,8 +104,11 @@ def analyze(job: str, client=None, thresholds: Optional[Mapping[str, Any]] = Non
     if client is None:
         data, text = _core.analyze_job(str(job), limits, workers)
         return JobReport(json.loads(data), text)
-    results = _map_on_dask(client, _core.job_ranks(str(job)), limits)
-    summaries = [value for ok, value in results if ok]
-    problems = [value for ok, value in results if not ok]
-    data, text = _core.reduce_job(str(job), summaries, problems, limits)
+    reducer = _core.JobReducer(str(job), limits)
+    for ok, value in _map_on_dask(client, _core.job_ranks(str(job)), limits):
+        if ok:
+            reducer.add(value)
+        else:
+            reducer.add_problem(value)
+    data, text = reducer.finish()
     return JobReport(json.loads(data), text)

@@ -51,18 +51,24 @@ std::pair<std::string, std::string> formatted(const JobReport& report) {
   return {format_job_json(report), format_job_text(report)};
 }
 
-// The reduce: the report (JSON, text) from the summaries in rank order and
-// the problems of the ranks that could not be summarised.
-std::pair<std::string, std::string> reduce(const std::string& dir, const std::vector<std::string>& summaries,
-                                           const std::vector<std::string>& problems, const Thresholds& thresholds) {
-  JobAnalysisOptions options = job_options(thresholds);
-  nb::gil_scoped_release unlocked;
-  Job job = read_job(dir);
-  std::vector<RankSummary> ranks;
-  ranks.reserve(summaries.size());
-  for (const std::string& s : summaries) ranks.push_back(rank_summary_from_json(s));
-  return formatted(reduce_job(job, std::move(ranks), problems, options));
-}
+// The reduce, streaming: the client adds each rank's result in rank order
+// as it gathers them, so it holds one summary at a time.
+class Reducer {
+ public:
+  Reducer(const std::string& dir, const Thresholds& thresholds) : reducer_(read_job(dir), job_options(thresholds)) {}
+  void add(const std::string& summary) {
+    nb::gil_scoped_release unlocked;
+    reducer_.add(rank_summary_from_json(summary));
+  }
+  void add_problem(const std::string& problem) { reducer_.add_problem(problem); }
+  std::pair<std::string, std::string> finish() {
+    nb::gil_scoped_release unlocked;
+    return formatted(reducer_.finish());
+  }
+
+ private:
+  JobReducer reducer_;
+};
 
 std::pair<std::string, std::string> analyze(const std::string& dir, const Thresholds& thresholds, unsigned workers) {
   JobAnalysisOptions options = job_options(thresholds);
@@ -77,8 +83,11 @@ void add_jobs(nb::module_& m) {
   m.def("job_ranks", &job_ranks, "dir"_a, "(rank, trace path, host) of each rank the job's index lists.");
   m.def("summarize_rank", &summarize, "trace"_a, "rank"_a, "host"_a, "thresholds"_a,
         "The map of a job's analysis: one rank's summary, as JSON text.");
-  m.def("reduce_job", &reduce, "dir"_a, "summaries"_a, "problems"_a, "thresholds"_a,
-        "The reduce of a job's analysis: (JSON, text) of the report from the ranks' summaries.");
+  nb::class_<Reducer>(m, "JobReducer", "The reduce of a job's analysis, fed the ranks' results in rank order.")
+      .def(nb::init<const std::string&, const Thresholds&>(), "dir"_a, "thresholds"_a)
+      .def("add", &Reducer::add, "summary"_a, "The next rank's summary (JSON text from summarize_rank).")
+      .def("add_problem", &Reducer::add_problem, "problem"_a, "A rank the map could not read, and why.")
+      .def("finish", &Reducer::finish, "(JSON, text) of the report, once every rank was added.");
   m.def("analyze_job", &analyze, "dir"_a, "thresholds"_a, "workers"_a,
         "`loupe analyze job/`: (JSON, text), the map run here on `workers` threads (0: one per core).");
 }

@@ -113,7 +113,9 @@ TEST_F(JobAnalysis, SyntheticJobFindingsMatchThePlantedAnswers) {
   EXPECT_EQ(k.bytes, p.bucket_bytes);
   EXPECT_EQ(k.count, uint64_t(p.steps * per_step));
   EXPECT_EQ(k.transfer_ns, p.transfer_ns);
-  EXPECT_EQ(k.wait_ns, p.delay_ns);  // seven of eight ranks wait a delay in four steps of five
+  // Seven of eight ranks wait a delay in four steps of five: a mean wait of
+  // 7/8 of a delay at most collectives.
+  EXPECT_EQ(k.wait_ns, p.delay_ns * (ranks - 1) / ranks);
   double bus = double(p.bucket_bytes) / (double(p.transfer_ns) * 1e-9) * 2.0 * 7.0 / 8.0;
   EXPECT_NEAR(k.bus_bandwidth, bus, bus * 1e-12);
 
@@ -241,6 +243,93 @@ TEST_F(JobAnalysis, RealGlooJobAlignsOnTheAllReducesAndNamesTheLateRank) {
   EXPECT_EQ(s->impact_ns, lost);
   EXPECT_NE(s->title.find("in 3 of 3 collectives"), std::string::npos) << s->title;
   EXPECT_EQ(evidence(*s, "doing instead"), "cannot tell from this trace: it has no steps to compare");
+  // Rank 1 waited for rank 0 at each all_reduce; rank 0, last, waited for
+  // no one, so its time in each is the transfer.
+  ASSERT_EQ(r.figures.size(), 2u);
+  EXPECT_EQ(r.figures[0].wait_ns, 0);
+  EXPECT_EQ(r.figures[1].wait_ns, lost);
+  std::vector<int64_t> durations;
+  for (const auto& [start, end] : spans[0]) durations.push_back(end - start);
+  std::sort(durations.begin(), durations.end());
+  ASSERT_EQ(r.kinds.size(), 1u);
+  EXPECT_EQ(r.kinds[0].transfer_ns, durations[1]);
+}
+
+// Hand-made summaries for the reduce. Each rank's clock is off by its own
+// error; `times` are (arrival, end) on the true timeline per collective,
+// by index, of one group.
+RankSummary hand_made_rank(int64_t rank, int64_t clock_error,
+                           const std::vector<std::pair<std::string, std::vector<std::pair<int64_t, int64_t>>>>& groups,
+                           const std::vector<std::pair<std::string, size_t>>& skipped = {}) {
+  RankSummary s{.rank = rank, .origin_wall_ns = 1'000'000'000, .window_start = 0, .window_end = 1'000'000};
+  for (const auto& [group, times] : groups) {
+    auto kind = uint32_t(s.kinds.size());
+    s.kinds.push_back({.group = group, .name = "allreduce", .in_bytes = 1024, .out_bytes = 1024, .group_size = 2});
+    for (size_t i = 0; i < times.size(); ++i) {
+      if (std::find(skipped.begin(), skipped.end(), std::make_pair(group, i)) != skipped.end()) continue;
+      s.collectives.push_back({.kind = kind,
+                               .index = int64_t(i),
+                               .start = times[i].first + clock_error,
+                               .end = times[i].second + clock_error});
+    }
+  }
+  return s;
+}
+
+// The reduce folds ranks as they come. Rank 1 shares a group only with
+// rank 2, so it waits until rank 2 is aligned (through rank 0) and is then
+// aligned through it; rank 2 missed one collective of that group, so the
+// records rank 1 folds into are not in one run, and its wait counts only
+// the collectives both took part in. Every figure below is computed by
+// hand from the times written here.
+TEST_F(JobAnalysis, TheStreamingReduceAlignsThroughALaterRankAndCountsOnlySharedCollectives) {
+  std::vector<std::pair<int64_t, int64_t>> a0, a2, b1, b2;  // group a: ranks 0 and 2; b: ranks 1 and 2
+  for (int64_t i = 0; i < 4; ++i) {
+    int64_t t = 100'000 * i;
+    a0.push_back({t + 10'000, t + 50'000});
+    a2.push_back({t + 30'000, t + 50'000});  // 20 us after rank 0: last
+    b1.push_back({t + 60'000, t + 80'000});
+    b2.push_back({t + 62'000, t + 80'000});  // 2 us after rank 1: within the 5 us that names no one
+  }
+  Job job;
+  job.world_size = 3;
+  std::vector<RankSummary> ranks = {hand_made_rank(0, 0, {{"a", a0}}), hand_made_rank(1, 7'000, {{"b", b1}}),
+                                    hand_made_rank(2, -3'000, {{"a", a2}, {"b", b2}}, {{"b", 2}})};
+  JobReport r = reduce_job(job, ranks, {});
+
+  EXPECT_TRUE(r.problems.empty()) << r.problems.front();
+  ASSERT_EQ(r.clocks.size(), 3u);
+  EXPECT_TRUE(r.clocks[1].aligned);
+  EXPECT_EQ(r.clocks[1].via, 2);
+  EXPECT_EQ(r.clocks[1].offset_ns, 7'000);
+  EXPECT_EQ(r.clocks[1].matched, 3u);
+  EXPECT_EQ(r.clocks[2].via, 0);
+  EXPECT_EQ(r.clocks[2].offset_ns, -3'000);
+  EXPECT_EQ(r.collectives, 7u);  // b's third has one rank
+  ASSERT_EQ(r.figures.size(), 3u);
+  EXPECT_EQ(r.figures[0].wait_ns, 4 * 20'000);
+  EXPECT_EQ(r.figures[1].wait_ns, 3 * 2'000);
+  EXPECT_EQ(r.figures[2].wait_ns, 0);
+  EXPECT_EQ(r.figures[2].last_arrivals, 4u);
+
+  ASSERT_EQ(r.kinds.size(), 2u);
+  EXPECT_EQ(r.kinds[0].group, "a");  // by total transfer: 4 x 20 us against 3 x 18 us
+  EXPECT_EQ(r.kinds[0].transfer_ns, 20'000);
+  EXPECT_EQ(r.kinds[0].wait_ns, 10'000);
+  EXPECT_EQ(r.kinds[1].count, 3u);
+  EXPECT_EQ(r.kinds[1].transfer_ns, 18'000);
+  EXPECT_EQ(r.kinds[1].wait_ns, 1'000);
+
+  const Finding* s = finding(r, "straggler");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->ranks, std::vector<int64_t>{2});
+  EXPECT_EQ(s->impact_ns, 4 * 20'000);
+  EXPECT_NE(s->title.find("in 4 of 7 collectives"), std::string::npos) << s->title;
+
+  // Ranks come in increasing order.
+  JobReducer reducer(job);
+  reducer.add(ranks[2]);
+  EXPECT_THROW(reducer.add(ranks[1]), JobError);
 }
 
 // A job's budgets: its metrics from the planted answers, a trace's budget

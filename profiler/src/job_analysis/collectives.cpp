@@ -1,8 +1,9 @@
 // collectives: what communication costs the job. Each matched collective's
 // time on a rank is the wait for the last rank (skew) and then the
-// transfer; per kind and size, the medians of both and the bus bandwidth
-// the transfer achieved (nccl-tests' definition, comparable with the
-// link's speed). Exposed communication, what no compute hides, comes from
+// transfer, which is all the last rank spends in it; per kind and size,
+// the medians over collectives of the ranks' mean wait and of the
+// transfer, and the bus bandwidth the transfer achieved (nccl-tests'
+// definition, comparable with the link's speed). Exposed communication, what no compute hides, comes from
 // each rank's steps.
 #include <fmt/format.h>
 
@@ -47,14 +48,14 @@ struct KindSamples {
 
 std::vector<CollectiveStats> kinds_of(const JobContext& ctx) {
   std::map<std::tuple<std::string, std::string, int64_t, int64_t>, KindSamples> by_kind;
-  for (const Matched& m : ctx.matched) {
-    const RankSummary::Kind& c = *m.kind;
-    int64_t n = c.group_size > 0 ? c.group_size : int64_t(m.ranks.size());
+  for (const Record& m : ctx.matched) {
+    const RankSummary::Kind& c = ctx.kinds[m.kind];
+    int64_t n = c.group_size > 0 ? c.group_size : int64_t(m.ranks);
     BusModel bus = bus_model(c.name, n);
     int64_t bytes = bus.uses_output ? c.out_bytes : c.in_bytes;
     KindSamples& k = by_kind[{c.group, c.name, bytes, n}];
     k.stats = {.group = c.group, .name = c.name, .bytes = bytes, .group_size = n, .count = k.stats.count + 1};
-    for (const Arrival& a : m.ranks) k.waits.push_back(m.last_arrival - a.arrival);
+    k.waits.push_back(m.total_wait() / int64_t(m.ranks));
     k.transfers.push_back(m.transfer());
   }
   std::vector<CollectiveStats> out;

@@ -1,7 +1,9 @@
 // What the parts of a job's reduce share: the collectives matched across
-// ranks, the ranks' clocks, and the job's aligned timeline.
+// ranks, each folded into one fixed-size record, the ranks' clocks, and
+// the job's aligned timeline.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,39 +13,63 @@ namespace loupe::prof::job {
 
 // The most a rank's origin may differ from the reference rank's, and the
 // largest time of a collective kept: with them every sum and difference
-// the reduce takes fits in an int64.
+// the reduce takes fits in an int64 (sums over ranks in an __int128).
 inline constexpr int64_t kMaxJobTimeNs = int64_t(1) << 60;
 
-// One rank's part in a matched collective. Times are ns after the
-// reference rank's origin, on the rank's own clock until align_clocks()
-// moves them onto the job's timeline.
-struct Arrival {
-  size_t rank = 0;  // index into the summaries
-  int64_t arrival = 0, end = 0;
-};
+// A sum over ranks of such times: too wide for an int64.
+__extension__ using TimeSum = __int128;
 
-// One collective, matched on two ranks or more by (group, step, position
-// in the step).
-struct Matched {
-  const RankSummary::Kind* kind = nullptr;   // the lowest rank's: group, name, sizes
+// One collective of the job, matched across ranks by (group, step,
+// position in the step), with every rank's part folded in as the rank is
+// added: what the rules need of it, in a size that does not grow with the
+// ranks. Times are ns on the aligned timeline (after the reference rank's
+// origin).
+struct Record {
+  uint32_t kind = 0;                         // index into JobContext::kinds: the first rank's
   int64_t step_number = kNoStep, index = 0;  // its step, and its position among its group's in the step
-  std::vector<Arrival> ranks;                // by rank
-  // On the aligned timeline: the last rank to arrive, its arrival and the
-  // one before it (how much later it came than everyone else), and the
-  // collective's end (the median of the ranks' ends).
-  size_t last = 0;
-  int64_t last_arrival = 0, second_arrival = 0, end = 0;
+  uint32_t ranks = 0;                        // ranks that took part
+  // The last rank to arrive and the one before it (indices into
+  // JobContext::ranks), and their arrivals.
+  uint32_t last = 0, second = 0;
+  int64_t last_arrival = 0, second_arrival = 0;
+  int64_t last_duration = 0;  // the last rank's time in it: the transfer, every other rank having arrived
+  TimeSum arrival_sum = 0;    // of every rank's arrival: with `ranks` and the last arrival, the ranks' total wait
+  // The first aligned rank's end: what a later rank's clock is aligned
+  // against.
+  bool anchored = false;
+  uint32_t anchor = 0;
+  int64_t anchor_end = 0;
+  std::vector<JobCollective::Part> parts;  // with keep_timeline only
+
   int64_t step() const { return step_number; }
   int64_t lateness() const { return last_arrival - second_arrival; }
-  int64_t transfer() const { return std::max<int64_t>(end - last_arrival, 0); }
+  int64_t transfer() const { return std::max<int64_t>(last_duration, 0); }
+  // What the ranks waited for the last one, in all.
+  int64_t total_wait() const { return int64_t(TimeSum(ranks) * last_arrival - arrival_sum); }
+  // Folds in one rank's part.
+  void add(uint32_t rank, int64_t arrival, int64_t end) {
+    arrival_sum += arrival;
+    if (ranks++ == 0 || arrival > last_arrival) {
+      second = last;
+      second_arrival = last_arrival;
+      last = rank;
+      last_arrival = arrival;
+      last_duration = end - arrival;
+    } else if (ranks == 2 || arrival > second_arrival) {
+      second = rank;
+      second_arrival = arrival;
+    }
+  }
 };
 
 struct JobContext {
   const JobAnalysisOptions& options;
-  std::vector<RankSummary>& ranks;
-  std::vector<Matched> matched;
-  std::vector<RankClock> clocks;  // per summary
-  int64_t origin_wall_ns = 0;     // time 0 of the aligned timeline: the reference rank's origin
+  std::vector<RankSummary> ranks;        // analysed, by rank; their collectives freed once folded
+  std::vector<RankSummary::Kind> kinds;  // the job's kinds of collective
+  std::vector<Record> matched;           // the records of two ranks or more, in the order first seen
+  std::vector<RankClock> clocks;         // per rank
+  std::vector<int64_t> waits;            // per rank: what it waited in collectives for a later rank
+  int64_t origin_wall_ns = 0;            // time 0 of the aligned timeline: the reference rank's origin
   int64_t window_start = 0, window_end = 0;
   // Whether findings count steps (the collectives were issued in marked
   // steps) or, without steps, single collectives.
@@ -61,18 +87,10 @@ struct JobContext {
   }
   // The least lateness that says a rank was last: the option's floor, or
   // what the two ranks' clocks leave uncertain, whichever is larger.
-  int64_t tolerance(const Matched& m) const;
+  int64_t tolerance(const Record& m) const {
+    return std::max(options.min_lateness_ns, clocks[m.last].residual_ns + clocks[m.second].residual_ns);
+  }
 };
-
-// Matches the ranks' collectives; times are on each rank's own clock. The
-// ranks' collectives are freed as they are matched (the matches hold
-// what the rules need of them).
-std::vector<Matched> match_collectives(std::vector<RankSummary>& ranks);
-
-// Aligns every rank it can with the reference (the first summary) from
-// the matched collectives' ends, then moves the matched collectives onto
-// the aligned timeline and finds each one's last arrival.
-void align_clocks(JobContext& ctx);
 
 void rule_stragglers(const JobContext& ctx, JobReport& report);
 void rule_collectives(const JobContext& ctx, JobReport& report);

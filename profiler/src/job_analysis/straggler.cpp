@@ -30,17 +30,17 @@ struct Lateness {
 std::map<size_t, Lateness> lateness_by_rank(const JobContext& ctx, std::set<int64_t>& units) {
   std::map<size_t, Lateness> by_rank;
   for (size_t i = 0; i < ctx.matched.size(); ++i) {
-    const Matched& m = ctx.matched[i];
+    const Record& m = ctx.matched[i];
     int64_t unit = ctx.unit_of(i);
     if (ctx.by_step && unit == kNoStep) continue;
     units.insert(unit);
     if (m.lateness() < ctx.tolerance(m)) continue;
-    Lateness& l = by_rank[m.ranks[m.last].rank];
+    Lateness& l = by_rank[m.last];
     l.units.insert(unit);
     int64_t& worst = l.worst_in_unit[unit];
     worst = std::max(worst, m.lateness());
     ++l.collectives;
-    for (const Arrival& a : m.ranks) l.others_waited_ns += m.last_arrival - a.arrival;
+    l.others_waited_ns += m.total_wait();
     if (l.ranges.size() < 20) l.ranges.push_back({m.second_arrival, m.last_arrival});
   }
   return by_rank;
@@ -144,9 +144,7 @@ void rule_stragglers(const JobContext& ctx, JobReport& report) {
       report.findings.push_back(straggler_finding(ctx, rank, l, units.size()));
     }
   }
-  for (const Matched& m : ctx.matched) {
-    for (const Arrival& a : m.ranks) report.figures[a.rank].wait_ns += m.last_arrival - a.arrival;
-  }
+  for (size_t r = 0; r < ctx.waits.size(); ++r) report.figures[r].wait_ns = ctx.waits[r];
 }
 
 }  // namespace loupe::prof::job

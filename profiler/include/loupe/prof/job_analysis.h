@@ -4,14 +4,17 @@
 //
 // It is a map and a reduce. The map, summarize_rank(), reads one rank's
 // trace and keeps a small summary: its collectives, its steps' compute and
-// exposed communication, its own analysis in brief. The reduce,
-// reduce_job(), needs only the summaries: it aligns the ranks' clocks on
-// the collectives, matches each collective across ranks, and writes the
-// findings. analyze_job() runs the map on every core; the Python package
-// runs the same map as Dask tasks (docs/scale.md) and the same reduce.
+// exposed communication, its own analysis in brief. The reduce, a
+// JobReducer, takes the summaries one at a time in rank order: it aligns
+// each rank's clock on the collectives it shares with the ranks before
+// it, folds its collectives into one fixed-size record per collective of
+// the job, and at the end writes the findings. analyze_job() runs the map
+// on every core; the Python package runs the same map as Dask tasks
+// (docs/scale.md) and the same reduce.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,7 +79,7 @@ RankSummary rank_summary_from_json(const std::string& text);
 struct RankClock {
   int64_t rank = 0;
   bool aligned = false;     // false: no collective in common with an aligned rank; its wall clock is used as is
-  int64_t via = 0;          // the rank it was aligned against
+  int64_t via = 0;          // the aligned rank whose ends most of its matched collectives were compared with
   uint64_t matched = 0;     // collectives matched with that rank
   int64_t offset_ns = 0;    // its clock minus the reference's
   int64_t residual_ns = 0;  // the largest difference of a matched collective's end after alignment
@@ -88,8 +91,8 @@ struct CollectiveStats {
   int64_t bytes = 0;  // the message size bus bandwidth is computed from (0 unknown)
   int64_t group_size = 0;
   uint64_t count = 0;        // collectives matched on two ranks or more
-  int64_t wait_ns = 0;       // median over ranks and collectives: from a rank's arrival to the last one's
-  int64_t transfer_ns = 0;   // median: from the last arrival to the end
+  int64_t wait_ns = 0;       // median over collectives of the ranks' mean wait from their arrival to the last one's
+  int64_t transfer_ns = 0;   // median over collectives of the last rank's time in it (it waited for no one)
   double bus_bandwidth = 0;  // bytes/s, nccl-tests' bus bandwidth at the median transfer; 0 cannot tell
 };
 
@@ -131,7 +134,7 @@ struct JobAnalysisOptions {
   int64_t min_lateness_ns = 5'000;  // a rank is last at a collective when the others waited at least this
   double straggler_fraction = 0.5;  // a straggler is last in more than this share of the steps
   double imbalance_warning = 0.05;  // median compute spread over the median rank's compute
-  bool keep_timeline = false;       // fill JobReport::timeline (64 bytes per rank and collective)
+  bool keep_timeline = false;       // fill JobReport::timeline (24 bytes per rank and collective)
 };
 
 struct JobReport {
@@ -153,13 +156,39 @@ struct JobReport {
   std::vector<JobCollective> timeline;  // with keep_timeline: every matched collective
 };
 
-// The reduce: every figure of the report from the summaries. `problems`
-// come from the map (ranks that could not be read) and are kept.
+// The reduce, streaming. Summaries are added in increasing rank order, one
+// at a time; each is folded in as it comes (its collectives freed), so the
+// reduce holds one record (under 200 bytes with its index) per distinct
+// collective of the job and each rank's steps and figures, not every
+// rank's collectives. A rank that shares no collective with the ranks
+// before it waits, whole, until one that links it arrives. The same
+// summaries in the same order give the same report, wherever the map ran.
+class JobReducer {
+ public:
+  explicit JobReducer(const Job& job, const JobAnalysisOptions& options = {});
+  ~JobReducer();
+  JobReducer(const JobReducer&) = delete;
+  JobReducer& operator=(const JobReducer&) = delete;
+
+  // The next rank's summary (throws JobError when its rank is not above
+  // the previous one's).
+  void add(RankSummary summary);
+  // A rank the map could not read, and why (kept in the report's problems).
+  void add_problem(std::string problem);
+  // Every figure of the report. Call once, after the last add().
+  JobReport finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The reduce of summaries in hand, in rank order: a JobReducer fed each.
 JobReport reduce_job(const Job& job, std::vector<RankSummary> ranks, std::vector<std::string> problems,
                      const JobAnalysisOptions& options = {});
 
 // Reads the job (throws JobError), summarises every rank it can read, one
-// per core, and reduces.
+// per core, and reduces them in rank order as they are summarised.
 JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options = {});
 
 // `loupe check job/`: a job's keys against the job, a trace's keys against

@@ -1,0 +1,320 @@
+// The reduce of a job's analysis, streaming: each rank's summary is taken
+// as it comes, in rank order. Its clock is aligned against the ranks
+// before it, its collectives are folded into the job's records and freed,
+// and what it waited is kept as two sums, so the reduce never holds every
+// rank's collectives. A rank without collectives, or from another run, is
+// set aside with a problem; a rank that shares nothing with the ranks
+// before it waits until one links it, and is used with its own clock if
+// none does.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "job_analysis/clock_alignment.h"
+#include "job_analysis/collective_table.h"
+#include "job_analysis/job_context.h"
+#include "loupe/prof/units.h"
+
+namespace loupe::prof {
+
+namespace {
+
+// How far apart two ranks' clocks may be (NTP keeps hosts within
+// milliseconds; a minute is far beyond any clock error): ranks whose
+// traces do not overlap within it ran at different times.
+constexpr int64_t kClockSlackNs = int64_t(60) * 1'000'000'000;
+
+// Why `s` cannot share `reference`'s timeline, or "": its trace does not
+// overlap the reference's on the wall clock (another run), or its origin
+// is too far to compute with.
+std::string apart(const RankSummary& reference, const RankSummary& s) {
+  int64_t d = 0;
+  if (__builtin_sub_overflow(s.origin_wall_ns, reference.origin_wall_ns, &d) || std::abs(d) >= job::kMaxJobTimeNs) {
+    return fmt::format("rank {}: its wall clock is too far from rank {}'s to compare; left out", s.rank,
+                       reference.rank);
+  }
+  int64_t start = d + s.window_start, end = d + s.window_end;
+  if (end + kClockSlackNs < reference.window_start || start - kClockSlackNs > reference.window_end) {
+    int64_t gap = start > reference.window_end ? start - reference.window_end : reference.window_start - end;
+    return fmt::format(
+        "rank {}: its trace is {} {} rank {}'s on the wall clock, far beyond any clock error: it is "
+        "a trace of another run; left out",
+        s.rank, format_duration(gap), start > reference.window_end ? "after" : "before", reference.rank);
+  }
+  return "";
+}
+
+// The figures a job's budgets limit, from the findings and the figures.
+JobMetrics job_metrics(const job::JobContext& ctx, const JobReport& r) {
+  JobMetrics m;
+  double window = double(ctx.window());
+  for (const Finding& f : r.findings) {
+    if (f.rule == "straggler") m.straggler_fraction = std::max(m.straggler_fraction, double(f.impact_ns) / window);
+    if (f.rule == "collectives") m.exposed_communication_fraction = double(f.impact_ns) / window;
+  }
+  int64_t waited = 0;
+  for (const RankFigures& f : r.figures) waited += f.wait_ns;
+  if (!r.figures.empty()) m.collective_wait_fraction = double(waited) / (window * double(r.figures.size()));
+  m.imbalance_fraction = ctx.imbalance_fraction;
+  m.ranks_left_out = uint64_t(std::max<int64_t>(r.world_size - int64_t(r.ranks.size()), 0));
+  return m;
+}
+
+std::vector<JobCollective> timeline_of(job::JobContext& ctx) {
+  std::vector<JobCollective> out;
+  out.reserve(ctx.matched.size());
+  for (job::Record& m : ctx.matched) {
+    const RankSummary::Kind& kind = ctx.kinds[m.kind];
+    std::sort(m.parts.begin(), m.parts.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    out.push_back({.group = kind.group,
+                   .name = kind.name,
+                   .bytes = std::max(kind.in_bytes, kind.out_bytes),
+                   .step = m.step(),
+                   .index = m.index,
+                   .last_rank = ctx.ranks[m.last].rank,
+                   .last_arrival = m.last_arrival,
+                   .parts = std::move(m.parts)});
+  }
+  return out;
+}
+
+std::string silent_problem(const std::vector<int64_t>& silent, uint64_t kernels) {
+  std::string why = kernels == 0
+                        ? "no collectives in the trace"
+                        : fmt::format(
+                              "no collectives in the trace: its {} NCCL kernels carry no collective arguments "
+                              "(PyTorch's profiler writes them from 2.1 on), so which collective each is cannot "
+                              "be told from this trace",
+                              kernels);
+  return fmt::format("{}: {}; nothing to compare with the other ranks, left out of the cross-rank analyses",
+                     job::ranks_label(silent), why);
+}
+
+std::string unaligned_problem(const job::JobContext& ctx) {
+  std::vector<int64_t> unaligned;
+  for (const RankClock& c : ctx.clocks) {
+    if (!c.aligned) unaligned.push_back(c.rank);
+  }
+  if (unaligned.empty()) return "";
+  return fmt::format(
+      "{}: no collective in common with rank {} or a rank aligned with it; their clocks are used as they are, so "
+      "their waits may be off by the clocks' difference",
+      job::ranks_label(unaligned), ctx.clocks.front().rank);
+}
+
+// The job's extent on the aligned timeline, and the distinct steps of its
+// matched collectives.
+void place_window(job::JobContext& ctx, JobReport& report) {
+  bool any = false;
+  for (size_t r = 0; r < ctx.ranks.size(); ++r) {
+    const RankSummary& s = ctx.ranks[r];
+    if (s.window_end <= s.window_start) continue;
+    int64_t start = ctx.aligned(r, s.window_start), end = ctx.aligned(r, s.window_end);
+    ctx.window_start = any ? std::min(ctx.window_start, start) : start;
+    ctx.window_end = any ? std::max(ctx.window_end, end) : end;
+    any = true;
+  }
+  report.window_ns = ctx.window_end - ctx.window_start;
+  std::vector<int64_t> steps;
+  for (const job::Record& m : ctx.matched) {
+    if (m.step() != kNoStep) steps.push_back(m.step());
+  }
+  std::sort(steps.begin(), steps.end());
+  report.steps = std::unique(steps.begin(), steps.end()) - steps.begin();
+  ctx.by_step = report.steps > 0;
+}
+
+}  // namespace
+
+struct JobReducer::State {
+  Job job;
+  JobAnalysisOptions options;
+  job::JobContext ctx{.options = options};
+  job::CollectiveTable table;
+  // Per rank: the records it took part in, as runs of record ids (one run
+  // when it took part in the same collectives as the ranks before it),
+  // and the sum of its arrivals: with the records' last arrivals, its wait.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> runs;
+  std::vector<job::TimeSum> arrival_sums;
+  std::vector<size_t> pending;  // ranks not aligned yet, collectives kept
+  std::vector<std::string> unreadable, other_runs;
+  std::vector<int64_t> silent;  // ranks without collectives
+  uint64_t silent_kernels = 0;  // their NCCL kernels
+  std::vector<std::pair<int64_t, TraceMetrics>> rank_metrics;
+  bool any = false;
+  int64_t previous_rank = 0;
+
+  State(const Job& j, const JobAnalysisOptions& o) : job(j), options(o) {}
+
+  int64_t origin_of(size_t r) const { return ctx.ranks[r].origin_wall_ns - ctx.ranks.front().origin_wall_ns; }
+  void fold(size_t r);
+  bool try_align(size_t r);
+  void align_pending();
+  std::vector<int64_t> waits() const;
+  std::vector<std::string> problems() const;
+};
+
+void JobReducer::State::fold(size_t r) {
+  RankSummary& s = ctx.ranks[r];
+  std::vector<job::KindRef> kinds = table.intern(s);
+  int64_t shift = origin_of(r) - ctx.clocks[r].offset_ns;
+  for (const RankSummary::Collective& c : s.collectives) {
+    uint32_t id = table.find_or_add(kinds[c.kind], c);
+    if (id == job::CollectiveTable::kNone) continue;  // not the same collective: the orders differ
+    job::Record& rec = table.records[id];
+    int64_t arrival = shift + c.start, end = shift + c.end;
+    rec.add(uint32_t(r), arrival, end);
+    arrival_sums[r] += arrival;
+    if (ctx.clocks[r].aligned && !rec.anchored) {
+      rec.anchored = true;
+      rec.anchor = uint32_t(r);
+      rec.anchor_end = end;
+    }
+    if (options.keep_timeline) rec.parts.push_back({s.rank, arrival, end});
+    if (!runs[r].empty() && runs[r].back().second + 1 == id) {
+      runs[r].back().second = id;
+    } else {
+      runs[r].emplace_back(id, id);
+    }
+  }
+  std::vector<RankSummary::Collective>().swap(s.collectives);
+}
+
+bool JobReducer::State::try_align(size_t r) {
+  const RankSummary& s = ctx.ranks[r];
+  std::optional<RankClock> clock = job::align_rank(table, table.intern(s), s, origin_of(r), ctx.ranks);
+  if (!clock) return false;
+  ctx.clocks[r] = *clock;
+  fold(r);
+  return true;
+}
+
+// Folds every waiting rank that the ranks folded since link to the
+// aligned ones.
+void JobReducer::State::align_pending() {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (!try_align(pending[i])) continue;
+      pending.erase(pending.begin() + ptrdiff_t(i));
+      progress = true;
+      break;
+    }
+  }
+}
+
+std::vector<int64_t> JobReducer::State::waits() const {
+  std::vector<job::TimeSum> last_sums(table.records.size() + 1, 0);  // prefix sums of the last arrivals
+  for (size_t i = 0; i < table.records.size(); ++i) last_sums[i + 1] = last_sums[i] + table.records[i].last_arrival;
+  std::vector<int64_t> out;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    job::TimeSum total = -arrival_sums[r];
+    for (const auto& [first, last] : runs[r]) total += last_sums[last + 1] - last_sums[first];
+    out.push_back(int64_t(total));
+  }
+  return out;
+}
+
+JobReducer::JobReducer(const Job& job, const JobAnalysisOptions& options)
+    : state_(std::make_unique<State>(job, options)) {}
+
+JobReducer::~JobReducer() = default;
+
+void JobReducer::add_problem(std::string problem) { state_->unreadable.push_back(std::move(problem)); }
+
+void JobReducer::add(RankSummary summary) {
+  State& st = *state_;
+  if (st.any && summary.rank <= st.previous_rank) {
+    throw JobError(fmt::format("rank {}'s summary came after rank {}'s: the reduce takes ranks in increasing order",
+                               summary.rank, st.previous_rank));
+  }
+  st.any = true;
+  st.previous_rank = summary.rank;
+  st.rank_metrics.emplace_back(summary.rank, summary.metrics);
+  if (summary.collectives.empty()) {
+    st.silent.push_back(summary.rank);
+    st.silent_kernels += summary.collective_kernels;
+    return;
+  }
+  if (!st.ctx.ranks.empty()) {
+    if (std::string why = apart(st.ctx.ranks.front(), summary); !why.empty()) {
+      st.other_runs.push_back(why);
+      return;
+    }
+  }
+  size_t r = st.ctx.ranks.size();
+  st.ctx.clocks.push_back({.rank = summary.rank});
+  st.ctx.ranks.push_back(std::move(summary));
+  st.runs.emplace_back();
+  st.arrival_sums.push_back(0);
+  if (r == 0) {
+    st.ctx.origin_wall_ns = st.ctx.ranks[0].origin_wall_ns;
+    st.ctx.clocks[0] = {.rank = st.ctx.ranks[0].rank, .aligned = true, .via = st.ctx.ranks[0].rank};
+    st.fold(0);
+  } else if (st.try_align(r)) {
+    st.align_pending();
+  } else {
+    st.pending.push_back(r);
+  }
+}
+
+std::vector<std::string> JobReducer::State::problems() const {
+  std::vector<std::string> out = unreadable;
+  if (!job.missing.empty()) {
+    out.push_back(fmt::format("{}: no trace in the job ({} of {})", job::ranks_label(job.missing), job.missing.size(),
+                              job.world_size));
+  }
+  for (const JobFailure& f : job.failures) out.push_back(fmt::format("{}: not imported: {}", f.source, f.error));
+  out.insert(out.end(), other_runs.begin(), other_runs.end());
+  if (!silent.empty()) out.push_back(silent_problem(silent, silent_kernels));
+  if (std::string why = unaligned_problem(ctx); !why.empty()) out.push_back(why);
+  return out;
+}
+
+JobReport JobReducer::finish() {
+  State& st = *state_;
+  job::JobContext& ctx = st.ctx;
+  for (size_t r : st.pending) st.fold(r);  // linked to no aligned rank: on their own clocks
+  st.pending.clear();
+  ctx.waits = st.waits();
+  ctx.kinds = std::move(st.table.kinds);
+  for (job::Record& rec : st.table.records) {
+    if (rec.ranks >= 2) ctx.matched.push_back(std::move(rec));
+  }
+  std::vector<job::Record>().swap(st.table.records);
+
+  JobReport report;
+  report.dir = st.job.dir;
+  report.world_size = st.job.world_size;
+  report.rank_metrics = std::move(st.rank_metrics);
+  for (const RankSummary& s : ctx.ranks) {
+    report.ranks.push_back(s.rank);
+    report.figures.push_back({.rank = s.rank});
+  }
+  report.clocks = ctx.clocks;
+  report.collectives = ctx.matched.size();
+  place_window(ctx, report);
+  if (ctx.ranks.size() >= 2) {
+    job::rule_stragglers(ctx, report);
+    job::rule_collectives(ctx, report);
+    job::rule_imbalance(ctx, report);
+  }
+  for (Finding& f : report.findings) f.impact_fraction = double(f.impact_ns) / double(ctx.window());
+  report.metrics = job_metrics(ctx, report);
+  if (st.options.keep_timeline) report.timeline = timeline_of(ctx);
+  std::stable_sort(report.findings.begin(), report.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.impact_ns > b.impact_ns; });
+  report.problems = st.problems();
+  return report;
+}
+
+JobReport reduce_job(const Job& job, std::vector<RankSummary> ranks, std::vector<std::string> problems,
+                     const JobAnalysisOptions& options) {
+  JobReducer reducer(job, options);
+  for (std::string& p : problems) reducer.add_problem(std::move(p));
+  for (RankSummary& s : ranks) reducer.add(std::move(s));
+  return reducer.finish();
+}
+
+}  // namespace loupe::prof
