@@ -82,5 +82,93 @@ TEST(JobTimeline, ACollectiveIsLinkedAcrossRanks) {
   EXPECT_EQ(same_collective(m, 1, 1).size(), 2u);  // rank 7's own transfer, and rank 0's
 }
 
+// Rank 7's own trace, by hand: its clock is 1,000 ns ahead of rank 0's
+// and its origin 200 ns after, so its trace times move by 200 - 1,000 =
+// -800 ns onto the job's timeline. A thread "main" with one span at 50 ns
+// and a launch at 40 ns of a kernel that ran at 100 ns on stream 7 of its
+// device 0, both with correlation id 9.
+TraceModel rank_seven_trace() {
+  TraceModel m;
+  m.info.origin_wall_ns = 5'200;
+  m.strings = {"", "step", "gemm", "cudaLaunchKernel"};
+  m.threads.push_back({.id = 3, .name = "main"});
+  m.devices.push_back({.id = 0, .name = "cuda:0", .kind = DeviceKind::cuda});
+  m.streams.push_back({0, 7, "stream 7"});
+  HostSpans spans;
+  spans.thread = 3;
+  spans.start = {50};
+  spans.dur = {100};
+  spans.name = {1};
+  spans.kind = {SpanKind::user};
+  spans.depth = {0};
+  spans.callsite = {0};
+  m.host_spans.push_back(spans);
+  Launches launches;
+  launches.thread = 3;
+  launches.start = {40};
+  launches.dur = {5};
+  launches.name = {3};
+  launches.device = {0};
+  launches.stream = {7};
+  launches.correlation = {9};
+  m.launches.push_back(launches);
+  DeviceOps ops;
+  ops.device = 0;
+  ops.stream = 7;
+  ops.start = {100};
+  ops.dur = {200};
+  ops.kind = {DeviceOpKind::kernel};
+  ops.name = {2};
+  ops.bytes = {0};
+  ops.copy_kind = {CopyKind::none};
+  ops.correlation = {9};
+  m.device_ops.push_back(ops);
+  m.start_ns = 40;
+  m.end_ns = 300;
+  return m;
+}
+
+TEST(JobTimeline, AnExpandedRanksOwnTracksSitUnderItsRowOnTheJobsClock) {
+  JobReport r = two_rank_report();
+  r.origin_wall_ns = 5'000;
+  r.clocks = {{.rank = 0, .aligned = true}, {.rank = 7, .aligned = true, .offset_ns = 1'000}};
+  TraceModel seven = rank_seven_trace();
+  JobTimeline t = job_timeline(r, {{1, &seven}});
+  const TraceModel& m = t.model;
+
+  ASSERT_EQ(m.devices.size(), 3u);
+  EXPECT_EQ(m.devices[2].name, "rank 7 / cuda:0");
+  EXPECT_EQ(t.device_rank, (std::vector<size_t>{0, 1, 1}));
+  ASSERT_EQ(m.threads.size(), 1u);
+  EXPECT_EQ(m.threads[0].name, "rank 7 / main");
+  EXPECT_EQ(t.thread_rank, (std::vector<std::pair<uint32_t, size_t>>{{m.threads[0].id, 1}}));
+
+  ASSERT_EQ(m.device_ops.size(), 3u);  // two rank rows, then rank 7's stream
+  const DeviceOps& kernel = m.device_ops[2];
+  EXPECT_EQ(kernel.device, 2u);
+  EXPECT_EQ(kernel.stream, 7u);
+  EXPECT_EQ(kernel.start[0], 100 - 800);
+  EXPECT_EQ(m.str(kernel.name[0]), "gemm");
+  ASSERT_EQ(m.launches.size(), 1u);
+  EXPECT_EQ(m.launches[0].start[0], 40 - 800);
+  EXPECT_EQ(m.launches[0].device[0], 2u);
+  EXPECT_EQ(m.launches[0].correlation[0], kernel.correlation[0]);    // still linked
+  EXPECT_NE(kernel.correlation[0], m.device_ops[0].correlation[0]);  // and apart from the collectives'
+  ASSERT_EQ(m.host_spans.size(), 1u);
+  EXPECT_EQ(m.host_spans[0].start[0], 50 - 800);
+  EXPECT_EQ(m.str(m.host_spans[0].name[0]), "step");
+  EXPECT_EQ(m.start_ns, 40 - 800);
+  EXPECT_EQ(m.end_ns, 501);
+
+  TrackList list = build_track_list(m);
+  group_tracks_by_rank(t, list);
+  ASSERT_EQ(list.tracks.size(), 4u);
+  EXPECT_EQ(list.tracks[0].kind, TrackKind::stream);
+  EXPECT_EQ(list.tracks[0].device, 0u);               // rank 0's row
+  EXPECT_EQ(list.tracks[1].device, 1u);               // rank 7's row
+  EXPECT_EQ(list.tracks[2].kind, TrackKind::thread);  // then its thread
+  EXPECT_EQ(list.tracks[3].device, 2u);               // and its device
+}
+
 }  // namespace
 }  // namespace loupe::view

@@ -28,6 +28,8 @@ TEST(ViewOptions, ParsesEveryOption) {
   EXPECT_EQ(o.mouse_x, 10);
   EXPECT_EQ(o.mouse_y, 20);
   EXPECT_TRUE(parse_view_options({}).file.empty());
+  o = parse_view_options({"job", "--expand-rank", "3", "--expand-rank", "5"});
+  EXPECT_EQ(o.expand_ranks, (std::vector<int64_t>{3, 5}));
 }
 
 TEST(ViewOptions, RejectsBadArgumentsNamingThem) {
@@ -48,6 +50,8 @@ TEST(ViewOptions, RejectsBadArgumentsNamingThem) {
   EXPECT_EQ(message({"a.db", "b.db"}), "one trace only (`b.db`); use --compare HEAD for a second");
   EXPECT_EQ(message({"a.db", "--select-finding", "0"}), "--select-finding: findings are numbered from 1");
   EXPECT_EQ(message({"a.db", "--mouse", "3,4"}), "--mouse goes with --screenshot");
+  EXPECT_EQ(message({"job", "--expand-rank", "x"}), "--expand-rank: `x` is not an integer");
+  EXPECT_EQ(message({"--expand-rank", "2"}), "--expand-rank needs a job to show");
   EXPECT_EQ(message({"a.db", "--panel", "x"}), "--panel: `x` is none of findings, statistics, compiles, details, diff");
 }
 

@@ -311,6 +311,72 @@ TEST_F(ViewerScreenshot, JobShowsEachRankAndTheStragglersLateArrival) {
   EXPECT_FALSE(same_rgb(img.at(transfer, rows[0]), wait_color)) << "the transfer is drawn apart from the wait";
 }
 
+// Expanding the straggler shows its own trace's tracks under its row, on
+// the job's clock: while the other ranks wait for it, its compute stream is
+// still busy with the kernel that made it late.
+TEST_F(ViewerScreenshot, AnExpandedRankShowsItsOwnTracksUnderItsRow) {
+  std::string job = dir_.file("job");
+  PlantedJob p = write_synthetic_job(job, {.ranks = 4, .events = 3'000, .seed = 6});
+  JobReport report = analyze_job(job);
+  int straggler_finding = 0;
+  for (size_t i = 0; i < report.findings.size(); ++i) {
+    if (report.findings[i].rule == "straggler") straggler_finding = int(i) + 1;
+  }
+  ASSERT_GT(straggler_finding, 0);
+  const TimeRange late = report.findings[size_t(straggler_finding - 1)].ranges.front();
+
+  nlohmann::json layout;
+  std::string png = dir_.file("expanded.png");
+  test::CommandResult r = view({job, "--screenshot", png, "--size", "1200x800", "--select-finding",
+                                std::to_string(straggler_finding), "--expand-rank", std::to_string(p.straggler)},
+                               &layout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(layout.is_object()) << r.out;
+  Image img = load_png(png);
+  expect_not_blank(img);
+
+  // The rows in order: the straggler's row, then its own tracks, then the
+  // next rank's row.
+  const std::string own = "rank " + std::to_string(p.straggler) + " / ";
+  std::vector<std::string> titles;
+  const nlohmann::json* compute = nullptr;
+  for (const auto& t : layout["tracks"]) {
+    std::string title = t["title"];
+    titles.push_back(title);
+    if (title.starts_with(own) && title.ends_with(" / compute")) compute = &t;
+  }
+  auto at = [&](const std::string& title) { return std::find(titles.begin(), titles.end(), title) - titles.begin(); };
+  long row = at("rank " + std::to_string(p.straggler));
+  ASSERT_LT(row, long(titles.size()));
+  long mine = 0;
+  for (long i = row + 1; i < long(titles.size()) && titles[size_t(i)].starts_with(own); ++i) ++mine;
+  EXPECT_GE(mine, 3) << "its thread and its two streams follow its row";
+  for (int64_t k = 0; k < 4; ++k) {
+    if (k == p.straggler) continue;
+    long other = at("rank " + std::to_string(k));
+    EXPECT_TRUE(other < row || other > row + mine) << "rank " << k << " sits among rank " << p.straggler << "'s tracks";
+  }
+  ASSERT_NE(compute, nullptr) << layout.dump();
+
+  TimeAxis axis = axis_of(layout);
+  int waiting = int(axis.x(double(late.start + late.end) / 2));
+  ASSERT_GT(waiting, int(axis.x0));
+  int compute_y = int(((*compute)["y0"].get<float>() + (*compute)["y1"].get<float>()) / 2);
+  int other = p.straggler == 0 ? 1 : 0;
+  const nlohmann::json* other_row = track(layout, "stream", uint32_t(other), 0);
+  ASSERT_NE(other_row, nullptr);
+  Color wait_color = img.at(waiting, int(((*other_row)["y0"].get<float>() + (*other_row)["y1"].get<float>()) / 2));
+  Color busy = img.at(waiting, compute_y);
+  EXPECT_FALSE(same_rgb(busy, palette::background)) << "the straggler still computes while the others wait";
+  EXPECT_FALSE(same_rgb(busy, wait_color));
+
+  test::CommandResult bad = view({job, "--screenshot", dir_.file("bad.png"), "--expand-rank", "99"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--expand-rank 99: rank 99: "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("has no rank 99"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("bad.png")));
+}
+
 TEST_F(ViewerScreenshot, CompareShowsBothTracesAndTheDiff) {
   std::string a = write_gap_trace(dir_.file("a.db"));
   std::string b = write_gap_trace(dir_.file("b.db"));

@@ -1,5 +1,7 @@
 #include "document.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -19,16 +21,39 @@ const view::DeviceGaps* Analysis::gaps_of(uint32_t device) const {
 
 namespace {
 
-// A job: its analysis, and its collectives as a model of one track per
-// rank, titled by rank.
+// A job's model and tracks: each rank's row of collectives, and under it
+// the tracks of its own trace when it is expanded. A row's title is its
+// rank; hovering its title says what a click does.
+void build_job_view(Document& doc) {
+  std::vector<view::RankTrace> expanded;
+  for (size_t i = 0; i < doc.job->ranks.size(); ++i) {
+    auto it = doc.expanded.find(doc.job->ranks[i]);
+    if (it != doc.expanded.end()) expanded.push_back({i, it->second.get()});
+  }
+  view::JobTimeline timeline = view::job_timeline(*doc.job, expanded);
+  doc.model = std::move(timeline.model);
+  doc.tracks = view::build_track_list(doc.model);
+  view::group_tracks_by_rank(timeline, doc.tracks);
+  for (view::Track& t : doc.tracks.tracks) {
+    if (t.kind == view::TrackKind::counter || t.kind == view::TrackKind::thread) continue;
+    if (t.device >= doc.job->ranks.size()) {
+      // A rank's own device: "rank 3 / cuda:0 / stream 7", not "device 9 / ...".
+      t.title = t.subtitle + t.title.substr(t.title.find(" / "));
+      continue;
+    }
+    bool open = doc.expanded.count(doc.job->ranks[t.device]) > 0;
+    t.title = std::move(t.subtitle);  // "rank 3", not "device 3 / ..."
+    t.subtitle = open ? "click to collapse: hide this rank's own tracks" : "click to expand: this rank's own tracks";
+  }
+  view::layout_tracks(doc.tracks, view::TrackMetrics{});
+}
+
+// A job: its analysis, with the collectives of every rank on the aligned
+// timeline, kept to rebuild the model when a rank is expanded.
 void load_job(Document& doc) {
   prof::JobAnalysisOptions options;
   options.keep_timeline = true;
-  auto report = std::make_shared<prof::JobReport>(prof::analyze_job(doc.path, options));
-  doc.model = view::job_timeline_model(*report);
-  report->timeline.clear();  // in the model now
-  report->timeline.shrink_to_fit();
-  doc.job = std::move(report);
+  doc.job = std::make_shared<prof::JobReport>(prof::analyze_job(doc.path, options));
 }
 
 }  // namespace
@@ -40,15 +65,27 @@ std::unique_ptr<Document> load_document(const std::string& path) {
   if (prof::is_job(path)) load_job(*doc);
   else doc->model = prof::load_trace(path);
   auto t1 = std::chrono::steady_clock::now();
-  doc->tracks = view::build_track_list(doc->model);
   if (doc->job) {
-    for (view::Track& t : doc->tracks.tracks) t.title = std::move(t.subtitle);  // "rank 3", not "device 3 / ..."
+    build_job_view(*doc);
+  } else {
+    doc->tracks = view::build_track_list(doc->model);
+    view::layout_tracks(doc->tracks, view::TrackMetrics{});
   }
-  view::layout_tracks(doc->tracks, view::TrackMetrics{});
   auto t2 = std::chrono::steady_clock::now();
   doc->read_seconds = std::chrono::duration<double>(t1 - t0).count();
   doc->tracks_seconds = std::chrono::duration<double>(t2 - t1).count();
   return doc;
+}
+
+void toggle_rank(Document& doc, int64_t rank) {
+  if (!doc.job) return;
+  if (doc.expanded.erase(rank) == 0) {
+    prof::Job job = prof::read_job(doc.path);
+    auto it = std::find_if(job.ranks.begin(), job.ranks.end(), [&](const prof::JobRank& r) { return r.rank == rank; });
+    if (it == job.ranks.end()) throw prof::JobError(fmt::format("the job {} has no rank {}", doc.path, rank));
+    doc.expanded[rank] = std::make_shared<const prof::TraceModel>(prof::load_trace(job.trace_path(*it)));
+  }
+  build_job_view(doc);
 }
 
 namespace {

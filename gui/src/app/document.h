@@ -2,6 +2,7 @@
 // (computed off the UI thread; null until then).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ struct Document {
   // timeline (job_timeline.h), one track per rank.
   prof::TraceModel model;
   std::shared_ptr<const prof::JobReport> job;  // a job's analysis; null for a trace
+  // A job's expanded ranks: their own traces, shown under their rows.
+  std::map<int64_t, std::shared_ptr<const prof::TraceModel>> expanded;
   view::TrackList tracks;
   int64_t origin = 0;  // trace time shown at view time 0 (the first step when comparing)
   std::shared_ptr<const Analysis> analysis;
@@ -59,6 +62,11 @@ struct Document {
 // reader's one-line message. A job's folder is analysed as `loupe analyze
 // job/` does (throws prof::JobError) and shown as its timeline.
 std::unique_ptr<Document> load_document(const std::string& path);
+// In a job, expands a rank (its own trace, read the first time, shown
+// under its row) or collapses it, and rebuilds the model and tracks; the
+// model's events move, so selections into it must be dropped. Throws
+// prof::JobError or prof::TraceError when the rank's trace cannot be read.
+void toggle_rank(Document& doc, int64_t rank);
 // Runs the analyses (the same code and thresholds as `loupe analyze` and
 // `loupe summary`); throws what they throw.
 std::shared_ptr<Analysis> analyse_document(const Document& doc);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
+#include <vector>
 
 #include "headless.h"
 #include "loupe/view/options.h"
@@ -21,8 +22,10 @@ int run_interactive(const view::ViewOptions& o) {
   viewer.set_remember_recent(true);
   if (!o.file.empty()) viewer.open(o.file, o.compare);
   if (!o.panel.empty()) app::show_panel(s, o.panel);
-  // --zoom and --select-finding apply once their trace (and its analysis) is there.
+  // --zoom, --select-finding and --expand-rank apply once their trace (and
+  // its analysis) is there.
   bool zoom_pending = o.zoom_given, finding_pending = o.select_finding > 0;
+  std::vector<int64_t> expand_pending = o.expand_ranks;
   int frames_left = 3;
   std::string title;
   while (!window->should_close()) {
@@ -37,11 +40,13 @@ int run_interactive(const view::ViewOptions& o) {
     for (const std::string& path : window->take_dropped_files()) {
       viewer.open(path);
       zoom_pending = finding_pending = false;
+      expand_pending.clear();
     }
     if (!s.requested_open.empty()) {
       std::string path = s.requested_open;
       viewer.open(path);
       zoom_pending = finding_pending = false;
+      expand_pending.clear();
     }
     if (viewer.poll()) frames_left = 3;
     // The window's title names what is open.
@@ -54,6 +59,14 @@ int run_interactive(const view::ViewOptions& o) {
     if (zoom_pending && s.doc(0) && s.fitted) {
       view::fit(s.axis, double(o.zoom_start - s.doc(0)->origin), double(o.zoom_end - s.doc(0)->origin));
       zoom_pending = false;
+      frames_left = 3;
+    }
+    if (!expand_pending.empty() && s.doc(0) && s.doc(0)->analysis) {
+      for (int64_t rank : expand_pending) {
+        std::string why;
+        if (!viewer.toggle_rank(0, rank, &why)) s.errors[0] = why;
+      }
+      expand_pending.clear();
       frames_left = 3;
     }
     if (finding_pending && s.doc(0) && s.doc(0)->analysis) {

@@ -89,6 +89,14 @@ int run_screenshot(const view::ViewOptions& o) {
   const float mouse[2] = {o.mouse_x, o.mouse_y};
   auto frame = [&] { window->frame([&](float w, float h) { viewer.frame(w, h); }, o.mouse_given ? mouse : nullptr); };
   frame();  // lays the window out: the time axis learns its width
+  for (int64_t rank : o.expand_ranks) {
+    std::string why;
+    if (!viewer.toggle_rank(0, rank, &why)) {
+      std::fprintf(stderr, "loupe-view: --expand-rank %lld: %s\n", static_cast<long long>(rank),
+                   prof::printable(why).c_str());
+      return 2;
+    }
+  }
   if (o.select_finding > 0) {
     const Document* d = s.doc(0);
     size_t n = d && d->analysis ? d->analysis->report.findings.size() : 0;

@@ -671,6 +671,13 @@ const Track* track_at(const DocFrame& f, const Pointer& p) {
 // a merged run, or clears the selection; a double click zooms to the event.
 void handle_click(const DocFrame& f, const Pointer& p, const Hover& h) {
   ViewState& s = f.s;
+  if (p.click && p.mouse.x < f.cv.x0 && f.d.job) {
+    // A job's rank row's title expands or collapses the rank.
+    const Track* tr = track_at(f, p);
+    if (tr && tr->kind == TrackKind::stream && tr->device < f.d.job->ranks.size()) {
+      s.requested_toggle = ViewState::RankToggle{f.di, f.d.job->ranks[tr->device]};
+    }
+  }
   if (p.click && p.over_axis) {
     if (h.on_event()) {
       s.selection = {true, f.di, h.lane->kind, h.lane->table, h.event()};

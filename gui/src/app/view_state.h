@@ -84,6 +84,12 @@ struct ViewState {
   bool show_open_popup = false;
   std::string open_path;       // typed into the Open dialog
   std::string requested_open;  // a path the UI asked to open (the app opens it)
+  // A job's rank the UI asked to expand or collapse (the viewer does it).
+  struct RankToggle {
+    int doc = 0;
+    int64_t rank = 0;
+  };
+  std::optional<RankToggle> requested_toggle;
 
   Document* doc(int i) { return docs[size_t(i)].get(); }
   int doc_count() const { return compare ? 2 : 1; }

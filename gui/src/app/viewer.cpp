@@ -1,5 +1,6 @@
 #include "viewer.h"
 
+#include <fmt/format.h>
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -162,6 +163,30 @@ void Viewer::finish_jobs() {
     if (diffing_.valid()) diffing_.wait();
     poll();
   }
+}
+
+bool Viewer::toggle_rank(int doc, int64_t rank, std::string* why) {
+  Document* d = s_.doc(doc);
+  if (!d || !d->job) {
+    *why = "only a job's ranks can be expanded";
+    return false;
+  }
+  if (analysing_[size_t(doc)].valid()) {
+    *why = "the job's analysis is still running";
+    return false;
+  }
+  try {
+    app::toggle_rank(*d, rank);
+  } catch (const std::exception& e) {
+    *why = fmt::format("rank {}: {}", rank, e.what());
+    return false;
+  }
+  // The model was rebuilt: what pointed into it is dropped or found again.
+  s_.selection = {};
+  s_.hover = {};
+  s_.flow = {};
+  set_highlight(s_, s_.highlight);
+  return true;
 }
 
 void Viewer::remember(const std::string& path) {
@@ -338,6 +363,14 @@ void Viewer::frame(float width, float height) {
   }
   frame_open_popup();
   ImGui::End();
+  if (s_.requested_toggle) {
+    std::string why;
+    if (toggle_rank(s_.requested_toggle->doc, s_.requested_toggle->rank, &why) ||
+        !analysing_[size_t(s_.requested_toggle->doc)].valid()) {
+      if (!why.empty()) s_.errors[size_t(s_.requested_toggle->doc)] = why;
+      s_.requested_toggle.reset();
+    }
+  }
 }
 
 }  // namespace loupe::app

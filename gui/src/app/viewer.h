@@ -31,6 +31,11 @@ class Viewer {
   // Waits for loading only (analyses may still run).
   void finish_loading();
 
+  // Expands or collapses a rank of the job open as document `doc`. False,
+  // with the reason in `why`, when it cannot: not a job, the analysis
+  // still running (try again), or the rank's trace unreadable.
+  bool toggle_rank(int doc, int64_t rank, std::string* why);
+
   // Builds one frame of the window, `width` x `height` pixels.
   void frame(float width, float height);
 

@@ -33,7 +33,7 @@ std::pair<std::string, std::string> split_value(const std::string& flag, const s
 std::string view_usage() {
   return "usage: loupe-view [FILE] [--compare HEAD] [--screenshot OUT.png] [--size WxH]\n"
          "                  [--zoom START_NS:END_NS] [--select-finding N] [--panel NAME]\n"
-         "                  [--mouse X,Y] [--bench-frames N]\n"
+         "                  [--mouse X,Y] [--expand-rank R]... [--bench-frames N]\n"
          "\n"
          "  FILE                 a loupe trace to open (the base trace with --compare)\n"
          "  --compare HEAD       show HEAD below FILE, aligned at their first step, with their diff\n"
@@ -45,6 +45,7 @@ std::string view_usage() {
          panel_names(" or ") +
          "\n"
          "  --mouse X,Y          with --screenshot: rest the pointer at window pixel X,Y (tooltips, flows)\n"
+         "  --expand-rank R      in a job, show rank R's own tracks under its row (repeatable)\n"
          "  --bench-frames N     print time to first frame and frame build times (JSON lines), exit\n";
 }
 
@@ -94,6 +95,8 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       o.mouse_x = float(parse_int<int>(v.substr(0, c), "--mouse x"));
       o.mouse_y = float(parse_int<int>(v.substr(c + 1), "--mouse y"));
       o.mouse_given = true;
+    } else if (a == "--expand-rank") {
+      o.expand_ranks.push_back(parse_int<int64_t>(value(i), "--expand-rank"));
     } else if (a == "--bench-frames") {
       o.bench_frames = parse_int<int>(value(i), "--bench-frames");
       if (o.bench_frames < 1) throw std::invalid_argument("--bench-frames: need at least 1 frame");
@@ -108,6 +111,7 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
   if (!o.help) {
     if (!o.compare.empty() && o.file.empty()) throw std::invalid_argument("--compare needs a base trace before it");
     if (!o.screenshot.empty() && o.file.empty()) throw std::invalid_argument("--screenshot needs a trace to show");
+    if (!o.expand_ranks.empty() && o.file.empty()) throw std::invalid_argument("--expand-rank needs a job to show");
     if (o.bench_frames && o.file.empty()) throw std::invalid_argument("--bench-frames needs a trace to show");
     if (o.mouse_given && o.screenshot.empty()) throw std::invalid_argument("--mouse goes with --screenshot");
     if (o.bench_frames && !o.screenshot.empty())

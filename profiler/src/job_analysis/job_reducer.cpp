@@ -293,6 +293,7 @@ JobReport JobReducer::finish() {
     report.figures.push_back({.rank = s.rank});
   }
   report.clocks = ctx.clocks;
+  report.origin_wall_ns = ctx.origin_wall_ns;
   report.collectives = ctx.matched.size();
   place_window(ctx, report);
   if (ctx.ranks.size() >= 2) {

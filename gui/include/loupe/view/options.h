@@ -2,7 +2,7 @@
 //
 //   loupe-view [FILE] [--compare HEAD] [--screenshot OUT.png] [--size WxH]
 //              [--zoom START_NS:END_NS] [--select-finding N] [--panel NAME]
-//              [--mouse X,Y] [--bench-frames N]
+//              [--mouse X,Y] [--expand-rank R]... [--bench-frames N]
 #pragma once
 
 #include <cstdint>
@@ -22,8 +22,9 @@ struct ViewOptions {
   int64_t zoom_start = 0, zoom_end = 0;
   int select_finding = 0;  // 1-based, as `loupe analyze` numbers them; 0: none
   int bench_frames = 0;
-  std::string panel;         // --panel: the tab shown first (panel_list.h names them)
-  bool mouse_given = false;  // --mouse X,Y: where the pointer rests in a screenshot
+  std::string panel;                  // --panel: the tab shown first (panel_list.h names them)
+  bool mouse_given = false;           // --mouse X,Y: where the pointer rests in a screenshot
+  std::vector<int64_t> expand_ranks;  // --expand-rank R: a job's ranks shown with their own tracks
   float mouse_x = 0, mouse_y = 0;
   bool help = false;
 };

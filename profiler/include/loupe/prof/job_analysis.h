@@ -146,6 +146,7 @@ struct JobReport {
   int64_t steps = 0;                   // distinct step numbers with matched collectives
   uint64_t collectives = 0;            // matched across ranks
   int64_t window_ns = 0;               // the job's extent on the aligned timeline
+  int64_t origin_wall_ns = 0;          // the aligned timeline's time 0: the reference rank's origin
   std::vector<CollectiveStats> kinds;  // by total transfer time, largest first
   std::vector<RankFigures> figures;    // per analysed rank
   std::vector<Finding> findings;       // by impact; `ranks` names the ranks each concerns

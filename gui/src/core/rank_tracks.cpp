@@ -1,0 +1,212 @@
+// A rank's own trace appended to a job's model (job_timeline.h). Every
+// table is copied column by column from trace_tables.h's lists, so a new
+// column is carried without a change here; what a column holds decides
+// what happens to it: times move onto the job's aligned clock, string ids
+// and call sites are re-numbered into the job's model, thread and device
+// ids are replaced by the ids the rank's threads and devices get there,
+// and correlation ids are moved apart from the other ranks'.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "loupe/view/job_timeline.h"
+
+namespace loupe::view {
+
+namespace {
+
+using prof::StringId;
+
+class RankAppender {
+ public:
+  RankAppender(JobTimeline& out, const prof::TraceModel& in, int64_t rank, size_t position, int64_t shift)
+      : out_(out), m_(out.model), in_(in), rank_(rank), position_(position), shift_(shift) {
+    for (StringId i = 0; i < m_.strings.size(); ++i) ids_.try_emplace(m_.strings[i], i);
+    // Correlation ids of the job's own pieces count from 1; each rank's
+    // own ids move above every id already in the model.
+    correlation_base_ = uint64_t(position + 1) << 40;
+  }
+
+  void append() {
+    add_ids();
+    append_tables(in_.host_spans, m_.host_spans);
+    append_tables(in_.instants, m_.instants);
+    append_tables(in_.launches, m_.launches);
+    append_tables(in_.transfers, m_.transfers);
+    append_tables(in_.compiles, m_.compiles);
+    append_tables(in_.device_ops, m_.device_ops);
+    append_tables(in_.memory, m_.memory);
+    if (in_.end_ns <= in_.start_ns) return;
+    bool empty = m_.end_ns <= m_.start_ns;
+    m_.start_ns = empty ? in_.start_ns + shift_ : std::min(m_.start_ns, in_.start_ns + shift_);
+    m_.end_ns = empty ? in_.end_ns + shift_ : std::max(m_.end_ns, in_.end_ns + shift_);
+  }
+
+ private:
+  StringId intern(StringId id) {
+    const std::string& s = in_.str(id);
+    auto [it, inserted] = ids_.try_emplace(s, StringId(m_.strings.size()));
+    if (inserted) m_.strings.push_back(s);
+    return it->second;
+  }
+
+  // New ids for the rank's threads, devices, streams and call sites,
+  // above the model's own (so each table stays sorted by its key).
+  void add_ids() {
+    uint32_t next_thread = m_.threads.empty() ? 0 : m_.threads.back().id + 1;
+    for (const prof::Thread& t : in_.threads) {
+      prof::Thread copy = t;
+      copy.id = threads_[t.id] = next_thread++;
+      copy.name = fmt::format("rank {} / {}", rank_, t.name.empty() ? "thread " + std::to_string(t.id) : t.name);
+      out_.thread_rank.emplace_back(copy.id, position_);
+      m_.threads.push_back(std::move(copy));
+    }
+    for (const prof::Device& d : in_.devices) {
+      prof::Device copy = d;
+      copy.id = devices_[d.id] = uint32_t(out_.device_rank.size());
+      copy.name = fmt::format("rank {} / {}", rank_, d.name);
+      m_.devices.push_back(std::move(copy));
+      out_.device_rank.push_back(position_);
+    }
+    for (const prof::Stream& s : in_.streams) m_.streams.push_back({device(s.device), s.stream, s.name});
+    uint32_t next_callsite = m_.callsites.empty() ? 1 : m_.callsites.back().id + 1;
+    for (const prof::CallSite& c : in_.callsites) {
+      callsites_[c.id] = next_callsite;
+      m_.callsites.push_back({next_callsite++, intern(c.file), c.line, intern(c.function)});
+    }
+  }
+
+  // A device the rank's trace uses without describing it gets an id too.
+  uint32_t device(uint32_t id) {
+    auto [it, inserted] = devices_.try_emplace(id, uint32_t(out_.device_rank.size()));
+    if (inserted) {
+      m_.devices.push_back({.id = it->second, .name = fmt::format("rank {} / device {}", rank_, id)});
+      out_.device_rank.push_back(position_);
+    }
+    return it->second;
+  }
+  uint32_t thread(uint32_t id) {
+    auto [it, inserted] = threads_.try_emplace(id, 0);
+    if (inserted) {
+      it->second = m_.threads.empty() ? 0 : m_.threads.back().id + 1;
+      m_.threads.push_back({.id = it->second, .name = fmt::format("rank {} / thread {}", rank_, id)});
+      out_.thread_rank.emplace_back(it->second, position_);
+    }
+    return it->second;
+  }
+
+  // What each kind of column becomes; `name` tells the u32 and id64
+  // columns that hold ids apart from plain numbers.
+  void fix(const char* name, uint32_t& v) {
+    if (std::strcmp(name, "thread") == 0) v = thread(v);
+    else if (std::strcmp(name, "device") == 0) v = device(v);
+  }
+  void fix(const char* name, std::vector<uint32_t>& column) {
+    for (uint32_t& v : column) fix(name, v);
+  }
+  void fix_string(StringId& v) { v = intern(v); }
+  void fix_string(std::vector<StringId>& column) {
+    for (StringId& v : column) v = intern(v);
+  }
+  void fix_callsite(std::vector<uint32_t>& column) {
+    for (uint32_t& v : column) v = v == 0 ? 0 : callsites_[v];
+  }
+  void fix_id64(const char* name, std::vector<uint64_t>& column) const {
+    if (std::strcmp(name, "correlation") != 0) return;
+    for (uint64_t& v : column) v = v == 0 ? 0 : correlation_base_ + v;
+  }
+  void fix_time(std::vector<int64_t>& column) const {
+    for (int64_t& t : column) t += shift_;
+  }
+
+#define LOUPE_FIX_KEY(name, type, check, init) fix_key_##check(#name, t.name);
+#define LOUPE_FIX_SPAN(start, dur) fix_time(t.start);
+#define LOUPE_FIX_POINT(time) fix_time(t.time);
+#define LOUPE_FIX_COLUMN(name, type, check, init) fix_##check(#name, t.name);
+#define LOUPE_FIX_TRACK(Row, Track, table, member)                                          \
+  void fix_track(prof::Track& t) {                                                          \
+    LOUPE_COLUMNS_##table(LOUPE_FIX_KEY, LOUPE_FIX_SPAN, LOUPE_FIX_POINT, LOUPE_FIX_COLUMN) \
+  }
+  LOUPE_EVENT_TABLES(LOUPE_FIX_TRACK)
+#undef LOUPE_FIX_TRACK
+#undef LOUPE_FIX_COLUMN
+#undef LOUPE_FIX_POINT
+#undef LOUPE_FIX_SPAN
+#undef LOUPE_FIX_KEY
+
+  // The keys and columns by their check (trace_tables.h).
+  void fix_key_u32(const char* name, uint32_t& v) { fix(name, v); }
+  void fix_key_string(const char*, StringId& v) { fix_string(v); }
+  void fix_u32(const char* name, std::vector<uint32_t>& c) { fix(name, c); }
+  void fix_string(const char*, std::vector<StringId>& c) { fix_string(c); }
+  void fix_callsite(const char*, std::vector<uint32_t>& c) { fix_callsite(c); }
+  void fix_integer(const char* name, std::vector<int64_t>& c) {
+    if (std::strcmp(name, "issued") == 0) fix_time(c);  // a time: when the collective was issued
+  }
+  template <typename Column>
+  void fix_count(const char*, Column&) {}
+  template <typename Column>
+  void fix_level(const char*, Column&) {}
+  template <typename Column>
+  void fix_kind(const char*, Column&) {}
+  template <typename Column>
+  void fix_flag(const char*, Column&) {}
+  template <typename Column>
+  void fix_real(const char*, Column&) {}
+  template <typename Column>
+  void fix_text(const char*, Column&) {}
+
+  template <typename Track>
+  void append_tables(const std::vector<Track>& from, std::vector<Track>& to) {
+    for (const Track& t : from) {
+      Track copy = t;
+      fix_track(copy);
+      to.push_back(std::move(copy));
+    }
+  }
+
+  JobTimeline& out_;
+  prof::TraceModel& m_;
+  const prof::TraceModel& in_;
+  int64_t rank_;
+  size_t position_;
+  int64_t shift_;
+  uint64_t correlation_base_ = 0;
+  std::unordered_map<std::string, StringId> ids_;
+  std::map<uint32_t, uint32_t> threads_, devices_, callsites_;
+};
+
+}  // namespace
+
+JobTimeline job_timeline(const prof::JobReport& report, const std::vector<RankTrace>& expanded) {
+  JobTimeline t{.model = job_timeline_model(report)};
+  for (size_t i = 0; i < report.ranks.size(); ++i) t.device_rank.push_back(i);
+  std::vector<RankTrace> ranks = expanded;
+  std::sort(ranks.begin(), ranks.end(), [](const RankTrace& a, const RankTrace& b) { return a.index < b.index; });
+  for (const RankTrace& r : ranks) {
+    if (r.index >= report.ranks.size() || r.index >= report.clocks.size() || !r.model) continue;
+    int64_t shift = r.model->info.origin_wall_ns - report.origin_wall_ns - report.clocks[r.index].offset_ns;
+    RankAppender(t, *r.model, report.ranks[r.index], r.index, shift).append();
+  }
+  return t;
+}
+
+void group_tracks_by_rank(const JobTimeline& timeline, TrackList& list) {
+  auto rank_of = [&](const Track& t) -> std::pair<size_t, int> {
+    if (t.kind == TrackKind::thread) {
+      auto it = std::lower_bound(timeline.thread_rank.begin(), timeline.thread_rank.end(),
+                                 std::make_pair(t.thread, size_t(0)));
+      return {it != timeline.thread_rank.end() && it->first == t.thread ? it->second : SIZE_MAX, 1};
+    }
+    if (t.kind == TrackKind::counter || t.device >= timeline.device_rank.size()) return {SIZE_MAX, 2};
+    size_t position = timeline.device_rank[t.device];
+    return {position, t.device == position ? 0 : 2};  // device i < ranks is rank i's own row
+  };
+  std::stable_sort(list.tracks.begin(), list.tracks.end(),
+                   [&](const Track& a, const Track& b) { return rank_of(a) < rank_of(b); });
+}
+
+}  // namespace loupe::view
