@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The runtime's rows of bench/run: the MLP training step compiled, run on
-the CPU device, run in JAX on its CPU backend in the same script, run with a
-capture on and off, and run eagerly. Prints one JSON row per line:
-[group, metric, value, target, verdict].
+the CPU device (with every core and with one BLAS thread), run in JAX on
+its CPU backend in the same script (likewise), run with a capture on and
+off, and run eagerly. The CPU device's BLAS and kernel set are printed with
+the figures: a step time means little without them. Prints one JSON row
+per line: [group, metric, value, target, verdict].
 
     bench/run_runtime.py BUILD_DIR [--quick]
 """
@@ -22,9 +24,10 @@ def row(metric, value, target="", ok=None):
     print(json.dumps([G, metric, value, target, verdict]))
 
 
-def ours_once():
+def ours_once(threads=None):
+    env = dict(os.environ, LOUPE_CPU_BLAS_THREADS=str(threads)) if threads else None
     return json.loads(subprocess.run([os.path.join(build, "bench", "runtime_bench"), *quick], check=True,
-                                     capture_output=True, text=True).stdout)
+                                     capture_output=True, text=True, env=env).stdout)
 
 
 def jax(*args):
@@ -48,9 +51,10 @@ def medians(runs):
 # Both sides run in turn, a few rounds each, and medians are compared, so
 # that a machine busy with other work slows both alike.
 rounds = 1 if quick else 3
-ours_runs, jax_runs, jax1_runs = [], [], []
+ours_runs, ours1_runs, jax_runs, jax1_runs = [], [], [], []
 for _ in range(rounds):
     ours_runs.append(ours_once())
+    ours1_runs.append(ours_once(threads=1))
     j = jax()
     if "skipped" in j:
         jax_runs = [j]
@@ -58,6 +62,7 @@ for _ in range(rounds):
     jax_runs.append(j)
     jax1_runs.append(jax("--threads", "1"))
 ours = medians(ours_runs)
+ours1 = medians(ours1_runs)
 jx = jax_runs[0] if "skipped" in jax_runs[0] else medians(jax_runs)
 jx1 = jx if "skipped" in jx else medians(jax1_runs)
 
@@ -70,17 +75,23 @@ if "skipped" in jx:
     row("JAX compile of the same step", "skipped: " + jx["skipped"])
 else:
     row(f"JAX {jx['version']} compile of the same step (lower + compile)", f"{jx['compile_ms']:.1f} ms")
+blas = ours["blas"]
+kernels = blas.split(", ")[1].split(" (")[0] if ", " in blas else blas  # "SkylakeX kernels"
+row("CPU device's BLAS", blas)
 s = ours["step_ms"]
-row("step time, CPU device (jit; matrix products on every core)", f"{s:.2f} ms")
+row(f"step time, CPU device (jit; matrix products on every core; {kernels})", f"{s:.2f} ms")
+s1 = ours1["step_ms"]
+row(f"step time, CPU device, 1 BLAS thread ({kernels})", f"{s1:.2f} ms")
 if "skipped" in jx:
     row("step time / JAX's", "skipped: " + jx["skipped"], "<= 1.5x")
 else:
     row(f"JAX step time on its CPU backend ({jx['threads']} threads)", f"{jx['step_ms']:.2f} ms")
-    row(f"step time / JAX's ({jx['threads']} threads)", f"{s / jx['step_ms']:.2f}x", "<= 1.5x",
+    row(f"step time / JAX's ({jx['threads']} threads; {kernels})", f"{s / jx['step_ms']:.2f}x", "<= 1.5x",
         s / jx["step_ms"] <= 1.5)
     if "skipped" not in jx1:
         row("JAX step time, 1 thread", f"{jx1['step_ms']:.2f} ms")
-        row("step time / JAX's (1 thread)", f"{s / jx1['step_ms']:.2f}x")
+        row(f"step time / JAX's, both 1 thread ({kernels})", f"{s1 / jx1['step_ms']:.2f}x", "<= 1.5x",
+            s1 / jx1["step_ms"] <= 1.5)
 r = ours["capture_ratio"]
 row("step time, capture on / off (same process, medians of interleaved steps)",
     f"{r:.3f} ({ours['capture_on_ms']:.2f} / {s:.2f} ms)", "<= 1.03", r <= 1.03)

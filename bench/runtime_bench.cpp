@@ -120,12 +120,17 @@ int main(int argc, char** argv) {
   for (int b = 0; b < (quick ? 2 : 3); ++b) eager.push_back(run_block(2, false));
 
   double step_ms = median(off);
+  std::string blas;  // as a JSON string's contents
+  for (char ch : rt::cpu_blas()) {
+    if (ch == '"' || ch == '\\') blas += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20) blas += ch;
+  }
   std::printf(
       "{\"compile_ms\": %.3f, \"first_compile_ms\": %.3f, \"trace_ms\": %.3f, \"optimize_ms\": %.3f, "
       "\"codegen_ms\": %.3f, \"kernels\": %u, \"nodes\": %u, \"step_ms\": %.3f, \"capture_on_ms\": %.3f, "
-      "\"capture_ratio\": %.4f, \"events_per_step\": %.1f, \"eager_step_ms\": %.3f}\n",
+      "\"capture_ratio\": %.4f, \"events_per_step\": %.1f, \"eager_step_ms\": %.3f, \"blas\": \"%s\"}\n",
       median(compile_ms), first_compile_ms, median(trace_ms), median(optimize_ms), median(codegen_ms),
       step.stats().last_kernels, step.stats().last_nodes, step_ms, median(on), median(on) / step_ms, events_per_step,
-      median(eager));
+      median(eager), blas.c_str());
   return 0;
 }

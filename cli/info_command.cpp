@@ -67,12 +67,13 @@ int print_info(const std::string& path) {
 
   fmt::print(out, "\ndevices\n");
   if (s.devices.empty()) fmt::print(out, "  (none)\n");
-  TextTable devices({"id", "name", "kind", "memory", "streams"});
+  TextTable devices({"id", "name", "kind", "memory", "streams", "kernels"});
   for (const auto& d : s.devices) {
     int streams = 0;
     for (const auto& st : s.streams) streams += st.device == d.id;
     devices.add({std::to_string(d.id), d.name, std::string(prof::name_of(d.kind)),
-                 d.memory_capacity > 0 ? format_bytes(d.memory_capacity) : "?", std::to_string(streams)});
+                 d.memory_capacity > 0 ? format_bytes(d.memory_capacity) : "?", std::to_string(streams),
+                 d.detail.empty() ? "-" : d.detail});
   }
   if (!s.devices.empty()) devices.print(out, "  ");
 

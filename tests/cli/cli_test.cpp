@@ -38,7 +38,7 @@ TEST_F(Cli, InfoShowsVersionProducerCountsDevicesAndDrops) {
   std::string path = synth();
   auto r = loupe({"info", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("format     1.2 (written by loupe synth)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("format     1.3 (written by loupe synth)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("status     complete"), std::string::npos);
   EXPECT_NE(r.out.find("started    2026-01-01 00:00:00 UTC"), std::string::npos);
   EXPECT_NE(r.out.find("events     20,000"), std::string::npos);

@@ -128,6 +128,23 @@ TEST_F(BadTrace, OlderMinorVersionWithoutALaterTableIsRead) {
   expect_error(path, "missing table 'collectives'");
 }
 
+TEST_F(BadTrace, OlderMinorVersionWithoutALaterColumnIsRead) {
+  std::string path = dir.file("older-column.db");
+  write_good_trace(path);
+  sql(path, "INSERT INTO devices VALUES (0, 'gpu0', 1, 0, 0, 'cuBLAS');");
+  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 2))).c_str());
+  sql(path, "ALTER TABLE devices DROP COLUMN detail;");
+  EXPECT_EQ(load_error(path), "");
+  TraceModel m = load_trace(path);
+  ASSERT_EQ(m.devices.size(), 1u);
+  EXPECT_EQ(m.devices[0].name, "gpu0");
+  EXPECT_EQ(m.devices[0].detail, "");
+  EXPECT_EQ(summarize_trace(path).devices.size(), 1u);
+
+  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 3))).c_str());
+  expect_error(path, "table 'devices' lacks column 'detail'");
+}
+
 TEST_F(BadTrace, TableReplacedByView) {
   std::string path = dir.file("view.db");
   write_good_trace(path);

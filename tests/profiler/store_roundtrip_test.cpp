@@ -22,7 +22,7 @@ TEST(StoreRoundTrip, EveryFieldOfEveryTable) {
     StringId k1 = w.intern("kernel_a"), k2 = w.intern("kernel_b"), file = w.intern("src/x.cpp"),
              fn = w.intern("void f()"), sig = w.intern("f32[2,3]"), cn = w.intern("loss");
     EXPECT_EQ(w.intern("kernel_a"), k1) << "interning is idempotent";
-    w.put(DeviceRow{0, "cpu0", DeviceKind::cpu, 2'147'483'648, 10'000'000'000});
+    w.put(DeviceRow{0, "cpu0", DeviceKind::cpu, 2'147'483'648, 10'000'000'000, "OpenBLAS 0.3.21, Haswell kernels"});
     w.put(DeviceRow{3, "gpu3", DeviceKind::cuda, 80'000'000'000, 25'000'000'000});
     w.put(StreamRow{3, 7, "copy"});
     w.put(ThreadRow{0, 100, 100, "main", 0});
@@ -83,6 +83,8 @@ TEST(StoreRoundTrip, EveryFieldOfEveryTable) {
   EXPECT_EQ(m.devices[1].copy_bandwidth, 25'000'000'000);
   ASSERT_NE(m.device(0), nullptr);
   EXPECT_EQ(m.device(0)->memory_capacity, 2'147'483'648);
+  EXPECT_EQ(m.device(0)->detail, "OpenBLAS 0.3.21, Haswell kernels");
+  EXPECT_EQ(m.devices[1].detail, "");
   EXPECT_EQ(m.device(1), nullptr);
   ASSERT_EQ(m.streams.size(), 1u);
   EXPECT_EQ(m.stream(3, 7)->name, "copy");

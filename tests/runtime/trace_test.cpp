@@ -63,6 +63,8 @@ TEST(Trace, RecordsWhatTheProgramDid) {
   ASSERT_NE(dev, nullptr);
   EXPECT_EQ(dev->kind, prof::DeviceKind::cpu);
   EXPECT_GT(dev->memory_capacity, 0);
+  EXPECT_EQ(dev->detail, rt::cpu_blas());  // the kernel set its matrix products ran with
+  EXPECT_EQ(dev->detail.rfind("OpenBLAS ", 0), 0u) << dev->detail;
   ASSERT_NE(m.stream(0, 0), nullptr);
   EXPECT_EQ(m.stream(0, 0)->name, "compute");
   EXPECT_EQ(m.stream(0, 1)->name, "copy");

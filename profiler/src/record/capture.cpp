@@ -431,7 +431,7 @@ void Capture::State::sync_registry() {
   if (reg.version == registry_version) return;
   registry_version = reg.version;
   for (const DeviceInfo& d : reg.devices) {
-    writer->put(DeviceRow{d.id, d.name, d.kind, d.memory_capacity, d.copy_bandwidth});
+    writer->put(DeviceRow{d.id, d.name, d.kind, d.memory_capacity, d.copy_bandwidth, d.detail});
   }
   for (const Registry::Stream& st : reg.streams) writer->put(StreamRow{st.device, st.stream, st.name});
 }

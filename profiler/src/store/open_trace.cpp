@@ -128,6 +128,13 @@ bool has_table(sqlite3* db, std::string_view table) {
   return s.step();
 }
 
+bool has_column(sqlite3* db, std::string_view table, std::string_view column) {
+  Stmt s(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
+  s.bind(1, table);
+  s.bind(2, column);
+  return s.step();
+}
+
 Db open_sqlite_read_only(const std::string& path) {
   check_header(path);
   sqlite3* raw = nullptr;
@@ -183,6 +190,7 @@ Db open_trace(const std::string& path) {
       while (s.step()) have[std::string(s.text(0))] = std::string(s.text(1));
       for (const auto& [col, type] : ref.at(std::string(table))) {
         auto c = have.find(col);
+        if (c == have.end() && minor < minor_version_adding(table, col)) continue;
         if (c == have.end()) fail(path, fmt::format("table '{}' lacks column '{}'", table, col));
         if (c->second != type) {
           fail(path, fmt::format("column '{}.{}' is declared {}, expected {}", table, col, c->second, type));

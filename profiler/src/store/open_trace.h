@@ -17,6 +17,8 @@ Db open_trace(const std::string& path);
 // Whether the file has the table: one added by a later minor version
 // than the file's (minor_version_adding) may be absent, and reads as empty.
 bool has_table(sqlite3* db, std::string_view table);
+// The same for a column added to a table after 1.0.
+bool has_column(sqlite3* db, std::string_view table, std::string_view column);
 
 // Opens any SQLite file read-only with the same defensive settings, but
 // checks nothing about its schema (for `loupe sql` on damaged files).

@@ -42,7 +42,8 @@ CREATE TABLE devices(
   name TEXT NOT NULL,
   kind INTEGER NOT NULL,
   memory_capacity INTEGER NOT NULL,
-  copy_bandwidth INTEGER NOT NULL
+  copy_bandwidth INTEGER NOT NULL,
+  detail TEXT NOT NULL
 );
 
 CREATE TABLE streams(
@@ -161,7 +162,10 @@ const char* schema_sql() {
 
 std::span<const std::string_view> schema_tables() { return kTables; }
 
-int minor_version_adding(std::string_view table) { return table == "collectives" ? 2 : 0; }
+int minor_version_adding(std::string_view table, std::string_view column) {
+  if (column.empty()) return table == "collectives" ? 2 : 0;
+  return table == "devices" && column == "detail" ? 3 : 0;
+}
 
 std::span<const EnumTable> enum_tables() {
   static const std::array<EnumTable, 7> tables = {{

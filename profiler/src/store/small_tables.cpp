@@ -9,6 +9,7 @@
 
 #include "loupe/prof/trace_tables.h"
 #include "store/checked_row.h"
+#include "store/open_trace.h"
 
 namespace loupe::prof::store {
 
@@ -72,10 +73,14 @@ std::vector<std::string> read_strings(sqlite3* db) {
 
 std::vector<Device> read_devices(sqlite3* db) {
   std::vector<Device> devices;
-  for_each_row(db, "devices", "SELECT id, name, kind, memory_capacity, copy_bandwidth FROM devices ORDER BY id",
-               {"id", "name", "kind", "memory_capacity", "copy_bandwidth"}, [&](const CheckedRow& r) {
+  // `detail` came in format 1.3: an older file's devices have none.
+  const char* sql = has_column(db, "devices", "detail")
+                        ? "SELECT id, name, kind, memory_capacity, copy_bandwidth, detail FROM devices ORDER BY id"
+                        : "SELECT id, name, kind, memory_capacity, copy_bandwidth, '' FROM devices ORDER BY id";
+  for_each_row(db, "devices", sql, {"id", "name", "kind", "memory_capacity", "copy_bandwidth", "detail"},
+               [&](const CheckedRow& r) {
                  devices.push_back({r.u32(0), std::string(r.text(1)), r.enumerator<DeviceKind>(2), r.non_negative(3),
-                                    r.non_negative(4)});
+                                    r.non_negative(4), std::string(r.text(5))});
                });
   return devices;
 }

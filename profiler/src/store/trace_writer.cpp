@@ -340,7 +340,7 @@ void create_schema(sqlite3* db, int page_size) {
 void TraceWriter::Impl::prepare_statements() {
   sqlite3* d = db.get();
   insert_string = Stmt(d, "INSERT INTO strings(id, text) VALUES (?, ?)");
-  put_device = Stmt(d, "INSERT OR REPLACE INTO devices VALUES (?, ?, ?, ?, ?)");
+  put_device = Stmt(d, "INSERT OR REPLACE INTO devices VALUES (?, ?, ?, ?, ?, ?)");
   put_stream = Stmt(d, "INSERT OR REPLACE INTO streams VALUES (?, ?, ?)");
   put_thread = Stmt(d, "INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?, ?)");
   put_callsite = Stmt(d, "INSERT OR REPLACE INTO callsites VALUES (?, ?, ?, ?)");
@@ -477,8 +477,8 @@ void TraceWriter::Impl::write_all() {
   }
   for (uint32_t id : dirty_devices) {
     const DeviceRow& d = devices[id];
-    put_device.run_static(int64_t(d.id), std::string_view(d.name), int64_t(d.kind), d.memory_capacity,
-                          d.copy_bandwidth);
+    put_device.run_static(int64_t(d.id), std::string_view(d.name), int64_t(d.kind), d.memory_capacity, d.copy_bandwidth,
+                          std::string_view(d.detail));
   }
   for (auto key : dirty_streams) {
     const StreamRow& s = streams[key];

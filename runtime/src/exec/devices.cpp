@@ -12,6 +12,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_device.h"
 #include "backend/cuda/cuda_backend.h"
 #include "exec/device_impl.h"
@@ -157,6 +158,8 @@ Device default_device() {
 }
 
 int cuda_device_count(std::string* why_not) { return backend::cuda::device_count(why_not); }
+
+std::string cpu_blas() { return backend::cpu::blas().description(); }
 
 Device cuda(int index) {
   Device d{DeviceType::cuda, index};

@@ -52,6 +52,7 @@ struct DeviceInfo {
   DeviceKind kind = DeviceKind::cpu;
   int64_t memory_capacity = 0;  // bytes; 0 when unknown
   int64_t copy_bandwidth = 0;   // bytes per second host<->device; 0 when unknown
+  std::string detail;           // what runs its kernels: a BLAS and its kernel set, a library; "" unknown
 };
 void register_device(const DeviceInfo& device);
 void register_stream(uint32_t device, uint32_t stream, std::string_view name);

@@ -21,6 +21,7 @@ struct DeviceRow {
   DeviceKind kind = DeviceKind::cpu;
   int64_t memory_capacity = 0;
   int64_t copy_bandwidth = 0;
+  std::string detail;  // what runs its kernels ("OpenBLAS 0.3.21, SkylakeX kernels (...)"); "" unknown
 };
 
 struct StreamRow {

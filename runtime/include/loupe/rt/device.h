@@ -35,6 +35,11 @@ Device cuda(int index = 0);
 // The number of CUDA devices this process can use; 0, with the reason in
 // `why_not`, when there are none.
 int cuda_device_count(std::string* why_not = nullptr);
+// What runs the CPU device's matrix products: its BLAS and the kernel set
+// it loaded, and how that set was chosen, e.g. "OpenBLAS 0.3.21, SkylakeX
+// kernels (from the CPU's features)". The trace's device row says the
+// same (`detail`). Throws RuntimeError when OpenBLAS cannot be loaded.
+std::string cpu_blas();
 
 // The allocator's view of a device's memory. Byte counts are of blocks as
 // handed out (rounded up to the allocator's granularity).

@@ -2,13 +2,12 @@
 // online softmax (FlashAttention's recurrence), so that no [Sq, Sk] score
 // matrix is ever held: memory is linear in the sequence length. The
 // backward pass recomputes score blocks from the saved log-sum-exp.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/fast_math.h"
 #include "backend/cpu/kernels.h"
@@ -26,8 +25,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // masked, into s (bq x bk).
 void scores(const exec::AttentionKernel& k, const float* q, const float* kk, int64_t i0, int64_t bq, int64_t j0,
             int64_t bk, float* s) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(k.d), k.scale, q + i0 * k.d, int(k.d),
-              kk + j0 * k.d, int(k.d), 0.0f, s, int(bk));
+  blas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(k.d), k.scale, q + i0 * k.d, int(k.d),
+               kk + j0 * k.d, int(k.d), 0.0f, s, int(bk));
   if (!k.causal) return;
   const int64_t off = k.sk - k.sq;  // the last query sees the last key
   for (int64_t i = 0; i < bq; ++i) {
@@ -81,8 +80,8 @@ LOUPE_SIMD_CLONES void run_attention(const exec::AttentionKernel& k, const std::
           for (int64_t j = 0; j < k.dv; ++j) a[j] *= corr;
         }
         // acc += P V
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(k.dv), int(bk), 1.0f, s.data(), int(bk),
-                    v.data() + j0 * k.dv, int(k.dv), 1.0f, acc.data(), int(k.dv));
+        blas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(k.dv), int(bk), 1.0f, s.data(), int(bk),
+                     v.data() + j0 * k.dv, int(k.dv), 1.0f, acc.data(), int(k.dv));
       }
       for (int64_t i = 0; i < bq; ++i) {
         float inv = l[size_t(i)] > 0 ? 1.0f / l[size_t(i)] : 0.0f;
@@ -147,20 +146,20 @@ LOUPE_SIMD_CLONES void run_attention_bwd(const exec::AttentionBwdKernel& kb, con
           for (int64_t j = 0; j < bk; ++j)
             s[size_t(i * bk + j)] = fast_exp(s[size_t(i * bk + j)] - lse[size_t(i0 + i)]);
         // dV += Pᵀ dO
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(k.dv), int(bq), 1.0f, s.data(), int(bk),
-                    d_o.data() + i0 * k.dv, int(k.dv), 1.0f, dv.data() + j0 * k.dv, int(k.dv));
+        blas().sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(k.dv), int(bq), 1.0f, s.data(), int(bk),
+                     d_o.data() + i0 * k.dv, int(k.dv), 1.0f, dv.data() + j0 * k.dv, int(k.dv));
         // dP = dO Vᵀ
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(k.dv), 1.0f, d_o.data() + i0 * k.dv,
-                    int(k.dv), v.data() + j0 * k.dv, int(k.dv), 0.0f, dp.data(), int(bk));
+        blas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(bk), int(k.dv), 1.0f, d_o.data() + i0 * k.dv,
+                     int(k.dv), v.data() + j0 * k.dv, int(k.dv), 0.0f, dp.data(), int(bk));
         // dS = P (dP - D), reusing dp
         for (int64_t i = 0; i < bq; ++i)
           for (int64_t j = 0; j < bk; ++j)
             dp[size_t(i * bk + j)] = s[size_t(i * bk + j)] * (dp[size_t(i * bk + j)] - dvec[size_t(i0 + i)]);
         // dQ += dS K · scale;  dK += dSᵀ Q · scale
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(k.d), int(bk), k.scale, dp.data(), int(bk),
-                    kk.data() + j0 * k.d, int(k.d), 1.0f, dq.data() + i0 * k.d, int(k.d));
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(k.d), int(bq), k.scale, dp.data(), int(bk),
-                    q.data() + i0 * k.d, int(k.d), 1.0f, dk.data() + j0 * k.d, int(k.d));
+        blas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(bq), int(k.d), int(bk), k.scale, dp.data(), int(bk),
+                     kk.data() + j0 * k.d, int(k.d), 1.0f, dq.data() + i0 * k.d, int(k.d));
+        blas().sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(bk), int(k.d), int(bq), k.scale, dp.data(), int(bk),
+                     q.data() + i0 * k.d, int(k.d), 1.0f, dk.data() + j0 * k.d, int(k.d));
       }
     }
     // The packed output holds all of dq, then all of dk, then all of dv.

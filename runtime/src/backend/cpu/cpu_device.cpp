@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/kernels.h"
 #include "exec/host_records.h"
 
@@ -63,7 +64,8 @@ void CpuDevice::register_in_trace(int64_t capacity) const {
                          .name = fmt::format("cpu:{} (loupe CPU device)", index_),
                          .kind = prof::DeviceKind::cpu,
                          .memory_capacity = capacity,
-                         .copy_bandwidth = 0});
+                         .copy_bandwidth = 0,
+                         .detail = blas().description()});
 }
 
 void CpuDevice::set_memory_capacity(int64_t bytes) {

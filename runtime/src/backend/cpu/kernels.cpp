@@ -5,7 +5,7 @@
 #include <thread>
 #include <type_traits>
 
-extern "C" void openblas_set_num_threads(int);
+#include "backend/cpu/blas.h"
 
 namespace loupe::rt::backend::cpu {
 
@@ -17,7 +17,7 @@ void init_kernels() {
   static bool once = [] {
     const char* env = std::getenv("LOUPE_CPU_BLAS_THREADS");
     const int asked = env ? std::atoi(env) : 0;
-    openblas_set_num_threads(asked > 0 ? asked : std::max(int(std::thread::hardware_concurrency()), 1));
+    blas().set_num_threads(asked > 0 ? asked : std::max(int(std::thread::hardware_concurrency()), 1));
     return true;
   }();
   (void)once;

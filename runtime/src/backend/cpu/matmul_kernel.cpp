@@ -1,10 +1,9 @@
 // Batched matrix products through OpenBLAS's sgemm (on every core; see
 // init_kernels). f16 and bf16 operands are widened to f32 first.
-#include <cblas.h>
-
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/blas.h"
 #include "backend/cpu/convert.h"
 #include "backend/cpu/kernels.h"
 
@@ -30,6 +29,7 @@ void run_matmul(const exec::MatmulKernel& k, const std::vector<void*>& buffers) 
     c_copy.resize(size_t(batches * m * n));
     c = c_copy.data();
   }
+  const auto sgemm = blas().sgemm;
   const CBLAS_TRANSPOSE ta = k.transpose_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = k.transpose_b ? CblasTrans : CblasNoTrans;
   const int64_t lda = k.transpose_a ? m : kk, ldb = k.transpose_b ? kk : n;
@@ -37,14 +37,14 @@ void run_matmul(const exec::MatmulKernel& k, const std::vector<void*>& buffers) 
   // [batch.., M, K] @ [K, N] with one shared right operand is one tall
   // product: fold the batch into M.
   if (b_batches == 1 && a_batches == batches && !k.transpose_a && batches > 1) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(m * batches), int(n), int(kk), 1.0f, a.data(), int(lda), b.data(), int(ldb),
-                0.0f, c, int(n));
+    sgemm(CblasRowMajor, ta, tb, int(m * batches), int(n), int(kk), 1.0f, a.data(), int(lda), b.data(), int(ldb), 0.0f,
+          c, int(n));
   } else {
     const exec::MatmulOffsets off = exec::batch_offsets(k);
     for (int64_t bi = 0; bi < batches; ++bi) {
       if (m > 0 && n > 0) {
-        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(kk), 1.0f, a.data() + off.a[size_t(bi)] * m * kk,
-                    int(lda), b.data() + off.b[size_t(bi)] * kk * n, int(ldb), 0.0f, c + bi * m * n, int(n));
+        sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(kk), 1.0f, a.data() + off.a[size_t(bi)] * m * kk, int(lda),
+              b.data() + off.b[size_t(bi)] * kk * n, int(ldb), 0.0f, c + bi * m * n, int(n));
       }
     }
   }

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/dynamic_library.h"
+#include "backend/dynamic_library.h"
 
 #ifndef LOUPE_CUDA_LIBRARY_DIR
 #define LOUPE_CUDA_LIBRARY_DIR ""
@@ -27,7 +27,7 @@ using GemmStridedBatchedEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_
                                                 long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
 
 struct CublasMatmul::Api {
-  DynamicLibrary lib;
+  backend::DynamicLibrary lib;
   decltype(&cublasCreate_v2) create;
   decltype(&cublasDestroy_v2) destroy;
   decltype(&cublasSetStream_v2) set_stream;

@@ -1,4 +1,4 @@
-// Matrix products through cuBLAS, loaded at run time (dynamic_library.h).
+// Matrix products through cuBLAS, loaded at run time (backend/dynamic_library.h).
 // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ: the
 // operands swap places and keep their leading dimensions.
 //

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "backend/cuda/dynamic_library.h"
+#include "backend/dynamic_library.h"
 #include "loupe/prof/clock.h"
 #include "loupe/rt/errors.h"
 
@@ -17,7 +17,7 @@
 namespace loupe::rt::backend::cuda {
 
 struct Nvrtc::Api {
-  DynamicLibrary lib;
+  backend::DynamicLibrary lib;
   decltype(&nvrtcVersion) version;
   decltype(&nvrtcGetErrorString) error_string;
   decltype(&nvrtcCreateProgram) create;
@@ -75,7 +75,7 @@ Nvrtc::Nvrtc() : api_(new Api) {
   std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so"};
   if (*LOUPE_CUDA_LIBRARY_DIR) names.push_back(std::string(LOUPE_CUDA_LIBRARY_DIR) + "/libnvrtc.so");
   if (!api_->lib.open(names, &why)) throw RuntimeError("NVRTC (the CUDA runtime compiler) cannot be loaded: " + why);
-  const DynamicLibrary& lib = api_->lib;
+  const backend::DynamicLibrary& lib = api_->lib;
   api_->version = lib.symbol<decltype(&nvrtcVersion)>("nvrtcVersion");
   api_->error_string = lib.symbol<decltype(&nvrtcGetErrorString)>("nvrtcGetErrorString");
   api_->create = lib.symbol<decltype(&nvrtcCreateProgram)>("nvrtcCreateProgram");

@@ -1,7 +1,8 @@
-// A shared library opened at run time (dlopen), for the CUDA libraries the
-// device needs only once it exists: cuBLAS and NVRTC take over 100 ms to
+// A shared library opened at run time (dlopen). The CUDA device's libraries
+// are needed only once it exists: cuBLAS and NVRTC take over 100 ms to
 // load, which every process linking the runtime would otherwise pay at
-// start-up, GPU or not.
+// start-up, GPU or not. The CPU device's OpenBLAS must be told which
+// kernels to use before it loads (backend/cpu/blas.h).
 #pragma once
 
 #include <dlfcn.h>
@@ -11,7 +12,7 @@
 
 #include "loupe/rt/errors.h"
 
-namespace loupe::rt::backend::cuda {
+namespace loupe::rt::backend {
 
 class DynamicLibrary {
  public:
@@ -51,4 +52,4 @@ class DynamicLibrary {
   std::string name_;
 };
 
-}  // namespace loupe::rt::backend::cuda
+}  // namespace loupe::rt::backend
