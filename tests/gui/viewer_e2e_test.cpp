@@ -259,6 +259,14 @@ TEST_F(ViewerScreenshot, TraceRecordedBySampleShowsItsGaps) {
   expect_gap_shading(img, layout, *tr, gap.start, gap.end, gap_color(gap.cause), inside_before, inside_after);
 }
 
+// The number `loupe analyze` gives a job's finding of `rule` (from 1), 0 if none.
+int finding_number(const JobReport& report, const std::string& rule) {
+  for (size_t i = 0; i < report.findings.size(); ++i) {
+    if (report.findings[i].rule == rule) return int(i) + 1;
+  }
+  return 0;
+}
+
 // A job: one row per rank, on the aligned timeline. With the straggler
 // finding selected, the view shows its first late collective: every other
 // rank's row holds its wait there, the straggler's row is empty (it has
@@ -267,10 +275,7 @@ TEST_F(ViewerScreenshot, JobShowsEachRankAndTheStragglersLateArrival) {
   std::string job = dir_.file("job");
   PlantedJob p = write_synthetic_job(job, {.ranks = 4, .events = 3'000, .seed = 6});
   JobReport report = analyze_job(job);
-  int straggler_finding = 0;
-  for (size_t i = 0; i < report.findings.size(); ++i) {
-    if (report.findings[i].rule == "straggler") straggler_finding = int(i) + 1;
-  }
+  int straggler_finding = finding_number(report, "straggler");
   ASSERT_GT(straggler_finding, 0);
   const TimeRange late = report.findings[size_t(straggler_finding - 1)].ranges.front();
   ASSERT_EQ(late.end - late.start, p.delay_ns);
@@ -318,10 +323,7 @@ TEST_F(ViewerScreenshot, AnExpandedRankShowsItsOwnTracksUnderItsRow) {
   std::string job = dir_.file("job");
   PlantedJob p = write_synthetic_job(job, {.ranks = 4, .events = 3'000, .seed = 6});
   JobReport report = analyze_job(job);
-  int straggler_finding = 0;
-  for (size_t i = 0; i < report.findings.size(); ++i) {
-    if (report.findings[i].rule == "straggler") straggler_finding = int(i) + 1;
-  }
+  int straggler_finding = finding_number(report, "straggler");
   ASSERT_GT(straggler_finding, 0);
   const TimeRange late = report.findings[size_t(straggler_finding - 1)].ranges.front();
 

@@ -37,8 +37,8 @@ void build_job_view(Document& doc) {
   for (view::Track& t : doc.tracks.tracks) {
     if (t.kind == view::TrackKind::counter || t.kind == view::TrackKind::thread) continue;
     if (t.device >= doc.job->ranks.size()) {
-      // A rank's own device: "rank 3 / cuda:0 / stream 7", not "device 9 / ...".
-      t.title = t.subtitle + t.title.substr(t.title.find(" / "));
+      // A rank's own device: "rank 3 / cuda:0 / stream 7", not "device 9 / stream 7".
+      if (size_t at = t.title.find(" / "); at != std::string::npos) t.title = t.subtitle + t.title.substr(at);
       continue;
     }
     bool open = doc.expanded.count(doc.job->ranks[t.device]) > 0;

@@ -363,13 +363,15 @@ void Viewer::frame(float width, float height) {
   }
   frame_open_popup();
   ImGui::End();
+  // A rank clicked: expanded now, or once the job's analysis is done (it
+  // reads the model the toggle rebuilds); a failure is shown.
   if (s_.requested_toggle) {
+    const size_t doc = size_t(s_.requested_toggle->doc);
     std::string why;
-    if (toggle_rank(s_.requested_toggle->doc, s_.requested_toggle->rank, &why) ||
-        !analysing_[size_t(s_.requested_toggle->doc)].valid()) {
-      if (!why.empty()) s_.errors[size_t(s_.requested_toggle->doc)] = why;
-      s_.requested_toggle.reset();
-    }
+    bool done = toggle_rank(int(doc), s_.requested_toggle->rank, &why);
+    if (!done && analysing_[doc].valid()) return;
+    if (!done) s_.errors[doc] = why;
+    s_.requested_toggle.reset();
   }
 }
 

@@ -56,21 +56,8 @@ class RankAppender {
   // New ids for the rank's threads, devices, streams and call sites,
   // above the model's own (so each table stays sorted by its key).
   void add_ids() {
-    uint32_t next_thread = m_.threads.empty() ? 0 : m_.threads.back().id + 1;
-    for (const prof::Thread& t : in_.threads) {
-      prof::Thread copy = t;
-      copy.id = threads_[t.id] = next_thread++;
-      copy.name = fmt::format("rank {} / {}", rank_, t.name.empty() ? "thread " + std::to_string(t.id) : t.name);
-      out_.thread_rank.emplace_back(copy.id, position_);
-      m_.threads.push_back(std::move(copy));
-    }
-    for (const prof::Device& d : in_.devices) {
-      prof::Device copy = d;
-      copy.id = devices_[d.id] = uint32_t(out_.device_rank.size());
-      copy.name = fmt::format("rank {} / {}", rank_, d.name);
-      m_.devices.push_back(std::move(copy));
-      out_.device_rank.push_back(position_);
-    }
+    for (const prof::Thread& t : in_.threads) thread(t.id);
+    for (const prof::Device& d : in_.devices) device(d.id);
     for (const prof::Stream& s : in_.streams) m_.streams.push_back({device(s.device), s.stream, s.name});
     uint32_t next_callsite = m_.callsites.empty() ? 1 : m_.callsites.back().id + 1;
     for (const prof::CallSite& c : in_.callsites) {
@@ -79,48 +66,74 @@ class RankAppender {
     }
   }
 
-  // A device the rank's trace uses without describing it gets an id too.
-  uint32_t device(uint32_t id) {
-    auto [it, inserted] = devices_.try_emplace(id, uint32_t(out_.device_rank.size()));
-    if (inserted) {
-      m_.devices.push_back({.id = it->second, .name = fmt::format("rank {} / device {}", rank_, id)});
-      out_.device_rank.push_back(position_);
-    }
+  // The job's id of one of the rank's threads or devices: a new one, named
+  // after the rank, the first time (also for one its trace does not
+  // describe).
+  uint32_t thread(uint32_t id) {
+    auto [it, inserted] = threads_.try_emplace(id, m_.threads.empty() ? 0 : m_.threads.back().id + 1);
+    if (!inserted) return it->second;
+    const prof::Thread* described = in_.thread(id);
+    prof::Thread row = described ? *described : prof::Thread{};
+    row.id = it->second;
+    row.name = fmt::format("rank {} / {}", rank_, row.name.empty() ? "thread " + std::to_string(id) : row.name);
+    out_.thread_rank.emplace_back(row.id, position_);
+    m_.threads.push_back(std::move(row));
     return it->second;
   }
-  uint32_t thread(uint32_t id) {
-    auto [it, inserted] = threads_.try_emplace(id, 0);
-    if (inserted) {
-      it->second = m_.threads.empty() ? 0 : m_.threads.back().id + 1;
-      m_.threads.push_back({.id = it->second, .name = fmt::format("rank {} / thread {}", rank_, id)});
-      out_.thread_rank.emplace_back(it->second, position_);
-    }
+  uint32_t device(uint32_t id) {
+    auto [it, inserted] = devices_.try_emplace(id, uint32_t(out_.device_rank.size()));
+    if (!inserted) return it->second;
+    const prof::Device* described = in_.device(id);
+    prof::Device row = described ? *described : prof::Device{.kind = prof::DeviceKind::other};
+    row.id = it->second;
+    row.name = fmt::format("rank {} / {}", rank_, row.name.empty() ? "device " + std::to_string(id) : row.name);
+    out_.device_rank.push_back(position_);
+    m_.devices.push_back(std::move(row));
     return it->second;
   }
 
-  // What each kind of column becomes; `name` tells the u32 and id64
-  // columns that hold ids apart from plain numbers.
-  void fix(const char* name, uint32_t& v) {
+  // Each column by its check (trace_tables.h). `name` tells the columns
+  // that hold ids or times apart from plain numbers.
+  void fix_key_u32(const char* name, uint32_t& v) {
     if (std::strcmp(name, "thread") == 0) v = thread(v);
     else if (std::strcmp(name, "device") == 0) v = device(v);
   }
-  void fix(const char* name, std::vector<uint32_t>& column) {
-    for (uint32_t& v : column) fix(name, v);
+  void fix_key_string(const char*, StringId& v) { v = intern(v); }
+  void fix_u32(const char* name, std::vector<uint32_t>& column) {
+    for (uint32_t& v : column) fix_key_u32(name, v);
   }
-  void fix_string(StringId& v) { v = intern(v); }
-  void fix_string(std::vector<StringId>& column) {
+  void fix_string(const char*, std::vector<StringId>& column) {
     for (StringId& v : column) v = intern(v);
   }
-  void fix_callsite(std::vector<uint32_t>& column) {
-    for (uint32_t& v : column) v = v == 0 ? 0 : callsites_[v];
+  void fix_callsite(const char*, std::vector<uint32_t>& column) {
+    for (uint32_t& v : column) {
+      auto it = callsites_.find(v);
+      v = it == callsites_.end() ? 0 : it->second;  // 0, or one the trace does not describe: none
+    }
   }
   void fix_id64(const char* name, std::vector<uint64_t>& column) const {
     if (std::strcmp(name, "correlation") != 0) return;
     for (uint64_t& v : column) v = v == 0 ? 0 : correlation_base_ + v;
   }
+  void fix_integer(const char* name, std::vector<int64_t>& column) const {
+    if (std::strcmp(name, "issued") == 0) fix_time(column);  // when a collective was issued
+  }
   void fix_time(std::vector<int64_t>& column) const {
     for (int64_t& t : column) t += shift_;
   }
+  // Counts, levels, kinds, flags, values and text stay as they are.
+  template <typename Column>
+  void fix_count(const char*, Column&) {}
+  template <typename Column>
+  void fix_level(const char*, Column&) {}
+  template <typename Column>
+  void fix_kind(const char*, Column&) {}
+  template <typename Column>
+  void fix_flag(const char*, Column&) {}
+  template <typename Column>
+  void fix_real(const char*, Column&) {}
+  template <typename Column>
+  void fix_text(const char*, Column&) {}
 
 #define LOUPE_FIX_KEY(name, type, check, init) fix_key_##check(#name, t.name);
 #define LOUPE_FIX_SPAN(start, dur) fix_time(t.start);
@@ -136,28 +149,6 @@ class RankAppender {
 #undef LOUPE_FIX_POINT
 #undef LOUPE_FIX_SPAN
 #undef LOUPE_FIX_KEY
-
-  // The keys and columns by their check (trace_tables.h).
-  void fix_key_u32(const char* name, uint32_t& v) { fix(name, v); }
-  void fix_key_string(const char*, StringId& v) { fix_string(v); }
-  void fix_u32(const char* name, std::vector<uint32_t>& c) { fix(name, c); }
-  void fix_string(const char*, std::vector<StringId>& c) { fix_string(c); }
-  void fix_callsite(const char*, std::vector<uint32_t>& c) { fix_callsite(c); }
-  void fix_integer(const char* name, std::vector<int64_t>& c) {
-    if (std::strcmp(name, "issued") == 0) fix_time(c);  // a time: when the collective was issued
-  }
-  template <typename Column>
-  void fix_count(const char*, Column&) {}
-  template <typename Column>
-  void fix_level(const char*, Column&) {}
-  template <typename Column>
-  void fix_kind(const char*, Column&) {}
-  template <typename Column>
-  void fix_flag(const char*, Column&) {}
-  template <typename Column>
-  void fix_real(const char*, Column&) {}
-  template <typename Column>
-  void fix_text(const char*, Column&) {}
 
   template <typename Track>
   void append_tables(const std::vector<Track>& from, std::vector<Track>& to) {

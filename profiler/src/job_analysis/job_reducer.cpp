@@ -139,11 +139,9 @@ struct JobReducer::State {
   std::vector<job::TimeSum> arrival_sums;
   std::vector<size_t> pending;  // ranks not aligned yet, collectives kept
   std::vector<std::string> unreadable, other_runs;
-  std::vector<int64_t> silent;  // ranks without collectives
-  uint64_t silent_kernels = 0;  // their NCCL kernels
-  std::vector<std::pair<int64_t, TraceMetrics>> rank_metrics;
-  bool any = false;
-  int64_t previous_rank = 0;
+  std::vector<int64_t> silent;                                 // ranks without collectives
+  uint64_t silent_kernels = 0;                                 // their NCCL kernels
+  std::vector<std::pair<int64_t, TraceMetrics>> rank_metrics;  // every rank added, in order
 
   State(const Job& j, const JobAnalysisOptions& o) : job(j), options(o) {}
 
@@ -225,12 +223,10 @@ void JobReducer::add_problem(std::string problem) { state_->unreadable.push_back
 
 void JobReducer::add(RankSummary summary) {
   State& st = *state_;
-  if (st.any && summary.rank <= st.previous_rank) {
+  if (!st.rank_metrics.empty() && summary.rank <= st.rank_metrics.back().first) {
     throw JobError(fmt::format("rank {}'s summary came after rank {}'s: the reduce takes ranks in increasing order",
-                               summary.rank, st.previous_rank));
+                               summary.rank, st.rank_metrics.back().first));
   }
-  st.any = true;
-  st.previous_rank = summary.rank;
   st.rank_metrics.emplace_back(summary.rank, summary.metrics);
   if (summary.collectives.empty()) {
     st.silent.push_back(summary.rank);

@@ -76,7 +76,6 @@ class CoreTypeForLoad {
   }
   CoreTypeForLoad(const CoreTypeForLoad&) = delete;
   CoreTypeForLoad& operator=(const CoreTypeForLoad&) = delete;
-  bool set() const { return set_; }
 
  private:
   bool set_ = false;
