@@ -1,7 +1,10 @@
 // The runtime's figures for bench/run: the MLP training step of the issue
 // (784-1024-1024-10, batch 256, AdamW, f32) compiled, run jitted and
-// eagerly, and run with a capture on and off in the same process. Prints
-// one JSON object; bench/run_runtime.py turns it into table rows.
+// eagerly, and run with a capture on and off in the same process: the
+// steady state of a capture apart from its start-up (opening the trace
+// and, in the process's first capture on a GPU, switching CUPTI on). Prints
+// one JSON object; bench/run_runtime.py and scripts/gpu-check turn it into
+// table rows.
 //
 //   runtime_bench [--quick]
 #include <algorithm>
@@ -42,7 +45,7 @@ auto make_step() {
 
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  const int blocks = quick ? 4 : 12, per_block = quick ? 2 : 4;
+  const int blocks = quick ? 4 : 12, per_block = quick ? 6 : 8;
   rt::Device dev = rt::default_device();
   auto params = loupe::samples::mlp_init({784, 1024, 1024, 10}, 0);
   TrainState state{params, rt::adamw_init(params)};
@@ -85,17 +88,26 @@ int main(int argc, char** argv) {
   };
   run_block(3, true);  // compile and warm up
 
-  // Capture on and off, interleaved in short blocks in one process so that
-  // both see the same machine; each step is timed to completion and the
-  // medians compared. The jitted step time is the capture-off median.
+  // Capture on and off, interleaved in blocks in one process so that both
+  // see the same machine; each step is timed to completion and the medians
+  // compared. A capture's start and first step are its start-up, timed
+  // together and reported apart (the process's first capture on its own);
+  // its later steps are the steady state. The jitted step time is the
+  // capture-off median.
   std::string trace = (std::filesystem::temp_directory_path() / "loupe-runtime-bench.db").string();
-  std::vector<double> off, on;
+  std::vector<double> off, on, startup;
+  double first_startup = -1;
   auto timed_steps = [&](std::vector<double>& out, int n) {
     for (int i = 0; i < n; ++i) out.push_back(run_block(1, true));
   };
   auto captured_steps = [&](int n) {
+    double t0 = now_ms();
     prof::Capture capture({.path = trace});
-    timed_steps(on, n);
+    run_block(1, true);
+    double start_ms = now_ms() - t0;
+    if (first_startup < 0) first_startup = start_ms;
+    else startup.push_back(start_ms);
+    timed_steps(on, n - 1);
     capture.stop();
   };
   for (int b = 0; b < blocks; ++b) {
@@ -128,9 +140,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"compile_ms\": %.3f, \"first_compile_ms\": %.3f, \"trace_ms\": %.3f, \"optimize_ms\": %.3f, "
       "\"codegen_ms\": %.3f, \"kernels\": %u, \"nodes\": %u, \"step_ms\": %.3f, \"capture_on_ms\": %.3f, "
-      "\"capture_ratio\": %.4f, \"events_per_step\": %.1f, \"eager_step_ms\": %.3f, \"blas\": \"%s\"}\n",
+      "\"capture_ratio\": %.4f, \"capture_steady_steps\": %zu, \"capture_startup_ms\": %.3f, "
+      "\"capture_first_startup_ms\": %.3f, \"events_per_step\": %.1f, \"eager_step_ms\": %.3f, \"blas\": \"%s\"}\n",
       median(compile_ms), first_compile_ms, median(trace_ms), median(optimize_ms), median(codegen_ms),
-      step.stats().last_kernels, step.stats().last_nodes, step_ms, median(on), median(on) / step_ms, events_per_step,
-      median(eager), blas.c_str());
+      step.stats().last_kernels, step.stats().last_nodes, step_ms, median(on), median(on) / step_ms, on.size(),
+      median(startup), first_startup, events_per_step, median(eager), blas.c_str());
   return 0;
 }

@@ -3,38 +3,19 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "cupti/activity_converter.h"
+#include "cupti/activity_switch.h"
 #include "cupti/adoption.h"
-#include "loupe/prof/clock.h"
+#include "cupti/buffer_pool.h"
 #include "loupe/prof/cupti.h"
 
 namespace loupe::prof {
 
 namespace {
-
-constexpr size_t kBufferBytes = 8u << 20;
-
-constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_DEVICE,          CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY,          CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_RUNTIME,         CUPTI_ACTIVITY_KIND_DRIVER,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MEMORY2,
-    CUPTI_ACTIVITY_KIND_OVERHEAD,        CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-    CUPTI_ACTIVITY_KIND_MARKER,
-};
-
-std::string result_text(CUptiResult r) {
-  const char* s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s ? s : fmt::format("CUPTI error {}", int(r));
-}
-
-uint64_t CUPTIAPI monotonic_timestamp() { return uint64_t(monotonic_ns()); }
 
 std::string api_name(bool driver, uint32_t cbid) {
   const char* name = nullptr;
@@ -75,18 +56,45 @@ struct CuptiCollector::Impl {
 
 namespace {
 
-// CUPTI's callbacks are plain functions: they reach the one collector here.
-std::atomic<CuptiCollector::Impl*> g_active{nullptr};
+// CUPTI's callbacks are plain functions: they reach the collector attached
+// here, if any. `g_attach_mu` is held while a buffer is handed to it, so
+// that a collector is never destroyed under a CUPTI thread.
+std::mutex g_attach_mu;
+CuptiCollector::Impl* g_attached = nullptr;
+std::atomic<uint64_t> g_dropped{0};
+
+cupti::BufferPool& buffers() {
+  static auto* pool = new cupti::BufferPool(cupti::knobs().buffer_pool);  // CUPTI may call back until exit
+  return *pool;
+}
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-  *size = *buffer ? kBufferBytes : 0;
+  *buffer = buffers().take();
+  *size = *buffer ? cupti::BufferPool::kBufferBytes : 0;
   *max_records = 0;
 }
 
+uint64_t count_records(uint8_t* buffer, size_t valid) {
+  uint64_t n = 0;
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) ++n;
+  return n;
+}
+
+// Records made while no capture is attached (CUPTI stays on between
+// captures) are dropped here.
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  if (CuptiCollector::Impl* impl = g_active.load()) impl->completed(buffer, valid);
-  std::free(buffer);
+  {
+    std::lock_guard lock(g_attach_mu);
+    if (g_attached != nullptr) g_attached->completed(buffer, valid);
+    else if (buffer != nullptr) g_dropped.fetch_add(count_records(buffer, valid), std::memory_order_relaxed);
+  }
+  buffers().give_back(buffer);
+}
+
+bool attached() {
+  std::lock_guard lock(g_attach_mu);
+  return g_attached != nullptr;
 }
 
 // Streams adopted before a collector ran: CUPTI's ids for them are asked
@@ -121,38 +129,27 @@ void CuptiCollector::adopt_stream(uint32_t cuda_device, void* cuda_stream, uint3
     std::lock_guard lock(g_adopt_mu);
     g_unresolved.push_back({cuda_device, cuda_stream, trace_stream});
   }
-  if (g_active.load() != nullptr) resolve_streams();
+  if (attached()) resolve_streams();
 }
 
 CuptiCollector::CuptiCollector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::unique_ptr<CuptiCollector> CuptiCollector::start(const CuptiOptions& options, std::string* why_not) {
-  if (g_active.load() != nullptr) {
+  if (attached()) {
     if (why_not) *why_not = "a CUPTI collector is already running in this process";
     return nullptr;
   }
-  // The timestamp source must be set before any activity is enabled.
-  CUptiResult r = cuptiActivityRegisterTimestampCallback(monotonic_timestamp);
-  if (r == CUPTI_SUCCESS) r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  size_t enabled = 0;
-  for (; r == CUPTI_SUCCESS && enabled < std::size(kKinds); ++enabled) {
-    r = cuptiActivityEnable(kKinds[enabled]);
-    // Older drivers lack some kinds; what is there is still worth having.
-    if (r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_INVALID_KIND) r = CUPTI_SUCCESS;
-  }
-  if (r != CUPTI_SUCCESS) {
-    for (size_t i = 0; i < enabled; ++i) cuptiActivityDisable(kKinds[i]);
-    if (why_not) {
-      *why_not = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                     ? "another tool (Nsight Systems or Nsight Compute?) already holds CUPTI"
-                     : "CUPTI is unavailable: " + result_text(r);
-    }
-    return nullptr;
-  }
+  if (!cupti::switch_on(buffer_requested, buffer_completed, why_not)) return nullptr;
+  // What CUPTI recorded before this capture began (it stays on between
+  // captures) is not this capture's: flushed out, and dropped, first.
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   Impl* raw = impl.get();
-  g_active.store(raw);
+  {
+    std::lock_guard lock(g_attach_mu);
+    g_attached = raw;
+  }
   resolve_streams();
   raw->flusher = std::thread([raw] {
     std::unique_lock lock(raw->flush_mu);
@@ -170,8 +167,13 @@ CuptiCollector::~CuptiCollector() {
   }
   impl_->wake.notify_all();
   impl_->flusher.join();
+  // CUPTI calls buffer_completed on this thread for what it holds.
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  {
+    std::lock_guard lock(g_attach_mu);
+    g_attached = nullptr;
+  }
+  cupti::capture_stopped();
   detail::ExternalEvents rest;
   {
     std::lock_guard lock(impl_->mu);
@@ -179,7 +181,13 @@ CuptiCollector::~CuptiCollector() {
   }
   cupti::adoption().apply(rest);
   if (!rest.empty()) detail::submit_external(std::move(rest));
-  g_active.store(nullptr);
+}
+
+CuptiStats CuptiCollector::stats() {
+  return {.times_switched_on = cupti::times_switched_on(),
+          .buffers_allocated = buffers().allocated(),
+          .buffers_live = buffers().live(),
+          .records_dropped = g_dropped.load(std::memory_order_relaxed)};
 }
 
 void CuptiCollector::flush() { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }

@@ -19,5 +19,6 @@ void CuptiCollector::push_correlation(uint64_t) {}
 void CuptiCollector::pop_correlation() {}
 void CuptiCollector::adopt_device(uint32_t, uint32_t) {}
 void CuptiCollector::adopt_stream(uint32_t, void*, uint32_t) {}
+CuptiStats CuptiCollector::stats() { return {}; }
 
 }  // namespace loupe::prof

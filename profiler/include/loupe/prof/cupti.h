@@ -5,6 +5,11 @@
 // are CUPTI's, converted onto the trace's clock (CUPTI is given
 // CLOCK_MONOTONIC as its timestamp source).
 //
+// CUPTI is switched on by the first collector of a process and stays on
+// (switching it on is its largest cost); what it records while no
+// collector runs is dropped. LOUPE_CUPTI_KEEP_ON=0 switches it off at each
+// collector's end instead; docs/gpu.md lists the other knobs.
+//
 // Built without the CUDA toolkit, start() always returns nullptr and says
 // why, so that callers need no #ifdef.
 #pragma once
@@ -15,6 +20,14 @@
 #include <string>
 
 namespace loupe::prof {
+
+// What CUPTI cost this process so far, for benchmarks and tests.
+struct CuptiStats {
+  uint64_t times_switched_on = 0;  // activity recording enabled (once, unless not kept on)
+  uint64_t buffers_allocated = 0;  // activity buffers allocated, ever
+  uint64_t buffers_live = 0;       // of those, not freed: lent to CUPTI or kept for reuse
+  uint64_t records_dropped = 0;    // recorded while no collector ran
+};
 
 struct CuptiOptions {
   // How often buffered records are handed to the capture.
@@ -39,6 +52,8 @@ class CuptiCollector {
   // correlation id (the runtime's launch of the operation).
   static void push_correlation(uint64_t id);
   static void pop_correlation();
+
+  static CuptiStats stats();
 
   // A GPU that the loupe runtime drives and records itself. CUPTI's records
   // of it are renumbered to the runtime's trace device (and, for streams

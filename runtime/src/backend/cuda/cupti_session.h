@@ -1,7 +1,10 @@
 // The runtime's CUPTI collector: started when a capture starts in a
 // process with a GPU device (or at the device's first launch while one is
-// active), stopped (and flushed) when that capture stops, so that kernels and copies carry the GPU's own times in
-// the trace and nothing is recorded, or costs anything, between captures.
+// active), stopped (and flushed) when that capture stops, so that kernels
+// and copies carry the GPU's own times in the trace. CUPTI itself stays
+// switched on from the first capture to the process's end (switching it on
+// is what costs most, and a training loop may capture many windows); what
+// it records between captures is dropped (docs/gpu.md, "CUPTI").
 //
 // It stays off when LOUPE_CUPTI=0, when libloupe_inject.so records CUPTI in
 // this process already (`loupe capture`), and for good once CUPTI refused
