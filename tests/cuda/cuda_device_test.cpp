@@ -1,13 +1,16 @@
 // The CUDA device on a GPU (label gpu; each test skips with the reason
-// without one): memory, copies, kernels against the CPU device, attention,
-// 16-bit floats, and what a capture records.
+// without one): memory, copies, kernels against the CPU device, attention
+// (cuDNN's and loupe's), 16-bit floats, and what a capture records.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 
+#include "backend/cuda/cudnn_attention.h"
 #include "loupe/prof/capture.h"
 #include "loupe/prof/trace_reader.h"
 #include "profiler/test_files.h"
@@ -90,6 +93,112 @@ TEST(CudaGpu, FusedAttentionMatchesNaive) {
     EXPECT_NEAR(lf.item<double>(), ln.item<double>(), 1e-3 * std::fabs(ln.item<double>()) + 1e-3);
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(close(gf[size_t(i)], to_ref(gn[size_t(i)]), 1e-3, 1e-4)) << "grad " << i;
   }
+}
+
+struct AttentionCase {
+  rt::Dtype dtype;
+  int64_t sq, sk, d, dv;
+  bool causal;
+};
+
+// Attention's value and gradients through one jitted step on `device`:
+// sum(attention(q, k, v) * w) over a [2, 3, S, D] batch of heads.
+std::pair<Array, V> attention_step(const AttentionCase& c, const V& qkv, const Array& w, std::string* compiled) {
+  auto loss = [c](V x, Array weight) {
+    return rt::sum(rt::attention(x[0], x[1], x[2], c.causal, rt::AttentionImpl::fused).astype(rt::f32) * weight);
+  };
+  auto step = rt::jit("attention_step", [&](V x, Array weight) { return rt::value_and_grad(loss)(x, weight); });
+  auto out = step(qkv, w);
+  if (compiled) *compiled = step.stats().last_ir;
+  return out;
+}
+
+V attention_inputs(const AttentionCase& c, rt::Dtype dtype, rt::Device device) {
+  return {to_array(random_ref({2, 3, c.sq, c.d}, 11), dtype, device),
+          to_array(random_ref({2, 3, c.sk, c.d}, 12), dtype, device),
+          to_array(random_ref({2, 3, c.sk, c.dv}, 13), dtype, device)};
+}
+
+// The compute capability the compile said it built for ("... for sm_90: ...").
+int compiled_sm(const std::string& ir) {
+  size_t at = ir.find("for sm_");
+  return at == std::string::npos ? 0 : std::atoi(ir.c_str() + at + 7);
+}
+
+// f16 and bf16 attention against the CPU device in f32 on the same
+// (rounded) inputs, at the dtype's tolerance: the output and gradients are
+// stored in the 16-bit type (relative error 2^-11 for f16, 2^-8 for bf16)
+// and the softmax's probabilities enter the second product in it too.
+// Where cuDNN validates the case for this GPU, the compile must say cuDNN
+// ran both kernels; elsewhere (f16 attention under LOUPE_CUDNN=0, as the
+// emulated runs have it) loupe's kernel runs them and the compile says why.
+TEST(CudaGpu, HalfPrecisionAttentionAgreesWithTheCpuDevice) {
+  REQUIRE_GPU();
+  rt::Device d = rt::cuda(0);
+  for (const AttentionCase& c :
+       {AttentionCase{rt::f16, 128, 128, 64, 64, false}, AttentionCase{rt::bf16, 96, 160, 128, 128, true},
+        AttentionCase{rt::f16, 100, 100, 32, 32, true}, AttentionCase{rt::bf16, 64, 80, 64, 32, false}}) {
+    SCOPED_TRACE(fmt::format("{} sq {} sk {} d {} dv {}{}", rt::dtype_name(c.dtype), c.sq, c.sk, c.d, c.dv,
+                             c.causal ? " causal" : ""));
+    Array w = to_array(random_ref({2, 3, c.sq, c.dv}, 14), rt::f32, d);
+    std::string ir;
+    auto [loss, grads] = attention_step(c, attention_inputs(c, c.dtype, d), w, &ir);
+    V rounded;
+    for (const Array& x : attention_inputs(c, c.dtype, rt::cpu(0))) rounded.push_back(x.astype(rt::f32));
+    auto [want_loss, want] = attention_step(c, rounded, rt::to_device(w, rt::cpu(0)), nullptr);
+    const double tol = c.dtype == rt::f16 ? 1e-2 : 4e-2;
+    EXPECT_NEAR(loss.item<double>(), want_loss.item<double>(), tol * (std::fabs(want_loss.item<double>()) + 1));
+    for (size_t i = 0; i < 3; ++i) {
+      Ref ref = to_ref(want[i]);
+      double scale = 0;
+      for (double v : ref.v) scale = std::max(scale, std::fabs(v));
+      EXPECT_TRUE(close(grads[i].astype(rt::f32), ref, tol, tol * scale)) << "gradient " << i;
+    }
+    rt::exec::AttentionKernel k{.dtype = c.dtype,
+                                .batch = 6,
+                                .sq = c.sq,
+                                .sk = c.sk,
+                                .d = c.d,
+                                .dv = c.dv,
+                                .causal = c.causal,
+                                .scale = float(1 / std::sqrt(double(c.d)))};
+    const int sm = compiled_sm(ir);
+    const bool cudnn = !rt::backend::cuda::cudnn_switched_off() &&
+                       rt::backend::cuda::cudnn_attention_rejects(k, true, sm).empty() &&
+                       rt::backend::cuda::cudnn_attention_rejects(k, false, sm).empty();
+    EXPECT_NE(ir.find(cudnn ? ", 2 cuDNN" : ", 0 cuDNN"), std::string::npos) << ir;
+    if (!cudnn) {
+      EXPECT_NE(ir.find("attention on loupe's kernel: "), std::string::npos) << ir;
+    }
+  }
+}
+
+// With a cuDNN that loads but cannot start (the emulated stack has no
+// driver; ctest's emulated.*.cudnn_on run leaves cuDNN on), attention runs
+// on loupe's kernel, right, and the user is told once, not per kernel.
+TEST(CudaGpu, CudnnThatCannotStartFallsBackWithOneMessage) {
+  REQUIRE_GPU();
+  if (rt::backend::cuda::cudnn_switched_off()) GTEST_SKIP() << "cuDNN is switched off (LOUPE_CUDNN=0)";
+  rt::Device d = rt::cuda(0);
+  testing::internal::CaptureStderr();
+  std::string ir;
+  for (const AttentionCase& c :
+       {AttentionCase{rt::f16, 64, 64, 32, 32, false}, AttentionCase{rt::bf16, 48, 80, 64, 64, true}}) {
+    Array w = to_array(random_ref({2, 3, c.sq, c.dv}, 14), rt::f32, d);
+    auto [loss, grads] = attention_step(c, attention_inputs(c, c.dtype, d), w, &ir);
+    V rounded;
+    for (const Array& x : attention_inputs(c, c.dtype, rt::cpu(0))) rounded.push_back(x.astype(rt::f32));
+    auto [want_loss, want] = attention_step(c, rounded, rt::to_device(w, rt::cpu(0)), nullptr);
+    EXPECT_NEAR(loss.item<double>(), want_loss.item<double>(), 4e-2 * (std::fabs(want_loss.item<double>()) + 1));
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  if (ir.find(", 2 cuDNN") != std::string::npos) GTEST_SKIP() << "cuDNN runs on this GPU";
+  const std::string said = "loupe: cuDNN's fused attention is not used (";
+  size_t first = err.find(said);
+  ASSERT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(said, first + 1), std::string::npos) << "said more than once:\n" << err;
+  EXPECT_NE(ir.find(", 0 cuDNN"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("attention on loupe's kernel: cudnnCreate failed"), std::string::npos) << ir;
 }
 
 TEST(CudaGpu, HalfPrecisionWithinItsTolerance) {

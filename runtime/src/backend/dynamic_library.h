@@ -46,6 +46,8 @@ class DynamicLibrary {
   }
 
   const std::string& name() const { return name_; }
+  // dlopen's handle, for a library that looks its own symbols up.
+  void* handle() const { return handle_; }
 
  private:
   void* handle_ = nullptr;

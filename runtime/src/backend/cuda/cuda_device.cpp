@@ -17,6 +17,7 @@
 #include "exec/nvtx.h"
 #include "exec/pinned_memory.h"
 #include "loupe/prof/cupti.h"
+#include "loupe/prof/record.h"
 
 namespace loupe::rt::backend::cuda {
 
@@ -115,7 +116,15 @@ std::shared_ptr<const CudaDevice::Prepared> CudaDevice::prepared(const std::shar
     if (it != specs_.end() && it->second.spec.lock() == spec) return it->second.prepared;
   }
   auto p = std::make_shared<Prepared>();
-  p->plan = plan_kernel(*spec);
+  std::string why;
+  p->name = spec->name;
+  p->cudnn = cudnn_plan(*spec, &why);
+  if (p->cudnn) {
+    p->plan.scratch_bytes = CudnnAttention::scratch_bytes(*p->cudnn);
+    p->name = prof::intern(std::string(spec->name) + " [cuDNN]");
+  } else {
+    p->plan = plan_kernel(*spec);
+  }
   if (!p->plan.source.empty()) {
     p->module = module_for(p->plan.source, spec->name, nullptr);
     for (const PlanStep& s : p->plan.steps) {
@@ -140,10 +149,20 @@ std::string CudaDevice::prepare(const std::vector<std::shared_ptr<const exec::Ke
   // Sources not compiled yet are compiled in parallel (NVRTC is
   // thread-safe), then loaded here.
   std::vector<std::pair<std::string, const char*>> todo;
-  size_t cached = 0, cublas = 0;
+  size_t cached = 0, cublas = 0, cudnn = 0;
+  std::string fallback;  // why an attention runs on loupe's kernel
+  std::vector<bool> by_cudnn;
+  for (const auto& spec : specs) {  // outside the lock: cuDNN may take a while
+    std::string why;
+    by_cudnn.push_back(cudnn_plan(*spec, &why) != nullptr);
+    cudnn += by_cudnn.back();
+    if (fallback.empty()) fallback = why;
+  }
   {
     std::lock_guard lock(cache_mu_);
-    for (const auto& spec : specs) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const auto& spec = specs[i];
+      if (by_cudnn[i]) continue;
       KernelPlan plan = plan_kernel(*spec);
       if (plan.source.empty()) {
         ++cublas;
@@ -182,12 +201,46 @@ std::string CudaDevice::prepare(const std::vector<std::shared_ptr<const exec::Ke
   }
   for (const auto& spec : specs) prepared(spec);
   double ms = double(prof::monotonic_ns() - t0) / 1e6;
-  return fmt::format("cuda: {} kernels for sm_{}: {} compiled by NVRTC{} in {:.1f} ms, {} cached, {} cuBLAS\n",
-                     specs.size(), arch_, todo.size(), target.empty() ? "" : " (" + target + ")", ms, cached, cublas);
+  std::string text = fmt::format(
+      "cuda: {} kernels for sm_{}: {} compiled by NVRTC{} in {:.1f} ms, {} cached, {} cuBLAS, {} cuDNN\n", specs.size(),
+      arch_, todo.size(), target.empty() ? "" : " (" + target + ")", ms, cached, cublas, cudnn);
+  if (!fallback.empty()) text += "cuda: attention on loupe's kernel: " + fallback + "\n";
+  return text;
+}
+
+std::shared_ptr<const CudnnAttention::Plan> CudaDevice::cudnn_plan(const exec::KernelSpec& spec, std::string* why) {
+  const auto* fwd = std::get_if<exec::AttentionKernel>(&spec.body);
+  const auto* bwd = std::get_if<exec::AttentionBwdKernel>(&spec.body);
+  if (fwd == nullptr && bwd == nullptr) return nullptr;
+  std::call_once(cudnn_once_, [this] {
+    try {
+      make_current();
+      cudnn_ = std::make_unique<CudnnAttention>(arch_);
+    } catch (const RuntimeError& e) {
+      cudnn_off_ = e.what();
+      // Said once per process: a user who chose fused attention on a GPU
+      // expects cuDNN, unless they switched it off themselves.
+      static std::once_flag said;
+      if (!cudnn_switched_off())
+        std::call_once(said, [&] {
+          fmt::print(stderr, "loupe: cuDNN's fused attention is not used ({}); attention runs on loupe's own kernel\n",
+                     cudnn_off_);
+        });
+    }
+  });
+  if (!cudnn_) {
+    *why = cudnn_off_;
+    return nullptr;
+  }
+  return cudnn_->plan(fwd != nullptr ? *fwd : bwd->fwd, bwd != nullptr, why);
 }
 
 void CudaDevice::run(const Prepared& p, const exec::KernelSpec& spec, const std::vector<void*>& buffers,
                      CudaStream& s) {
+  if (p.cudnn) {
+    cudnn_->run(*p.cudnn, buffers, s.handle());
+    return;
+  }
   if (const auto* mm = std::get_if<exec::MatmulKernel>(&spec.body)) {
     if (!cublas_) cublas_ = std::make_unique<CublasMatmul>();
     cublas_->run(*mm, buffers, s.handle());
@@ -286,11 +339,11 @@ exec::Event CudaDevice::launch(exec::Stream& es, std::shared_ptr<const exec::Ker
       throw;
     }
     if (cupti) prof::CuptiCollector::pop_correlation();
-    seq = s.finish(completion(spec->name, prof::DeviceOpKind::kernel, prof::CopyKind::none, 0, corr, t0, s));
+    seq = s.finish(completion(p->name, prof::DeviceOpKind::kernel, prof::CopyKind::none, 0, corr, t0, s));
   }
   // Freed in stream order: later work on this stream may reuse it.
   scratch.reset();
-  if (capturing) exec::record_launch(spec->name, start, trace_id_, s, corr);
+  if (capturing) exec::record_launch(p->name, start, trace_id_, s, corr);
   return {&es, seq};
 }
 

@@ -1,8 +1,9 @@
 // A CUDA GPU as a runtime device: a compute and a copy stream, a caching
 // allocator over cudaMalloc with the CPU device's accounting and memory
 // events, page-locked staging for copies, kernels from NVRTC (generated
-// from the compiler's kernel specs, compiled once per source) and matrix
-// products from cuBLAS.
+// from the compiler's kernel specs, compiled once per source), matrix
+// products from cuBLAS and fused attention from cuDNN where it takes the
+// case (cudnn_attention.h).
 //
 // What the trace gets: each launch and copy on the host with its
 // correlation id; what the GPU ran from CUPTI when a collector runs in the
@@ -21,6 +22,7 @@
 #include "backend/cuda/cublas_matmul.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/cuda_stream.h"
+#include "backend/cuda/cudnn_attention.h"
 #include "backend/cuda/event_timer.h"
 #include "backend/cuda/kernel_plan.h"
 #include "exec/device_impl.h"
@@ -53,6 +55,8 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
     KernelPlan plan;
     std::vector<cudaKernel_t> kernels;  // per plan step (null for zero-fills)
     std::shared_ptr<Module> module;
+    std::shared_ptr<const CudnnAttention::Plan> cudnn;  // set when cuDNN runs the kernel, not the plan
+    const char* name = "";                              // the kernel's name in the trace
   };
 
  private:
@@ -67,6 +71,9 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
   std::shared_ptr<const Prepared> prepared(const std::shared_ptr<const exec::KernelSpec>& spec);
   std::shared_ptr<Module> module_for(const std::string& source, const char* name, bool* compiled);
   void run(const Prepared& p, const exec::KernelSpec& spec, const std::vector<void*>& buffers, CudaStream& s);
+  // cuDNN's plan for an attention spec; null when loupe's kernel runs it
+  // (with cuDNN's reason in `why`) or when `spec` is no attention.
+  std::shared_ptr<const CudnnAttention::Plan> cudnn_plan(const exec::KernelSpec& spec, std::string* why);
   // Whether the device's times come from CUPTI now (a collector is running).
   bool cupti_times();
   // Opens an operation on `s`, under launch_mu_: when a capture times it
@@ -91,7 +98,10 @@ class CudaDevice final : public exec::DeviceImpl, private mem::StreamClock {
   std::unique_ptr<mem::CachingAllocator> allocator_;
   std::unique_ptr<EventTimer> timer_;
   std::unique_ptr<CublasMatmul> cublas_;  // created on the first matmul
-  std::mutex launch_mu_;                  // a stream's launches stay in order, cuBLAS's handle is one
+  std::once_flag cudnn_once_;             // cuDNN is tried on the first attention
+  std::unique_ptr<CudnnAttention> cudnn_;
+  std::string cudnn_off_;  // why cudnn_ is null after that
+  std::mutex launch_mu_;   // a stream's launches stay in order, cuBLAS's handle is one
 
   std::mutex cache_mu_;
   std::unordered_map<std::string, std::shared_ptr<Module>> modules_;  // by source
