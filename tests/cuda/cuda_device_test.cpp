@@ -1,6 +1,7 @@
 // The CUDA device on a GPU (label gpu; each test skips with the reason
 // without one): memory, copies, kernels against the CPU device, attention
-// (cuDNN's and loupe's), 16-bit floats, and what a capture records.
+// (cuDNN's and loupe's), 16-bit floats, and what a capture records, over
+// many captures in one process.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 
 #include "backend/cuda/cudnn_attention.h"
 #include "loupe/prof/capture.h"
+#include "loupe/prof/cupti.h"
 #include "loupe/prof/trace_reader.h"
 #include "profiler/test_files.h"
 #include "runtime/runtime_test_util.h"
@@ -242,6 +244,53 @@ TEST(CudaGpu, CaptureLinksKernelsToTheirLaunches) {
   EXPECT_TRUE(cuda_device);
   EXPECT_GT(step.stats().last_codegen_ns, 0);
   EXPECT_NE(step.stats().last_ir.find("compiled by NVRTC"), std::string::npos) << step.stats().last_ir;
+}
+
+// CUPTI over many captures in one process, on a real GPU: kept on between
+// them, it loses no kernel or copy of a capture (each launch in a trace has
+// its device rows) and lets in none made between captures (each device row
+// links to a launch of the same trace); the activity buffers are reused,
+// not allocated anew for each capture.
+TEST(CudaGpu, ManyCapturesLoseNoRecordAndLeakNoBuffer) {
+  REQUIRE_GPU();
+  const char* env = std::getenv("LOUPE_CUPTI");
+  if (env != nullptr && std::strcmp(env, "0") == 0) GTEST_SKIP() << "CUPTI is off (LOUPE_CUPTI=0)";
+  rt::Device d = rt::cuda(0);
+  TempDir dir;
+  Array x = to_array(random_ref({256, 512}, 1), rt::f32, d), w = to_array(random_ref({512, 256}, 2), rt::f32, d);
+  auto step = rt::jit("step", [](Array a, Array b) { return rt::sum(rt::relu(rt::matmul(a, b)) * 2.0); });
+  step(x, w).item<float>();  // compiled outside the captures
+  const prof::CuptiStats before = prof::CuptiCollector::stats();
+  prof::CuptiStats after_five;
+  size_t first_launches = 0;
+  for (int i = 0; i < 25; ++i) {
+    step(x, w).item<float>();  // between captures: recorded by CUPTI, dropped
+    std::string path = dir.file(fmt::format("c{}.db", i));
+    {
+      prof::Capture capture({.path = path});
+      for (int k = 0; k < 2; ++k) step(x, w).item<float>();
+      rt::synchronize(d);
+      capture.stop();
+    }
+    prof::TraceModel m = prof::load_trace(path);
+    std::set<uint64_t> launched, ran;
+    for (const auto& l : m.launches)
+      for (size_t j = 0; j < l.size(); ++j) launched.insert(l.correlation[j]);
+    for (const auto& ops : m.device_ops)
+      for (size_t j = 0; j < ops.size(); ++j) ran.insert(ops.correlation[j]);
+    EXPECT_EQ(ran, launched) << "capture " << i << ": every launch has its device rows, and no others";
+    if (i == 0) first_launches = launched.size();
+    EXPECT_EQ(launched.size(), first_launches) << "capture " << i << " ran what the first ran";
+    if (i == 4) after_five = prof::CuptiCollector::stats();
+  }
+  EXPECT_GT(first_launches, 0u);
+  const prof::CuptiStats s = prof::CuptiCollector::stats();
+  EXPECT_LE(s.times_switched_on, std::max<uint64_t>(before.times_switched_on, 1)) << "switched on once";
+  EXPECT_GE(s.records_dropped - before.records_dropped, 25u) << "the steps between captures were dropped";
+  // CUPTI may ask for a buffer or two more under load, but the count does
+  // not grow with the captures.
+  EXPECT_LE(s.buffers_allocated, after_five.buffers_allocated + 2);
+  EXPECT_LE(s.buffers_live, s.buffers_allocated);
 }
 
 }  // namespace
