@@ -59,18 +59,24 @@ const std::string& load_error() {
 
 fe::DataType_t io_type(Dtype d) { return d == Dtype::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF; }
 
-// A [batch, 1, rows, width] tensor, its rows and their elements contiguous
-// (loupe flattens the leading axes into one batch; heads are in it).
+// Every tensor is [batch, 1, rows, width], its rows and their elements
+// contiguous (loupe flattens the leading axes into one batch; heads are in
+// it). The statistics are [batch, 1, rows, 1], in f32.
+void set_layout(fe::graph::Tensor_attributes& t, Uid uid, int64_t batch, int64_t rows, int64_t width) {
+  t.set_uid(uid).set_dim({batch, 1, rows, width}).set_stride({rows * width, rows * width, width, 1});
+  if (uid == kStats) t.set_data_type(fe::DataType_t::FLOAT);
+}
+
 TensorPtr tensor(Graph& g, const char* name, Uid uid, int64_t batch, int64_t rows, int64_t width) {
-  return g.tensor(fe::graph::Tensor_attributes()
-                      .set_name(name)
-                      .set_uid(uid)
-                      .set_dim({batch, 1, rows, width})
-                      .set_stride({rows * width, rows * width, width, 1}));
+  fe::graph::Tensor_attributes t;
+  t.set_name(name);
+  set_layout(t, uid, batch, rows, width);
+  return g.tensor(t);
 }
 
 void set_output(const TensorPtr& t, Uid uid, int64_t batch, int64_t rows, int64_t width) {
-  t->set_output(true).set_uid(uid).set_dim({batch, 1, rows, width}).set_stride({rows * width, rows * width, width, 1});
+  t->set_output(true);
+  set_layout(*t, uid, batch, rows, width);
 }
 
 std::shared_ptr<Graph> new_graph(const exec::AttentionKernel& k, int sm) {
@@ -103,7 +109,7 @@ std::shared_ptr<Graph> forward_graph(const exec::AttentionKernel& k, bool stats,
   set_mask(attrs, k);
   auto [o, lse] = g->sdpa(q, kk, v, attrs);
   set_output(o, kO, k.batch, k.sq, k.dv);
-  if (stats) lse->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT);
+  if (stats) set_output(lse, kStats, k.batch, k.sq, 1);
   return g;
 }
 
@@ -114,12 +120,7 @@ std::shared_ptr<Graph> backward_graph(const exec::AttentionKernel& k, int sm) {
   auto v = tensor(*g, "v", kV, k.batch, k.sk, k.dv);
   auto o = tensor(*g, "o", kO, k.batch, k.sq, k.dv);
   auto d_o = tensor(*g, "do", kDO, k.batch, k.sq, k.dv);
-  auto lse = g->tensor(fe::graph::Tensor_attributes()
-                           .set_name("stats")
-                           .set_uid(kStats)
-                           .set_dim({k.batch, 1, k.sq, 1})
-                           .set_stride({k.sq, k.sq, 1, 1})
-                           .set_data_type(fe::DataType_t::FLOAT));
+  auto lse = tensor(*g, "stats", kStats, k.batch, k.sq, 1);
   auto attrs = fe::graph::SDPA_backward_attributes().set_name("attention_bwd").set_attn_scale(k.scale);
   set_mask(attrs, k);
   auto [dq, dk, dv] = g->sdpa_backward(q, kk, v, o, d_o, lse, attrs);
