@@ -1,17 +1,29 @@
 #!/usr/bin/env python3
 """The MLP training step of bench/runtime_bench.cpp written in JAX, timed
-on JAX's CPU backend. Prints one JSON object, or {"skipped": reason}.
+on JAX's CPU backend (or the one JAX_PLATFORMS names). Steps are queued
+back to back and waited for once per block, blocks of at least 100 ms
+(300 without --quick), as runtime_bench's `step_ms`. Prints one JSON
+object, or {"skipped": reason}.
 
-    python3 bench/jax_mlp.py [--threads N]
+    python3 bench/jax_mlp.py [--quick] [--threads N] [--matmul-precision P]
+
+--matmul-precision sets jax_default_matmul_precision: on NVIDIA GPUs since
+Ampere JAX's default computes f32 products in TF32, so a comparison with
+loupe's exact f32 products (its CUDA device's default) needs "highest".
 """
 import json
 import os
 import sys
 import time
 
-threads = None
-if "--threads" in sys.argv:
-    threads = int(sys.argv[sys.argv.index("--threads") + 1])
+
+def option(name):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
+threads = int(option("--threads")) if option("--threads") else None
+precision = option("--matmul-precision")
+if threads:
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                f" --xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"
                                f" intra_op_parallelism_threads={threads}")
@@ -23,6 +35,8 @@ try:
 except ImportError as e:
     print(json.dumps({"skipped": f"JAX is not installed ({e}); pip install jax"}))
     sys.exit(0)
+if precision:
+    jax.config.update("jax_default_matmul_precision", precision)
 
 
 def init(key, sizes):
@@ -70,21 +84,23 @@ def main():
     t0 = time.perf_counter()
     step.lower(params, m, v, t, x, y).compile()
     compile_ms = (time.perf_counter() - t0) * 1e3
-    for _ in range(3):
-        params, m, v, t, loss = step(params, m, v, t, x, y)
-    loss.block_until_ready()
-    quick = "--quick" in sys.argv
-    blocks = []
-    for _ in range(3 if quick else 7):
+    state = (params, m, v, t)
+
+    def block(n):
+        nonlocal state
         t0 = time.perf_counter()
-        n = 3 if quick else 8
         for _ in range(n):
-            params, m, v, t, loss = step(params, m, v, t, x, y)
+            *state, loss = step(*state, x, y)
         loss.block_until_ready()
-        blocks.append((time.perf_counter() - t0) / n * 1e3)
-    blocks.sort()
-    print(json.dumps({"compile_ms": compile_ms, "step_ms": blocks[len(blocks) // 2], "version": jax.__version__,
-                      "threads": threads or os.cpu_count()}))
+        return (time.perf_counter() - t0) / n * 1e3
+
+    block(3)
+    quick = "--quick" in sys.argv
+    n = min(max(int((100 if quick else 300) / max(block(3), 1e-3)) + 1, 3), 2000)
+    blocks = sorted(block(n) for _ in range(5 if quick else 9))
+    print(json.dumps({"compile_ms": compile_ms, "step_ms": blocks[len(blocks) // 2], "steps_per_block": n,
+                      "version": jax.__version__, "threads": threads or os.cpu_count(),
+                      "device": jax.devices()[0].device_kind, "matmul_precision": precision or "default"}))
 
 
 main()

@@ -78,8 +78,8 @@ else:
 blas = ours["blas"]
 kernels = blas.split(", ")[1].split(" (")[0] if ", " in blas else blas  # "SkylakeX kernels"
 row("CPU device's BLAS", blas)
-s = ours["step_ms"]
-row(f"step time, CPU device (jit; matrix products on every core; {kernels})", f"{s:.2f} ms")
+s = ours["step_ms"]  # queued back to back, as JAX's is timed
+row(f"step time, CPU device (jit, steps queued; matrix products on every core; {kernels})", f"{s:.2f} ms")
 s1 = ours1["step_ms"]
 row(f"step time, CPU device, 1 BLAS thread ({kernels})", f"{s1:.2f} ms")
 if "skipped" in jx:
@@ -93,11 +93,12 @@ else:
         row(f"step time / JAX's, both 1 thread ({kernels})", f"{s1 / jx1['step_ms']:.2f}x", "<= 1.5x",
             s1 / jx1["step_ms"] <= 1.5)
 r = ours["capture_ratio"]
-row(f"step time, capture on / off, steady state (same process, medians of interleaved steps; "
-    f"{ours['capture_steady_steps']} captured)", f"{r:.3f} ({ours['capture_on_ms']:.2f} / {s:.2f} ms)", "<= 1.03",
+w = ours["step_waited_ms"]  # each step waited for, with a capture on and off
+row(f"step time, capture on / off, steady state (same process, medians of interleaved steps, each waited for; "
+    f"{ours['capture_steady_steps']} captured)", f"{r:.3f} ({ours['capture_on_ms']:.2f} / {w:.2f} ms)", "<= 1.03",
     r <= 1.03)
 row("capture start-up: start and first step, less a step (first capture of the process; later ones)",
-    f"{ours['capture_first_startup_ms'] - s:.2f} ms; {ours['capture_startup_ms'] - s:.2f} ms")
+    f"{ours['capture_first_startup_ms']:.2f} ms; {ours['capture_startup_ms']:.2f} ms")
 # The same overhead from first principles, which a busy machine cannot
 # blur: the events a step records times the record API's cost per event
 # (a span, the dearest kind, measured by record_bench now).
@@ -107,9 +108,9 @@ try:
                           "--benchmark_filter=BM_Span/.*threads:1"], check=True, capture_output=True, text=True).stdout
     ns = next(b["ns_per_event"] for b in json.loads(out)["benchmarks"] if b["name"].endswith("_median"))
     row(f"events recorded per step; at {ns:.0f} ns each (record_bench), share of the step",
-        f"{ev:.0f}; {ev * ns * 1e-6 / s * 100:.3f}%", "<= 3%", ev * ns * 1e-6 / s <= 0.03)
+        f"{ev:.0f}; {ev * ns * 1e-6 / w * 100:.3f}%", "<= 3%", ev * ns * 1e-6 / w <= 0.03)
 except (OSError, subprocess.CalledProcessError, StopIteration, KeyError, ValueError):
     row("events recorded per step", f"{ev:.0f}")
 e = ours["eager_step_ms"]
 row("eager step time (one kernel per op)", f"{e:.2f} ms")
-row("eager / jit step time", f"{e / s:.2f}x")
+row("eager / jit step time, each waited for", f"{e / w:.2f}x")

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """The MLP training step of bench/runtime_bench.cpp (784-1024-1024-10,
-batch 256, AdamW, f32) in PyTorch on the GPU, eager, timed to completion.
-Prints one JSON object, or {"skipped": reason}.
+batch 256, AdamW, f32) in PyTorch on the GPU, eager. Steps are queued back
+to back and waited for once per block, blocks of at least 100 ms (300
+without --quick), as runtime_bench's `step_ms`. Prints one JSON object, or
+{"skipped": reason}.
 
-    python3 bench/torch_mlp.py [--quick]
+    python3 bench/torch_mlp.py [--quick] [--tf32]
+
+f32 products are exact, as loupe's CUDA device computes them by default;
+--tf32 lets cuBLAS use TF32 tensor cores, as LOUPE_CUDA_TF32=1 does.
 """
 import json
 import sys
@@ -18,8 +23,8 @@ if not torch.cuda.is_available():
     print(json.dumps({"skipped": "PyTorch sees no CUDA GPU"}))
     sys.exit(0)
 
-# FP32 products, as loupe's CUDA device computes them by default.
-torch.backends.cuda.matmul.allow_tf32 = False
+tf32 = "--tf32" in sys.argv
+torch.backends.cuda.matmul.allow_tf32 = tf32
 dev = torch.device("cuda")
 model = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
                             torch.nn.ReLU(), torch.nn.Linear(1024, 10)).to(dev)
@@ -36,18 +41,19 @@ def step():
     return loss
 
 
-quick = "--quick" in sys.argv
-for _ in range(5):
-    step()
-torch.cuda.synchronize()
-blocks = []
-for _ in range(3 if quick else 7):
-    n = 5 if quick else 20
+
+
+def block(n):
     t0 = time.perf_counter()
     for _ in range(n):
         step()
     torch.cuda.synchronize()
-    blocks.append((time.perf_counter() - t0) / n * 1e3)
-blocks.sort()
-print(json.dumps({"step_ms": blocks[len(blocks) // 2], "version": torch.__version__,
-                  "device": torch.cuda.get_device_name(0)}))
+    return (time.perf_counter() - t0) / n * 1e3
+
+
+block(5)
+quick = "--quick" in sys.argv
+n = min(max(int((100 if quick else 300) / max(block(3), 1e-3)) + 1, 3), 2000)
+blocks = sorted(block(n) for _ in range(5 if quick else 9))
+print(json.dumps({"step_ms": blocks[len(blocks) // 2], "steps_per_block": n, "version": torch.__version__,
+                  "device": torch.cuda.get_device_name(0), "tf32": tf32}))
