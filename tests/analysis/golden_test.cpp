@@ -27,7 +27,7 @@ struct Range {
 struct Expectation {
   int line = 0;
   bool forbid = false;
-  std::string rule, subject, callsite, text;
+  std::string rule, subject, callsite, suggestion, text;
   std::optional<Range> impact, count;
 };
 
@@ -104,6 +104,7 @@ std::vector<Expectation> read_golden(const std::string& path) {
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
       if (key == "subject") e.subject = value;
       else if (key == "callsite") e.callsite = value;
+      else if (key == "suggestion") e.suggestion = value;
       else if (key == "impact") e.impact = parse_range(value);
       else if (key == "count") e.count = parse_range(value);
       else throw bad("unknown key '" + key + "'");
@@ -125,6 +126,7 @@ bool matches(const Expectation& e, const Finding& f, const AnalysisReport& r) {
   };
   if (!e.subject.empty() && !in_values(e.subject, false)) return false;
   if (!e.callsite.empty() && !in_values(e.callsite, true)) return false;
+  if (!e.suggestion.empty() && f.suggestion.find(e.suggestion) == std::string::npos) return false;
   if (e.impact) {
     double window = double(r.window_end - r.window_start);
     double v = e.impact->percent ? double(f.impact_ns) / std::max(window, 1.0) : double(f.impact_ns);

@@ -289,6 +289,60 @@ TEST_F(Rules, ASlowLaunchCallIsHostWorkInIt) {
   EXPECT_EQ(g.what, "aten::add_ > launch");
 }
 
+// The advice for host work follows what the host was in. Each trace has one
+// gap [100, 1000) ended by an op launched at 990: the host sat in `inner`
+// (inside `outer`) for most of it, or, with `call` set, in one slow launch
+// call of that name.
+struct HostWorkCase {
+  std::string outer, inner, call;
+  HostWork work;
+  std::string advice;  // the start of the suggestion, or a phrase in it
+};
+
+TEST_F(Rules, HostWorkAdviceFollowsWhatTheHostWasIn) {
+  const std::vector<HostWorkCase> cases = {
+      {"train", "load_batch", "", HostWork::code, "move that host work (`load_batch`) off the critical path"},
+      {"enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "aten::copy_", "", HostWork::input_pipeline,
+       "load batches in DataLoader workers"},
+      {"aten::conv2d", "cudaFree", "", HostWork::memory_call, "the host was inside `cudaFree`: reserving"},
+      {"aten::empty", "cuMemAlloc_v2", "", HostWork::memory_call, "the host was inside `cuMemAlloc_v2`: reserving"},
+      {"aten::conv2d", "cudaStreamCreateWithFlags", "", HostWork::runtime_call,
+       "not a launch, a copy or an allocation"},
+      {"aten::to", "cudaMemcpy", "", HostWork::code, "move that host work (`cudaMemcpy`)"},
+      {"train", "custom_op", "", HostWork::code, "move that host work (`custom_op`)"},
+      {"train", "aten::add_", "hipLaunchKernel", HostWork::launch_call, "loads the kernel's module"},
+      {"train", "aten::add_", "cudaLaunchKernel", HostWork::launch_call, "the host was inside `cudaLaunchKernel`"},
+  };
+  for (const HostWorkCase& c : cases) {
+    SCOPED_TRACE(c.inner + " / " + c.call);
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 100, 1);
+    t.launch(0, 0, 5, 1);
+    t.span(0, 50, 1000, c.outer, SpanKind::user, 0);
+    if (c.call.empty()) {
+      t.span(0, 150, 800, c.inner, SpanKind::runtime, 1);
+      t.launch(0, 990, 5, 2);
+    } else {
+      t.span(0, 100, 900, c.inner, SpanKind::runtime, 1);
+      t.launch(0, 120, 870, 2, 0, 0, c.call);  // returns at 990
+    }
+    t.op(0, 0, 1000, 100, 2);
+    AnalysisOptions o;
+    o.min_gap_ns = 100;
+    AnalysisReport r = analyze(t.load(), o);
+    ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+    EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::host_work);
+    EXPECT_EQ(r.devices[0].gaps[0].work, c.work);
+    auto f = by_rule(r, "idle-gap");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0]->suggestion.find(c.advice), std::string::npos) << f[0]->suggestion;
+    if (c.work != HostWork::input_pipeline) {
+      EXPECT_EQ(f[0]->suggestion.find("DataLoader"), std::string::npos);
+    }
+  }
+}
+
 // loupe's runtime dispatching an op eagerly (its `eager <op>` span) is
 // launch work, whether the span or the launch call inside it took the time.
 TEST_F(Rules, EagerDispatchIsLaunchWork) {

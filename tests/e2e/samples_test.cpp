@@ -133,7 +133,8 @@ TEST_F(Samples, InputPipelineStarvesTheDeviceAndPrefetchingFeedsIt) {
   ASSERT_EQ(idle.size(), 1u);
   EXPECT_GE(idle[0]->severity, Severity::warning);
   EXPECT_GT(idle[0]->impact_ns, 0);
-  EXPECT_EQ(idle[0]->suggestion.find("move that host work off the critical path"), 0u) << idle[0]->suggestion;
+  EXPECT_EQ(idle[0]->suggestion.find("move that host work (`load batch`) off the critical path"), 0u)
+      << idle[0]->suggestion;
   bool named = false;
   for (const auto& [k, v] : idle[0]->evidence)
     named |= k.rfind("gap at", 0) == 0 && v.find("host in `load batch`") != std::string::npos;

@@ -87,6 +87,34 @@ void dispatching(const Context& ctx, const ThreadActivity& t, size_t span, IdleG
   g.detail = fmt::format("{} dispatching `{}`", thread_label(ctx, t.thread), ctx.model.str(t.spans->name[span]));
 }
 
+// A CUDA or HIP runtime or driver call, by what it does, from its name
+// (cudaLaunchKernel, hipLaunchKernel, cuLaunchKernel; cudaMalloc, cudaFree,
+// cuMemAlloc_v2, hipHostMalloc; cudaStreamCreate...); `code` for any other
+// name. Copies and waits are code here: a gap behind them is a sync, or the
+// copy is the work.
+HostWork api_call_kind(std::string_view name) {
+  const bool api = name.starts_with("cuda") || name.starts_with("hip") ||
+                   (name.size() > 2 && name.starts_with("cu") && name[2] >= 'A' && name[2] <= 'Z');
+  auto has = [&](std::string_view word) { return name.find(word) != std::string_view::npos; };
+  if (!api) return HostWork::code;
+  if (has("Launch")) return HostWork::launch_call;
+  if (has("Malloc") || has("Free") || has("HostAlloc") || has("HostRegister") || has("MemAlloc") || has("MemCreate") ||
+      has("MemMap"))
+    return HostWork::memory_call;
+  if (has("Memcpy") || has("Memset") || has("Synchronize") || has("Wait") || has("Query")) return HostWork::code;
+  return HostWork::runtime_call;
+}
+
+// The host's work inside `span` at `time`: the input pipeline when a
+// DataLoader range is open (PyTorch names its iterator's ranges
+// "enumerate(DataLoader)#..."), else what the innermost span's name says.
+HostWork span_work(const Context& ctx, const ThreadActivity& t, size_t span, int64_t time) {
+  for (uint32_t i : t.code_spans_at(time)) {
+    if (ctx.model.str(t.spans->name[i]).find("DataLoader") != std::string::npos) return HostWork::input_pipeline;
+  }
+  return api_call_kind(ctx.model.str(t.spans->name[span]));
+}
+
 // The host's side of a gap: on the thread that launched the operation ending
 // it, from the gap's start until that launch call returned.
 struct HostWindow {
@@ -121,6 +149,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     std::string chain = ctx.enclosing_chain(t.thread, w.launched);
     g.cause = GapCause::host_work;
     g.what = fmt::format("{}{}{}", chain, chain.empty() ? "" : " > ", ctx.model.str(w.launches->name[w.launch]));
+    g.work = api_call_kind(ctx.model.str(w.launches->name[w.launch]));
     g.detail = fmt::format("host in `{}` on {}: one {} call", g.what, thread, format_duration(call));
     return;
   }
@@ -132,8 +161,10 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
   }
   if (int64_t span = t.deepest_code_span_covering(a, b, at_least, ctx.model); span >= 0) {
     if (is_eager_span(ctx, *t.spans, size_t(span))) return dispatching(ctx, t, size_t(span), g);
+    const int64_t inside = std::max(a, t.spans->start[size_t(span)]);
     g.cause = GapCause::host_work;
-    g.what = ctx.enclosing_chain(t.thread, std::max(a, t.spans->start[size_t(span)]));
+    g.what = ctx.enclosing_chain(t.thread, inside);
+    g.work = span_work(ctx, t, size_t(span), inside);
     g.detail = fmt::format("host in `{}` on {}", g.what, thread);
     return;
   }
@@ -268,6 +299,7 @@ namespace {
 struct CauseGroup {
   GapCause cause;
   const std::string* what;
+  HostWork work;  // its first gap's
   int64_t ns = 0;
   size_t gaps = 0;
 };
@@ -275,7 +307,7 @@ struct CauseGroup {
 std::vector<CauseGroup> group_causes(const DeviceIdle& d) {
   std::map<std::pair<GapCause, std::string_view>, CauseGroup> groups;
   for (const IdleGap& g : d.gaps) {
-    CauseGroup& c = groups.try_emplace({g.cause, g.what}, CauseGroup{g.cause, &g.what}).first->second;
+    CauseGroup& c = groups.try_emplace({g.cause, g.what}, CauseGroup{g.cause, &g.what, g.work}).first->second;
     c.ns += g.end - g.start;
     ++c.gaps;
   }
@@ -295,9 +327,8 @@ std::string_view suggestion_for(GapCause c) {
       return "take the blocking reads and synchronisations out of the loop: keep values on the device and read them "
              "every N steps (item(), .cpu(), torch.cuda.synchronize, block_until_ready all wait for the device); "
              "copy from pinned memory asynchronously";
-    case GapCause::host_work:
-      return "move that host work off the critical path: prepare the next batch on another thread (a DataLoader "
-             "with workers) or stream while the device works";
+    case GapCause::host_work:  // host_work_suggestion says more
+      return "move that host work off the critical path";
     case GapCause::launch:
       return "the host cannot issue work fast enough: fuse operations into fewer, longer kernels (jit, "
              "torch.compile) or replay them as a CUDA graph";
@@ -311,6 +342,53 @@ std::string_view suggestion_for(GapCause c) {
       return "look at the timeline around the largest gaps: the trace does not say what the host was doing";
   }
   return "";
+}
+
+// The advice for host work, from what the largest group of host-work gaps
+// was behind: `leaf` is the innermost name of its chain.
+std::string host_work_suggestion(HostWork work, std::string_view leaf) {
+  switch (work) {
+    case HostWork::input_pipeline:
+      return "the device waited for the next batch: load batches in DataLoader workers (num_workers > 0, "
+             "pin_memory=True) and keep some prefetched, so that one is ready when a step ends";
+    case HostWork::launch_call:
+      return fmt::format(
+          "the host was inside `{}`: a launch blocks that long when it loads the kernel's module (CUDA and HIP load "
+          "modules lazily, at a kernel's first launch) or sets up a library, in a program's first steps; profile "
+          "after warm-up steps (CUDA_MODULE_LOADING=EAGER loads modules at start-up instead)",
+          leaf);
+    case HostWork::memory_call:
+      return fmt::format(
+          "the host was inside `{}`: reserving and releasing device memory with the driver is slow, and freeing "
+          "waits for the device; PyTorch's caching allocator does it when its cache misses or is emptied "
+          "(torch.cuda.empty_cache), and libraries reserve their workspaces at first use: keep empty_cache out of "
+          "the loop, and profile after warm-up steps",
+          leaf);
+    case HostWork::runtime_call:
+      return fmt::format(
+          "the host was inside `{}`, a runtime call that is not a launch, a copy or an allocation (set-up or a "
+          "query: streams, events, handles, device properties): make such calls once, before the loop; in the "
+          "first steps they are start-up, which warm-up steps keep out of a profile",
+          leaf);
+    case HostWork::code:
+      return fmt::format(
+          "move that host work (`{}`) off the critical path: make it cheaper, or run it ahead of the device on "
+          "another thread; if it is the framework issuing the step's operations, replay them as a CUDA graph "
+          "(torch.compile's reduce-overhead mode)",
+          leaf);
+  }
+  return "";
+}
+
+std::string suggestion(GapCause dominant, const std::vector<CauseGroup>& groups) {
+  if (dominant == GapCause::host_work) {
+    for (const CauseGroup& c : groups) {
+      if (c.cause != GapCause::host_work) continue;
+      const size_t last = c.what->rfind(" > ");
+      return host_work_suggestion(c.work, last == std::string::npos ? *c.what : c.what->substr(last + 3));
+    }
+  }
+  return std::string(suggestion_for(dominant));
 }
 
 }  // namespace
@@ -366,7 +444,7 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
                             fmt::format("{}: {}{}{}", format_duration(g.end - g.start), name_of(g.cause),
                                         g.detail.empty() ? "" : ", ", g.detail)});
     }
-    f.suggestion = suggestion_for(GapCause(dominant));
+    f.suggestion = suggestion(GapCause(dominant), groups);
     out.push_back(std::move(f));
   }
 }

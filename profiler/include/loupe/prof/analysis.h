@@ -46,11 +46,18 @@ enum class GapCause : uint8_t { compile, sync, host_work, launch, between_ops, d
 constexpr size_t kGapCauses = 7;
 std::string_view name_of(GapCause c);
 
+// In a host-work gap, what the host's work was, which decides the advice:
+// the program's own code, its input pipeline (a DataLoader range open), or
+// one CUDA/HIP runtime or driver call (a launch, an allocation or release
+// of memory, another runtime call), told by the call's name.
+enum class HostWork : uint8_t { code, input_pipeline, launch_call, memory_call, runtime_call };
+
 struct IdleGap {
   int64_t start = 0, end = 0;
   GapCause cause = GapCause::unknown;
   std::string what;    // what it was behind, the key gaps are grouped by: "aten::item > aten::_local_scalar_dense"
   std::string detail;  // the sentence shown: "compile of train_step", "host in `save_checkpoint` on thread `main`"
+  HostWork work = HostWork::code;  // for cause host_work
 };
 
 // HTA's per-stream classes of idle time between consecutive operations.
