@@ -457,6 +457,35 @@ TEST_F(Rules, SyncReadEveryStep) {
   EXPECT_DOUBLE_EQ(r.metrics.sync_transfers_per_step, 1.0);
 }
 
+// Work queued before a read returned that starts late (held by an event on
+// another stream) is the device's own wait: the read caused only the idle
+// after that work, until the host's next launch.
+TEST_F(Rules, IdleBeforeWorkQueuedAheadIsNotTheReadsIdle) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("train.py", 42);
+  for (int s = 0; s < 5; ++s) {
+    const int64_t base = s * 10'000;
+    const uint64_t corr = uint64_t(s) * 3 + 1;
+    t.step(0, s, base, 10'000);
+    t.launch(0, base, 5, corr);
+    t.op(0, 0, base, 800, corr);  // [0, 800)
+    t.launch(0, base + 50, 5, corr + 1);
+    t.op(0, 1, base + 3000, 1000, corr + 1);  // queued at 50, runs [3000, 4000)
+    // The read returns at 900; the host launches next at 5000.
+    t.transfer(0, base + 100, 800, CopyKind::device_to_host, true, HostMemory::pageable, site);
+    t.launch(0, base + 5000, 5, corr + 2);
+    t.op(0, 0, base + 5000, 100, corr + 2);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 1u);
+  // Per step: idle [900, 3000) waits for the queued op, not for the host;
+  // [4000, 5000) is the host's, blocked in the read until 900 and back at
+  // 5000: 1000 ns, 5 times.
+  EXPECT_EQ(f[0]->impact_ns, 5 * 1000);
+}
+
 // Reads back with no operation of their device in the trace (JAX on its CPU
 // backend) cannot say how long the device idled after them.
 TEST_F(Rules, SyncReadsWithoutDeviceOperationsCannotTellDeviceIdle) {

@@ -4,11 +4,13 @@
 // A call site is the line that made the copy when the trace records one,
 // else the chain of ops and annotations around the copy on its thread
 // (PyTorch traces: `aten::item > aten::_local_scalar_dense`). The idle a
-// copy causes runs from the copy's end to the first operation the host
-// launched after the call returned, and counts only when the copy blocked
-// the host (its call returned once the copy was done): a copy queued ahead
-// lost the device nothing, and work queued before the call returned is
-// busy time, not idle.
+// copy causes runs from the copy's end, or from the end of the work queued
+// before the call returned, to the first operation the host launched after
+// the call returned, and counts only when the copy blocked the host (its
+// call returned once the copy was done): a copy queued ahead lost the
+// device nothing, and while work queued before the call returned was still
+// to run, the device was not waiting on the host (idle then is the
+// device's own wait, on an event or another stream).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -48,14 +50,15 @@ std::optional<int64_t> step_at(const Context& ctx, int64_t t) {
   return std::nullopt;
 }
 
-// The device idle window a transfer caused: from the end of its copy to
-// the first operation launched after the call returned (or whose launch is
-// not recorded), when the copy blocked the host (the call was still
+// The device idle window a transfer caused: from the end of its copy, or
+// of the last op queued before the call returned that runs after the copy,
+// to the first operation launched after the call returned (or whose launch
+// is not recorded), when the copy blocked the host (the call was still
 // running when the device began the copy, as a read back or an upload from
 // pageable memory is; a copy queued ahead of time was not; without the
-// device copy, the transfer's own synchronous flag says). Ops queued
-// before then that run inside the window are busy time, which the caller
-// takes out. Empty otherwise.
+// device copy, the transfer's own synchronous flag says). Busy time inside
+// the window (ops of other streams) is taken out by the caller. Empty
+// otherwise.
 constexpr int kMaxQueuedOpsAfterCopy = 4096;
 
 std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& d, const Transfers& t, size_t i) {
@@ -68,13 +71,15 @@ std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& 
   }
   if (!blocking) return std::nullopt;
   // The device runs what was queued before the call returned, then waits
-  // for the first op launched after it: the idle until then (busy time
-  // taken out by the caller) is the host's block. Ops queued earlier on
-  // other streams may run in between; a bounded search keeps a trace with
-  // no later launch from costing a scan of everything after.
+  // for the first op launched after it: the idle from the end of the queued
+  // work until then (busy time taken out by the caller) is the host's
+  // block. Idle before a queued op starts is the device's own wait (an
+  // event, another stream), which the host's block did not cause. A
+  // bounded search keeps a trace with no later launch from costing a scan
+  // of everything after.
   const DeviceOps* stream = nullptr;
   size_t k = 0;
-  int64_t t_from = copy_end;
+  int64_t t_from = copy_end, queued_end = copy_end;
   for (int tries = 0; tries < kMaxQueuedOpsAfterCopy; ++tries) {
     OpAt next = first_op_from(d, t_from);
     if (next.stream == nullptr) return std::nullopt;  // nothing after it: the end of the device's work
@@ -84,10 +89,11 @@ std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& 
       k = next.index;
       break;
     }
+    queued_end = std::max(queued_end, next.stream->end(next.index));
     t_from = next.stream->start[next.index] + 1;
   }
   if (stream == nullptr) return std::nullopt;
-  int64_t from = std::max(copy_end, d.window_start), to = std::min(stream->start[k], d.window_end);
+  int64_t from = std::max(queued_end, d.window_start), to = std::min(stream->start[k], d.window_end);
   if (to <= from) return std::nullopt;
   return Interval{from, to};
 }
