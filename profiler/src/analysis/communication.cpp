@@ -95,6 +95,13 @@ void add_finding(const Context& ctx, const StepStats& steps, const DeviceActivit
                        "makes every other wait inside the collective"
                      : "most collective time is hidden behind compute; what remains exposed is the tail of each "
                        "step's communication";
+  // Under the warning share the advice still holds, but its gain is small:
+  // say so first, so that a few microseconds are not read as a problem.
+  if (f.severity == Severity::info) {
+    f.suggestion = fmt::format("minor: {} of the window, under the {} at which this rule warns; {}",
+                               format_percent(double(f.impact_ns) / window),
+                               format_percent(ctx.options.communication_warning_fraction), f.suggestion);
+  }
   out.push_back(std::move(f));
 }
 
