@@ -7,6 +7,13 @@ object, or {"skipped": reason}.
 
     python3 bench/jax_mlp.py [--quick] [--threads N] [--matmul-precision P]
 
+--threads N runs the process on N of the CPUs it may use (its affinity),
+the first N. XLA's CPU client keeps a thread pool of its own whatever its
+flags say (with `--xla_cpu_multi_thread_eigen=false` alone, a step on a
+two-core machine kept 1.9 cores busy), so only the affinity makes
+"1 thread" one core. `cores_used` is the process's CPU time over the wall
+time of the timed blocks: what it really used.
+
 --matmul-precision sets jax_default_matmul_precision: on NVIDIA GPUs since
 Ampere JAX's default computes f32 products in TF32, so a comparison with
 loupe's exact f32 products (its CUDA device's default) needs "highest".
@@ -24,9 +31,9 @@ def option(name):
 threads = int(option("--threads")) if option("--threads") else None
 precision = option("--matmul-precision")
 if threads:
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               f" --xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}"
-                               f" intra_op_parallelism_threads={threads}")
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:threads])
+    if threads == 1:
+        os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 try:
@@ -86,20 +93,26 @@ def main():
     compile_ms = (time.perf_counter() - t0) * 1e3
     state = (params, m, v, t)
 
+    cpu_s = wall_s = 0.0
+
     def block(n):
-        nonlocal state
-        t0 = time.perf_counter()
+        nonlocal state, cpu_s, wall_s
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(n):
             *state, loss = step(*state, x, y)
         loss.block_until_ready()
+        wall_s += time.perf_counter() - t0
+        cpu_s += time.process_time() - c0
         return (time.perf_counter() - t0) / n * 1e3
 
     block(3)
     quick = "--quick" in sys.argv
     n = min(max(int((100 if quick else 300) / max(block(3), 1e-3)) + 1, 3), 2000)
+    cpu_s = wall_s = 0.0
     blocks = sorted(block(n) for _ in range(5 if quick else 9))
     print(json.dumps({"compile_ms": compile_ms, "step_ms": blocks[len(blocks) // 2], "steps_per_block": n,
-                      "version": jax.__version__, "threads": threads or os.cpu_count(),
+                      "cores_used": cpu_s / wall_s,
+                      "version": jax.__version__, "threads": len(os.sched_getaffinity(0)),
                       "device": jax.devices()[0].device_kind, "matmul_precision": precision or "default"}))
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The runtime's rows of bench/run: the MLP training step compiled, run on
-the CPU device (with every core and with one BLAS thread), run in JAX on
-its CPU backend in the same script (likewise), run with a capture on and
-off, and run eagerly. The CPU device's BLAS and kernel set are printed with
+the CPU device (with every core, and on one CPU with one BLAS thread), run
+in JAX on its CPU backend in the same script (likewise), run with a
+capture on and off, and run eagerly. The CPU device's BLAS and kernel set are printed with
 the figures: a step time means little without them. Prints one JSON row
 per line: [group, metric, value, target, verdict].
 
@@ -25,9 +25,14 @@ def row(metric, value, target="", ok=None):
 
 
 def ours_once(threads=None):
+    """runtime_bench's figures; with `threads`, on that many CPUs (the first
+    of the process's affinity) and as many BLAS threads, as jax_mlp.py's
+    --threads runs JAX."""
     env = dict(os.environ, LOUPE_CPU_BLAS_THREADS=str(threads)) if threads else None
+    cpus = sorted(os.sched_getaffinity(0))[:threads] if threads else None
     return json.loads(subprocess.run([os.path.join(build, "bench", "runtime_bench"), *quick], check=True,
-                                     capture_output=True, text=True, env=env).stdout)
+                                     capture_output=True, text=True, env=env,
+                                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None).stdout)
 
 
 def jax(*args):
@@ -79,18 +84,21 @@ blas = ours["blas"]
 kernels = blas.split(", ")[1].split(" (")[0] if ", " in blas else blas  # "SkylakeX kernels"
 row("CPU device's BLAS", blas)
 s = ours["step_ms"]  # queued back to back, as JAX's is timed
-row(f"step time, CPU device (jit, steps queued; matrix products on every core; {kernels})", f"{s:.2f} ms")
+row(f"step time, CPU device (jit, steps queued; matrix products on every core; {kernels})",
+    f"{s:.2f} ms ({ours['cores_used']:.1f} cores busy)")
 s1 = ours1["step_ms"]
-row(f"step time, CPU device, 1 BLAS thread ({kernels})", f"{s1:.2f} ms")
+row(f"step time, CPU device, on 1 CPU with 1 BLAS thread ({kernels})",
+    f"{s1:.2f} ms ({ours1['cores_used']:.1f} cores busy)")
 if "skipped" in jx:
     row("step time / JAX's", "skipped: " + jx["skipped"], "<= 1.5x")
 else:
-    row(f"JAX step time on its CPU backend ({jx['threads']} threads)", f"{jx['step_ms']:.2f} ms")
-    row(f"step time / JAX's ({jx['threads']} threads; {kernels})", f"{s / jx['step_ms']:.2f}x", "<= 1.5x",
+    row(f"JAX step time on its CPU backend ({jx['threads']} CPUs)",
+        f"{jx['step_ms']:.2f} ms ({jx['cores_used']:.1f} cores busy)")
+    row(f"step time / JAX's ({jx['threads']} CPUs; {kernels})", f"{s / jx['step_ms']:.2f}x", "<= 1.5x",
         s / jx["step_ms"] <= 1.5)
     if "skipped" not in jx1:
-        row("JAX step time, 1 thread", f"{jx1['step_ms']:.2f} ms")
-        row(f"step time / JAX's, both 1 thread ({kernels})", f"{s1 / jx1['step_ms']:.2f}x", "<= 1.5x",
+        row("JAX step time, on 1 CPU", f"{jx1['step_ms']:.2f} ms ({jx1['cores_used']:.1f} cores busy)")
+        row(f"step time / JAX's, both on 1 CPU ({kernels})", f"{s1 / jx1['step_ms']:.2f}x", "<= 1.5x",
             s1 / jx1["step_ms"] <= 1.5)
 r = ours["capture_ratio"]
 w = ours["step_waited_ms"]  # each step waited for, with a capture on and off

@@ -1,4 +1,4 @@
-// The runtime's figures for bench/run: the MLP training step of the issue
+// The runtime's figures for bench/run: the MLP training step
 // (784-1024-1024-10, batch 256, AdamW, f32) compiled, run jitted and
 // eagerly, and run with a capture on and off in the same process: the
 // steady state of a capture apart from its start-up (opening the trace
@@ -12,13 +12,15 @@
 // so it is the step's throughput, the figure to set beside theirs.
 // `step_waited_ms` waits for every step: the host's work and the device's
 // add up, so a capture's cost on either shows in full; the capture's
-// ratio is taken on it.
+// ratio is taken on it. `cores_used` is the process's CPU time over the
+// wall time of the queued blocks: how many cores the step kept busy.
 //
 //   runtime_bench [--quick]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -37,6 +39,14 @@ namespace {
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU time of every thread of the process, so that CPU time over wall time
+// says how many cores a run really kept busy.
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
 }
 
 double median(std::vector<double> v) {
@@ -102,7 +112,9 @@ int main(int argc, char** argv) {
   const double min_block_ms = quick ? 100 : 300, guess_ms = run_block(3, true);
   const int queued = std::clamp(int(min_block_ms / std::max(guess_ms, 1e-3)) + 1, 3, 2000);
   std::vector<double> queued_ms;
+  double cpu0 = process_cpu_ms(), wall0 = now_ms();
   for (int b = 0; b < (quick ? 5 : 9); ++b) queued_ms.push_back(run_block(queued, true));
+  double cores_used = (process_cpu_ms() - cpu0) / (now_ms() - wall0);
 
   // Capture on and off, interleaved in blocks in one process so that both
   // see the same machine; each step is waited for and the medians
@@ -155,11 +167,12 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"compile_ms\": %.3f, \"first_compile_ms\": %.3f, \"trace_ms\": %.3f, \"optimize_ms\": %.3f, "
       "\"codegen_ms\": %.3f, \"kernels\": %u, \"nodes\": %u, \"step_ms\": %.3f, \"steps_per_block\": %d, "
+      "\"cores_used\": %.2f, "
       "\"step_waited_ms\": %.3f, \"capture_on_ms\": %.3f, \"capture_ratio\": %.4f, \"capture_steady_steps\": %zu, "
       "\"capture_startup_ms\": %.3f, \"capture_first_startup_ms\": %.3f, \"events_per_step\": %.1f, "
       "\"eager_step_ms\": %.3f, \"blas\": \"%s\"}\n",
       median(compile_ms), first_compile_ms, median(trace_ms), median(optimize_ms), median(codegen_ms),
-      step.stats().last_kernels, step.stats().last_nodes, median(queued_ms), queued, waited_ms, median(on),
+      step.stats().last_kernels, step.stats().last_nodes, median(queued_ms), queued, cores_used, waited_ms, median(on),
       median(on) / waited_ms, on.size(), median(startup) - waited_ms, first_startup - waited_ms, events_per_step,
       median(eager), blas.c_str());
   return 0;
