@@ -115,6 +115,24 @@ HostWork span_work(const Context& ctx, const ThreadActivity& t, size_t span, int
   return api_call_kind(ctx.model.str(t.spans->name[span]));
 }
 
+// How much of [a, b) the thread spent in spans named `name` whose chain of
+// enclosing ranges is `chain`: a gap often holds several such calls (two
+// cudaMalloc in a row inside one convolution), and they are its cause
+// together.
+int64_t time_in_chain(const Context& ctx, const ThreadActivity& t, const std::string& chain, uint32_t name, int64_t a,
+                      int64_t b) {
+  int64_t total = 0;
+  for (const std::vector<uint32_t>& at : t.code_by_depth) {
+    auto it = std::partition_point(at.begin(), at.end(), [&](uint32_t i) { return t.spans->end(i) <= a; });
+    for (; it != at.end() && t.spans->start[*it] < b; ++it) {
+      if (t.spans->name[*it] != name) continue;
+      const int64_t from = std::max(a, t.spans->start[*it]);
+      if (ctx.enclosing_chain(t.thread, from) == chain) total += std::min(b, t.spans->end(*it)) - from;
+    }
+  }
+  return total;
+}
+
 // The host's side of a gap: on the thread that launched the operation ending
 // it, from the gap's start until that launch call returned.
 struct HostWindow {
@@ -166,6 +184,17 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     g.what = ctx.enclosing_chain(t.thread, inside);
     g.work = span_work(ctx, t, size_t(span), inside);
     g.detail = fmt::format("host in `{}` on {}", g.what, thread);
+    // The named calls explain most of the wait, not always all of it (a 6 s
+    // cudaFree in a 10 s gap): say how much, so that the gap's length is
+    // not read as theirs, and name the launch call that ended the gap when
+    // it took most of the rest (a first launch loading its module).
+    if (int64_t in_what = time_in_chain(ctx, t, g.what, t.spans->name[size_t(span)], a, b); in_what < b - a) {
+      g.detail += fmt::format(" for {} of the gap", format_duration(in_what));
+      if (int64_t call = b - w.launched; call > 0 && 2 * call >= b - a - in_what) {
+        g.detail += fmt::format(", then {} in the `{}` of the op that ended it", format_duration(call),
+                                ctx.model.str(w.launches->name[w.launch]));
+      }
+    }
     return;
   }
   // Nothing took most of the wait, but the device ran dry while the host
