@@ -1185,6 +1185,29 @@ TEST_F(Rules, StepsAreSteadyOnlyWithinTheStatedWidth) {
   EXPECT_NE(f[0]->title.find("p10 to p90 spans"), std::string::npos) << f[0]->title;
 }
 
+// The three slowest steps are listed; only those slower than step_spread
+// times the median are called slow, as the title counts them.
+TEST_F(Rules, OnlyStepsBeyondTheSpreadAreCalledSlow) {
+  auto t = trace();
+  t.device(0);
+  int64_t start = 0;
+  for (int s = 0; s < 10; ++s) {
+    int64_t dur = s == 7 ? 200 : s == 3 ? 120 : s == 5 ? 110 : 100;  // median 100: slow beyond 150
+    t.step(0, s, start, dur);
+    t.op(0, 0, start, 10);
+    start += dur;
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0]->title.find("; 1 slow step"), std::string::npos) << f[0]->title;
+  EXPECT_EQ(f[0]->impact_ns, 100);
+  EXPECT_EQ(evidence(*f[0], "slow step 7").rfind("200 ns", 0), 0u);
+  EXPECT_EQ(evidence(*f[0], "step 3").rfind("120 ns", 0), 0u);
+  EXPECT_EQ(evidence(*f[0], "step 5").rfind("110 ns", 0), 0u);
+  EXPECT_EQ(evidence(*f[0], "slow step 3"), "<missing slow step 3>");
+}
+
 TEST_F(Rules, NoAcceleratorOnlyForCpuDevices) {
   {
     auto t = trace();

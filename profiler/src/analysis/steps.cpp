@@ -207,8 +207,11 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   for (size_t i = 0; i < shown; ++i) {
     const StepStats::Step& s = *slowest[i];
     f.ranges.push_back({s.start, s.start + s.dur});
+    // "slow" only for the steps the title and the impact count as slow: the
+    // slowest of steady steps are ordinary.
+    const bool slow_step = !too_few && double(s.dur) > outlier * double(st.median_ns);
     f.evidence.push_back(
-        {fmt::format("slow step {}", s.number),
+        {fmt::format("{} {}", slow_step ? "slow step" : "step", s.number),
          devices ? fmt::format("{}: compile {}; on the device {}: idle {}, compute {}", format_duration(s.dur),
                                format_duration(s.compile_ns), format_duration(s.device_end - s.device_start),
                                format_duration(s.idle_ns), format_duration(s.compute_ns))
