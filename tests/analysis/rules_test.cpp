@@ -572,6 +572,28 @@ TEST_F(Rules, UploadsBeforeTheLoopAreNotPerStep) {
   EXPECT_EQ(evidence(*f[0], "steps with one"), "5 of 10");
 }
 
+// A call site whose uploads are half from pageable memory and half from
+// pinned (a batch's tensors, some pinned by the loader) is reported, and
+// its title counts only the pageable ones.
+TEST_F(Rules, PageableUploadTitleCountsOnlyThePageableOnes) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("loader.py", 12);
+  for (int s = 0; s < 4; ++s) {
+    int64_t base = s * 1000;
+    t.step(0, s, base, 1000);
+    t.op(0, 0, base + 100, 800);
+    t.transfer(0, base, 10, CopyKind::host_to_device, false, HostMemory::pageable, site);
+    t.transfer(0, base + 20, 10, CopyKind::host_to_device, false, HostMemory::pinned, site);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->title.rfind("upload from pageable host memory at loader.py:12 every step: 4 of 8 times,", 0), 0u)
+      << f[0]->title;
+  EXPECT_EQ(evidence(*f[0], "from pageable memory"), "4 of 8");
+}
+
 // ---- memory -----------------------------------------------------------------
 
 TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {

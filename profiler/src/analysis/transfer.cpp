@@ -100,6 +100,13 @@ std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& 
 
 std::string times(uint64_t n) { return fmt::format("{} time{}", format_count(n), n == 1 ? "" : "s"); }
 
+// How many of a call site's copies were of the kind the title names: a
+// site is reported when at least half are, and the title must not claim
+// the rest.
+std::string times_of(uint64_t n, uint64_t count) {
+  return n == count ? times(count) : fmt::format("{} of {} times", format_count(n), format_count(count));
+}
+
 }  // namespace
 
 void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
@@ -174,13 +181,14 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     f.threads = g.threads;
     f.impact_ns = idle_ns;
     if (sync_read) {
-      f.title = fmt::format("synchronous device-to-host read at {}{}: {}, {}", where, when, times(g.count), idle_after);
+      f.title = fmt::format("synchronous device-to-host read at {}{}: {}, {}", where, when, times_of(g.sync, g.count),
+                            idle_after);
       f.suggestion =
           "keep the value on the device and read it every N steps (accumulate metrics on the device); if it must "
           "be read each step, copy it asynchronously into pinned memory and read it one step later";
     } else {
-      f.title =
-          fmt::format("upload from pageable host memory at {}{}: {}, {}", where, when, times(g.count), idle_after);
+      f.title = fmt::format("upload from pageable host memory at {}{}: {}, {}", where, when,
+                            times_of(g.pageable, g.count), idle_after);
       f.suggestion =
           "upload from pinned (page-locked) host memory with an asynchronous copy on a second stream, and prepare "
           "the next batch one step ahead (double buffering)";
