@@ -300,6 +300,35 @@ TEST_F(Rules, UnknownOnlyWithoutEvidence) {
   EXPECT_EQ(r.devices[0].gaps[1].what, "no launch recorded");
 }
 
+// A gap ended by an op without a recorded launch while the host sat in a
+// blocking wait: a sync when the wait returned inside the gap (the host
+// caught up late); the device's own wait when the host was still blocked
+// after the device resumed (work was queued, and the device held it back:
+// a CUDA graph's kernels waiting on another stream while the host waits in
+// a read that is queued behind them).
+TEST_F(Rules, ANoLaunchGapIsASyncOnlyIfTheWaitEndedInIt) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.span(0, 50, 700, "cudaStreamSynchronize", SpanKind::wait);     // [50, 750): returns inside [100, 1000)
+  t.op(0, 0, 1000, 100);                                           // no launch recorded
+  t.span(0, 1150, 2000, "cudaDeviceSynchronize", SpanKind::wait);  // [1150, 3150): past the op at 3000
+  t.op(0, 0, 3000, 100);                                           // no launch recorded
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  const auto& gaps = r.devices[0].gaps;
+  ASSERT_EQ(gaps.size(), 2u);
+  EXPECT_EQ(gaps[0].cause, GapCause::sync);
+  EXPECT_EQ(gaps[0].what, "cudaStreamSynchronize");
+  EXPECT_EQ(gaps[1].start, 1100);
+  EXPECT_EQ(gaps[1].cause, GapCause::device_wait);
+  EXPECT_EQ(gaps[1].what, "`k` on stream 0");
+  EXPECT_NE(gaps[1].detail.find("still blocked on the device (cudaDeviceSynchronize)"), std::string::npos)
+      << gaps[1].detail;
+}
+
 // A launch call that itself took most of the gap (a first launch loading
 // its module) is host work in that call, named with its op.
 TEST_F(Rules, ASlowLaunchCallIsHostWorkInIt) {
