@@ -107,6 +107,25 @@ std::string times_of(uint64_t n, uint64_t count) {
   return n == count ? times(count) : fmt::format("{} of {} times", format_count(n), format_count(count));
 }
 
+// The title and the suggestion of a flagged group: a habit of synchronous
+// reads, or of uploads from pageable memory.
+void title_and_advice(Finding& f, const Group& g, bool sync_read, const std::string& where,
+                      const std::string& idle_after) {
+  if (sync_read) {
+    f.title =
+        fmt::format("synchronous device-to-host read at {}: {}, {}", where, times_of(g.sync, g.count), idle_after);
+    f.suggestion =
+        "keep the value on the device and read it every N steps (accumulate metrics on the device); if it must "
+        "be read each step, copy it asynchronously into pinned memory and read it one step later";
+  } else {
+    f.title =
+        fmt::format("upload from pageable host memory at {}: {}, {}", where, times_of(g.pageable, g.count), idle_after);
+    f.suggestion =
+        "upload from pinned (page-locked) host memory with an asynchronous copy on a second stream, and prepare "
+        "the next batch one step ahead (double buffering)";
+  }
+}
+
 }  // namespace
 
 void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
@@ -180,19 +199,7 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
     f.devices = devices;
     f.threads = g.threads;
     f.impact_ns = idle_ns;
-    if (sync_read) {
-      f.title = fmt::format("synchronous device-to-host read at {}{}: {}, {}", where, when, times_of(g.sync, g.count),
-                            idle_after);
-      f.suggestion =
-          "keep the value on the device and read it every N steps (accumulate metrics on the device); if it must "
-          "be read each step, copy it asynchronously into pinned memory and read it one step later";
-    } else {
-      f.title = fmt::format("upload from pageable host memory at {}{}: {}, {}", where, when,
-                            times_of(g.pageable, g.count), idle_after);
-      f.suggestion =
-          "upload from pinned (page-locked) host memory with an asynchronous copy on a second stream, and prepare "
-          "the next batch one step ahead (double buffering)";
-    }
+    title_and_advice(f, g, sync_read, where + when, idle_after);
     f.evidence.push_back({"call site", where});
     f.evidence.push_back({"direction", std::string(name_of(g.direction))});
     if (has_steps) {
