@@ -2,9 +2,9 @@
 """The runtime's rows of bench/run: the MLP training step compiled, run on
 the CPU device (with every core, and on one CPU with one BLAS thread), run
 in JAX on its CPU backend in the same script (likewise), run with a
-capture on and off, and run eagerly. The CPU device's BLAS and kernel set are printed with
-the figures: a step time means little without them. Prints one JSON row
-per line: [group, metric, value, target, verdict].
+capture on and off, and run eagerly. The CPU device's BLAS and kernel
+set are printed with the figures: a step time means little without them.
+Prints one JSON row per line: [group, metric, value, target, verdict].
 
     bench/run_runtime.py BUILD_DIR [--quick]
 """

@@ -236,19 +236,20 @@ IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t
     if (ctx.compile_all.covered(a, b) >= need) {
       g.cause = GapCause::compile;
       g.what = g.detail = compile_detail(ctx, a, b);
-    } else if (ctx.blocked_all.covered(a, b) >= need && ctx.blocked_all.covered(b - 1, b + 1) == 2) {
-      // The host was still blocked on the device when the device resumed:
-      // what it waited for was queued and not yet run, so the device held
-      // back work it already had, and the host's wait did not cause the gap.
-      g.cause = GapCause::device_wait;
-      g.what = fmt::format("`{}` on stream {}", ctx.model.str(s.name[i]), s.stream);
-      g.detail = fmt::format(
-          "{} has no recorded launch and started while the host was still blocked on the device ({}): the "
-          "device held back work it already had",
-          g.what, blocked_what(ctx, nullptr, a, b));
     } else if (ctx.blocked_all.covered(a, b) >= need) {
       g.cause = GapCause::sync;
       g.what = g.detail = blocked_what(ctx, nullptr, a, b);
+      // The host was still blocked on the device when the device resumed:
+      // what it waited for was queued and not yet run, so the device held
+      // back work it already had, and the host's wait did not cause the gap.
+      if (ctx.blocked_all.covered(b - 1, b + 1) == 2) {
+        g.cause = GapCause::device_wait;
+        g.what = fmt::format("`{}` on stream {}", ctx.model.str(s.name[i]), s.stream);
+        g.detail = fmt::format(
+            "{} has no recorded launch and started while the host was still blocked on the device ({}): the "
+            "device held back work it already had",
+            g.what, g.detail);
+      }
     } else {
       g.what = "no launch recorded";
       g.detail = fmt::format("`{}` has no recorded launch: cannot tell whether the host or the device was late",

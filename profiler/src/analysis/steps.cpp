@@ -128,6 +128,9 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   const StepStats& st = report.steps;
   if (st.count == 0) return;
   const double outlier = ctx.options.step_spread_warning;
+  // Slow: beyond step_spread times the median (what the title counts, the
+  // impact adds up and the listed steps are named by).
+  auto is_slow = [&](const StepStats::Step& s) { return double(s.dur) > outlier * double(st.median_ns); };
   int64_t dur = 0, device = 0, compute = 0, communication = 0, transfer = 0, idle = 0, compile = 0, slow = 0;
   uint64_t outliers = 0;
   for (const StepStats::Step& s : st.steps) {
@@ -138,7 +141,7 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
     transfer += s.transfer_ns;
     idle += s.idle_ns;
     compile += s.compile_ns;
-    if (double(s.dur) > outlier * double(st.median_ns)) {
+    if (is_slow(s)) {
       slow += s.dur - st.median_ns;
       ++outliers;
     }
@@ -207,9 +210,8 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   for (size_t i = 0; i < shown; ++i) {
     const StepStats::Step& s = *slowest[i];
     f.ranges.push_back({s.start, s.start + s.dur});
-    // "slow" only for the steps the title and the impact count as slow: the
-    // slowest of steady steps are ordinary.
-    const bool slow_step = !too_few && double(s.dur) > outlier * double(st.median_ns);
+    // The slowest of steady steps are ordinary: "slow" only if they are.
+    const bool slow_step = !too_few && is_slow(s);
     f.evidence.push_back(
         {fmt::format("{} {}", slow_step ? "slow step" : "step", s.number),
          devices ? fmt::format("{}: compile {}; on the device {}: idle {}, compute {}", format_duration(s.dur),
