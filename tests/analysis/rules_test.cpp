@@ -1172,6 +1172,92 @@ TEST_F(Rules, ExposedCommunicationIsCollectiveTimeNoComputeOverlaps) {
   EXPECT_EQ(s2.idle_ns, 150);
 }
 
+std::vector<std::string> evidence_all(const Finding& f, const std::string& key) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : f.evidence) {
+    if (k == key) out.push_back(v);
+  }
+  return out;
+}
+
+// What a collective does comes first from the call that launched it, as
+// PyTorch records it (a `nccl:all_reduce` range around the launch), since
+// NCCL 2.19 on names every collective kernel ncclDevKernel_Generic and a
+// post-processed trace can rename kernels; then from the kernel's name;
+// with neither it is unnamed. By hand: the all-reduce [50, 150) (its kernel
+// says SendRecv), the all-gather [200, 240), the unnamed [300, 310); no
+// compute, so each is exposed whole.
+TEST_F(Rules, ACollectivesOperationComesFromItsLaunchingCallThenItsKernelName) {
+  auto t = trace();
+  t.device(0);
+  t.span(0, 0, 20, "nccl:all_reduce", SpanKind::user, 0);
+  t.span(0, 2, 15, "record_param_comms", SpanKind::runtime, 1);
+  t.launch(0, 5, 5, 1, 0, 1, "cudaLaunchKernel");
+  t.op(0, 1, 50, 100, 1, DeviceOpKind::kernel, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)");
+  t.op(0, 1, 200, 40, 0, DeviceOpKind::kernel, "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  t.op(0, 1, 300, 10, 0, DeviceOpKind::kernel, "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)");
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "communication");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence_all(*f[0], "operation"),
+            (std::vector<std::string>{"all-reduce: 1 kernel, median 100 ns, 100 ns, 100 ns exposed",
+                                      "all-gather: 1 kernel, median 40 ns, 40 ns, 40 ns exposed",
+                                      "unnamed: 1 kernel, median 10 ns, 10 ns, 10 ns exposed"}));
+  EXPECT_NE(f[0]->suggestion.find("most of the exposed time in all-reduce (100 ns): start the all-reduce during "
+                                  "the backward pass"),
+            std::string::npos)
+      << f[0]->suggestion;
+}
+
+// Many short all-reduces a step each pay NCCL's fixed cost: the advice is
+// to bucket them. Two 1000 ns steps, each with `per_step` all-reduces of
+// `dur` ns on stream 1 and compute on stream 0 after them. Bucketing is
+// advised only for at least 32 a step with a median under 50 us.
+TEST_F(Rules, ManyShortAllReducesAStepAreToldToBucketAndOnlyThey) {
+  auto advice = [&](int per_step, int64_t dur) {
+    auto t = trace();
+    t.device(0);
+    const int64_t step = 2 * per_step * dur + 100;
+    for (int s = 0; s < 2; ++s) {
+      t.step(0, s + 1, s * step, step);
+      for (int k = 0; k < per_step; ++k) {
+        t.op(0, 1, s * step + 2 * k * dur, dur, 0, DeviceOpKind::kernel, "ncclKernel_AllReduce_RING_LL_Sum_float");
+      }
+      t.op(0, 0, s * step + 2 * per_step * dur, 100, 0, DeviceOpKind::kernel, "gemm");
+    }
+    AnalysisReport r = analyze(t.load());
+    auto f = by_rule(r, "communication");
+    return f.size() == 1 ? f[0]->suggestion : std::string("<no finding>");
+  };
+  std::string many_short = advice(40, 10);
+  EXPECT_NE(many_short.find("40 all-reduces a step, median 10 ns each"), std::string::npos) << many_short;
+  EXPECT_NE(many_short.find("fewer, larger all-reduces"), std::string::npos) << many_short;
+  std::string many_long = advice(40, 60'000);
+  EXPECT_EQ(many_long.find("fewer, larger"), std::string::npos) << many_long;
+  EXPECT_NE(many_long.find("as each bucket of gradients fills"), std::string::npos) << many_long;
+  std::string few_short = advice(20, 10);
+  EXPECT_EQ(few_short.find("fewer, larger"), std::string::npos) << few_short;
+}
+
+// A collective on a stream that also runs compute cannot overlap that
+// stream's work. Compute on stream 0 at [0, 100); an all-reduce on stream 0
+// at [100, 150), an all-to-all on stream 1 at [300, 320): 50 of the 70 ns
+// exposed run on stream 0.
+TEST_F(Rules, CollectivesOnAComputeStreamAreToldToMoveToTheirOwn) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 0, DeviceOpKind::kernel, "gemm");
+  t.op(0, 0, 100, 50, 0, DeviceOpKind::kernel, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)");
+  t.op(0, 1, 300, 20, 0, DeviceOpKind::kernel, "ncclDevKernel_SendRecv(ncclDevComm*)");
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "communication");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 70);
+  EXPECT_EQ(evidence(*f[0], "on compute streams"), "50 ns exposed, on stream 0");
+  EXPECT_NE(f[0]->suggestion.find("streams that also run compute (stream 0)"), std::string::npos) << f[0]->suggestion;
+  EXPECT_NE(f[0]->suggestion.find("a stream of their own"), std::string::npos) << f[0]->suggestion;
+}
+
 TEST_F(Rules, NoCollectivesNoCommunicationFinding) {
   auto t = trace();
   t.device(0);

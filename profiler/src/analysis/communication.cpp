@@ -1,12 +1,17 @@
 // communication: collective kernels (NCCL, RCCL) are communication, not
 // compute. What costs a step is the collective time no compute kernel
 // overlaps (exposed communication), as HTA's comm/comp overlap measures it:
-// time the step would lose if the collectives were perfectly hidden.
+// time the step would lose if the collectives were perfectly hidden. How to
+// hide it depends on what the exposed collectives do (collective_op.h) and
+// where they run: nothing overlaps a collective on its own stream's compute.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
+#include "analysis/collective_op.h"
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
 
@@ -14,27 +19,68 @@ namespace loupe::prof::analysis {
 
 namespace {
 
-struct Collective {
-  uint64_t count = 0;
-  int64_t time_ns = 0, exposed_ns = 0;
+// Below this a collective is bound by NCCL's fixed cost per call (its
+// launch and the ranks' handshake, some microseconds), not by the bytes it
+// moves: a 25 MiB gradient bucket takes longer than this on any link.
+constexpr int64_t kShortCollectiveNs = 50'000;
+// Short collectives of one kind per step from which that fixed cost, paid
+// one call after another, is worth removing.
+constexpr double kManyCollectivesPerStep = 32;
+
+// Collective kernels of one name or one operation.
+struct Runs {
+  std::vector<Interval> runs;
+  std::vector<int64_t> durations;
+  int64_t time_ns = 0, exposed_ns = 0;  // of the union of the runs, as the finding's totals
+
+  void add(int64_t start, int64_t end) {
+    runs.push_back({start, end});
+    durations.push_back(end - start);
+  }
+  void finish(const IntervalSet& compute) {
+    IntervalSet u(runs);
+    time_ns = u.length();
+    exposed_ns = IntervalSet::subtract(u, compute).length();
+  }
 };
 
-// Per collective name: count, time, and the part of its time no compute
-// kernel overlapped.
-std::map<std::string, Collective> collectives_by_name(const Context& ctx, const DeviceActivity& d) {
-  std::map<std::string, Collective> by_name;
+// A device's collectives: per kernel name, per collective operation, and
+// those on streams that also run compute.
+struct Collectives {
+  std::map<std::string, Runs> by_name;
+  std::array<Runs, kCollectiveOps> by_op;
+  std::vector<uint32_t> shared_streams;  // streams that run collectives and compute
+  int64_t shared_exposed_ns = 0;         // exposed time of the collectives on them
+};
+
+bool runs_compute(const Context& ctx, const DeviceOps& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.kind[i] == DeviceOpKind::kernel && !is_collective_kernel(ctx.model.str(s.name[i]))) return true;
+  }
+  return false;
+}
+
+Collectives collectives_of(const Context& ctx, const DeviceActivity& d) {
+  Collectives c;
+  std::vector<Interval> shared;
   for (const DeviceOps* s : d.streams) {
+    const bool with_compute = runs_compute(ctx, *s);
+    bool any = false;
     for (size_t i = 0; i < s->size(); ++i) {
       if (s->kind[i] != DeviceOpKind::kernel) continue;
       const std::string& name = ctx.model.str(s->name[i]);
       if (!is_collective_kernel(name)) continue;
-      Collective& c = by_name[name];
-      ++c.count;
-      c.time_ns += s->dur[i];
-      c.exposed_ns += s->dur[i] - d.compute.covered(s->start[i], s->end(i));
+      any = true;
+      c.by_name[name].add(s->start[i], s->end(i));
+      c.by_op[size_t(collective_op_of(ctx, *s, i))].add(s->start[i], s->end(i));
+      if (with_compute) shared.push_back({s->start[i], s->end(i)});
     }
+    if (any && with_compute) c.shared_streams.push_back(s->stream);
   }
-  return by_name;
+  for (auto& [name, n] : c.by_name) n.finish(d.compute);
+  for (Runs& o : c.by_op) o.finish(d.compute);
+  c.shared_exposed_ns = IntervalSet::subtract(IntervalSet(std::move(shared)), d.compute).length();
+  return c;
 }
 
 // Exposed communication per step, in each step's device window (the
@@ -49,6 +95,95 @@ std::vector<int64_t> exposed_per_step(const StepStats& steps, const IntervalSet&
   out.reserve(by_number.size());
   for (const auto& [number, e] : by_number) out.push_back(e);
   return out;
+}
+
+std::string kernels(size_t n) { return fmt::format("{} kernel{}", format_count(n), n == 1 ? "" : "s"); }
+
+std::string per_step_text(const Context& ctx, size_t count) {
+  return ctx.distinct_steps == 0 ? "" : fmt::format(" ({:.2f} per step)", ctx.per_step(double(count)));
+}
+
+// How to hide the collectives of one operation behind compute.
+std::string advice_for(const Context& ctx, CollectiveOp op, const Runs& o) {
+  switch (op) {
+    case CollectiveOp::all_reduce: {
+      const double per_step = ctx.per_step(double(o.durations.size()));
+      const int64_t median = quantile(o.durations, 0.5);
+      if (ctx.distinct_steps > 0 && per_step >= kManyCollectivesPerStep && median < kShortCollectiveNs) {
+        return fmt::format(
+            "{:.0f} all-reduces a step, median {} each: each pays NCCL's fixed cost per call, one after another; "
+            "bucket the gradients into fewer, larger all-reduces started during the backward pass (DDP's gradient "
+            "buckets, 25 MiB by default, do both)",
+            per_step, format_duration(median));
+      }
+      return "start the all-reduce during the backward pass, as each bucket of gradients fills (DDP's gradient "
+             "buckets; a smaller bucket_cap_mb starts the first one sooner)";
+    }
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+      return "with sharded parameters (FSDP, ZeRO-3), prefetch: start the next layer's all-gather while this one "
+             "computes (FSDP's forward_prefetch and backward_prefetch), and let each reduce-scatter run during the "
+             "backward pass";
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::send_recv:
+      return "overlap the exchange with the compute of another batch or micro-batch: distribute the next batch's "
+             "inputs while this one trains (TorchRec's TrainPipelineSparseDist), split an expert dispatch into "
+             "chunks, or give a pipeline more micro-batches";
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+    case CollectiveOp::unnamed: return "issue the collectives earlier, so that independent compute runs while they do";
+  }
+  return "";
+}
+
+// What to do about collectives that mostly run with no compute beside them.
+std::string overlap_advice(const Context& ctx, const Collectives& c, int64_t exposed) {
+  if (c.shared_exposed_ns > 0 && 2 * c.shared_exposed_ns >= exposed) {
+    return fmt::format(
+        "most exposed collective time runs on streams that also run compute (stream {}): a stream runs one "
+        "operation at a time, so its compute waits for them; issue the collectives on a stream of their own, ahead "
+        "of where their results are needed",
+        fmt::join(c.shared_streams, ", "));
+  }
+  size_t top = 0;
+  for (size_t k = 1; k < kCollectiveOps; ++k) {
+    if (c.by_op[k].exposed_ns > c.by_op[top].exposed_ns) top = k;
+  }
+  const CollectiveOp op = CollectiveOp(top);
+  return fmt::format(
+      "most collective time runs with no compute beside it, most of the exposed time in {} ({}): {}; if the "
+      "collectives themselves are slow, compare the ranks: one that arrives late makes every other wait inside the "
+      "collective",
+      name_of(op), format_duration(c.by_op[top].exposed_ns), advice_for(ctx, op, c.by_op[top]));
+}
+
+void add_collectives(const Context& ctx, const Collectives& c, Finding& f) {
+  std::vector<size_t> ops;
+  for (size_t k = 0; k < kCollectiveOps; ++k) {
+    if (!c.by_op[k].durations.empty()) ops.push_back(k);
+  }
+  std::sort(ops.begin(), ops.end(), [&](size_t a, size_t b) { return c.by_op[a].exposed_ns > c.by_op[b].exposed_ns; });
+  for (size_t k : ops) {
+    const Runs& o = c.by_op[k];
+    f.evidence.push_back({"operation", fmt::format("{}: {}{}, median {}, {}, {} exposed", name_of(CollectiveOp(k)),
+                                                   kernels(o.durations.size()), per_step_text(ctx, o.durations.size()),
+                                                   format_duration(quantile(o.durations, 0.5)),
+                                                   format_duration(o.time_ns), format_duration(o.exposed_ns))});
+  }
+  if (!c.shared_streams.empty()) {
+    f.evidence.push_back(
+        {"on compute streams", fmt::format("{} exposed, on stream {}", format_duration(c.shared_exposed_ns),
+                                           fmt::join(c.shared_streams, ", "))});
+  }
+  std::vector<const std::pair<const std::string, Runs>*> costly;
+  for (const auto& named : c.by_name) costly.push_back(&named);
+  std::sort(costly.begin(), costly.end(),
+            [](const auto* a, const auto* b) { return a->second.exposed_ns > b->second.exposed_ns; });
+  for (size_t i = 0; i < costly.size() && i < 5; ++i) {
+    const auto& [name, n] = *costly[i];
+    f.evidence.push_back({"collective", fmt::format("{}: {}, {}, {} exposed", name, kernels(n.durations.size()),
+                                                    format_duration(n.time_ns), format_duration(n.exposed_ns))});
+  }
 }
 
 void add_finding(const Context& ctx, const StepStats& steps, const DeviceActivity& d, std::vector<Finding>& out) {
@@ -75,26 +210,15 @@ void add_finding(const Context& ctx, const StepStats& steps, const DeviceActivit
                                                           format_duration(quantile(per_step, 0.5)), per_step.size(),
                                                           format_duration(*lo), format_duration(*hi))});
   }
-  std::map<std::string, Collective> by_name = collectives_by_name(ctx, d);
-  std::vector<std::pair<std::string, Collective>> costly(by_name.begin(), by_name.end());
-  std::sort(costly.begin(), costly.end(),
-            [](const auto& a, const auto& b) { return a.second.exposed_ns > b.second.exposed_ns; });
-  for (size_t i = 0; i < costly.size() && i < 5; ++i) {
-    const auto& [name, c] = costly[i];
-    f.evidence.push_back({"collective", fmt::format("{}: {} kernels, {}, {} exposed", name, format_count(c.count),
-                                                    format_duration(c.time_ns), format_duration(c.exposed_ns))});
-  }
+  const Collectives c = collectives_of(ctx, d);
+  add_collectives(ctx, c, f);
   for (const Interval& p : exposed.intervals()) {
     if (f.ranges.size() == 20) break;
     f.ranges.push_back({p.start, p.end});
   }
-  f.suggestion = hidden * 2 < total
-                     ? "most collective time runs with no compute beside it: overlap it (smaller DDP buckets so that "
-                       "the all-reduce starts during the backward pass, FSDP prefetching, communication on its own "
-                       "stream); if the collectives themselves are slow, compare the ranks: one that arrives late "
-                       "makes every other wait inside the collective"
-                     : "most collective time is hidden behind compute; what remains exposed is the tail of each "
-                       "step's communication";
+  f.suggestion = hidden * 2 < total ? overlap_advice(ctx, c, exposed.length())
+                                    : "most collective time is hidden behind compute; what remains exposed is the tail "
+                                      "of each step's communication";
   // Under the warning share the advice still holds, but its gain is small:
   // say so first, so that a few microseconds are not read as a problem.
   if (f.severity == Severity::info) {

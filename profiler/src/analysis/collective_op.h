@@ -1,0 +1,34 @@
+// What a collective kernel does (all-reduce, all-gather, all-to-all, ...),
+// which decides how its time can be hidden. The call that launched it says
+// so first: PyTorch wraps each collective in a `nccl:all_reduce` range and a
+// `c10d::allreduce_` op, and a kernel's name can hide it (NCCL 2.19 on runs
+// every collective in `ncclDevKernel_Generic`; a post-processed trace may
+// rename kernels). The kernel's name (`ncclKernel_AllReduce_...`) is the
+// fallback.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "analysis/context.h"
+
+namespace loupe::prof::analysis {
+
+enum class CollectiveOp { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast, reduce, unnamed };
+constexpr size_t kCollectiveOps = 8;
+
+// "all-reduce", "send/recv", ...; "unnamed" when neither its call nor its
+// kernel says.
+std::string_view name_of(CollectiveOp op);
+
+// The collective of a range or op a framework records around it
+// ("nccl:all_reduce", "c10d::_allgather_base_"); unnamed for any other name.
+CollectiveOp collective_op_of_call(std::string_view name);
+// The collective a kernel's name says ("ncclKernel_AllReduce_RING_LL_Sum_float",
+// "ncclDevKernel_SendRecv(...)"); unnamed for ncclDevKernel_Generic.
+CollectiveOp collective_op_of_kernel(std::string_view name);
+// The collective device op i of stream s ran: its launching call's if a
+// recorded range encloses the launch, else its kernel name's.
+CollectiveOp collective_op_of(const Context& ctx, const DeviceOps& s, size_t i);
+
+}  // namespace loupe::prof::analysis
