@@ -1,10 +1,11 @@
-// Budgets, diffs and the Chrome export, as library calls.
+// Budgets, diffs, the Chrome export and the findings as text, as library calls.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "loupe/prof/budget.h"
 #include "loupe/prof/chrome_export.h"
+#include "loupe/prof/report_format.h"
 #include "loupe/prof/synth.h"
 #include "loupe/prof/trace_diff.h"
 #include "profiler/test_files.h"
@@ -170,3 +171,20 @@ TEST(ChromeExport, ParsesAsJsonWithTheExpectedEvents) {
 }
 
 }  // namespace
+
+// Evidence values line up after the keys; a key that names a whole chain
+// of ops is followed by its value at once, so that it does not push every
+// other value of the finding off the screen.
+TEST(FindingsText, ALongKeyDoesNotPushTheOtherValuesAway) {
+  Finding f;
+  f.rule = "memory";
+  f.title = "peak";
+  f.evidence = {{"peak allocated", "1.00 GiB"},
+                {"out-of-memory", "0"},
+                {"live at peak: " + std::string(60, 'x'), "989.4 MiB in 143 blocks"}};
+  std::string text = findings_text({f}, false);
+  EXPECT_NE(text.find("\n    peak allocated  1.00 GiB\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n    out-of-memory   0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n    live at peak: " + std::string(60, 'x') + "  989.4 MiB in 143 blocks\n"), std::string::npos)
+      << text;
+}

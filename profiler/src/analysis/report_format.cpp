@@ -41,8 +41,14 @@ std::string findings_text(const std::vector<Finding>& findings, bool color) {
     out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1,
                        name_of(f.severity), f.rule, reset, shown(f.title));
     out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
+    // Values line up after the keys, but a key that names a whole chain of
+    // ops ("live at peak: autograd::... > aten::mm") would push every value
+    // off the screen: such a key is followed by its value, unaligned.
+    constexpr size_t kAlignedKey = 48;
     size_t width = 0;
-    for (const auto& [k, v] : f.evidence) width = std::max(width, shown(k).size());
+    for (const auto& [k, v] : f.evidence) {
+      if (shown(k).size() <= kAlignedKey) width = std::max(width, shown(k).size());
+    }
     for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", shown(k), width, shown(v));
     out += fmt::format("    -> {}\n", shown(f.suggestion));
   }
