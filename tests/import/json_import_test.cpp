@@ -45,6 +45,25 @@ TEST(ImportTimes, MicrosecondTextBecomesExactNanoseconds) {
   EXPECT_EQ(got["d"], std::make_pair(int64_t(2044), int64_t(250)));     // numbers written as strings
 }
 
+// A time that is a number but beyond what 64 bits of nanoseconds hold
+// (1e+300 us) is out of range, like one beyond 146 years: the event is
+// skipped and counted, not the trace refused as if it were not a number.
+TEST(ImportTimes, AHugeNumberIsATimeOutOfRangeNotANonNumber) {
+  loupe::test::TempDir dir;
+  write_text(dir.file("t.json"), R"({"traceEvents": [
+    {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 10, "dur": 2},
+    {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 1e+300, "dur": 2},
+    {"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 12, "dur": -1e300},
+    {"ph": "X", "name": "d", "pid": 1, "tid": 1, "ts": 14, "dur": 3}
+  ]})");
+  ImportResult r;
+  TraceModel m = import_and_load(dir.file("t.json"), dir.file("t.db"), ImportFormat::auto_detect, &r);
+  std::set<std::string> names;
+  for (const auto& s : all_spans(m)) names.insert(s.name);
+  EXPECT_EQ(names, (std::set<std::string>{"a", "d"}));
+  EXPECT_EQ(r.skipped_by_kind.at("events with times outside +-2^62 ns (146 years)"), 2u);
+}
+
 // ---------------------------------------------------------------------------
 // The Kineto mapping
 

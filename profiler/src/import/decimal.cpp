@@ -56,11 +56,12 @@ std::optional<int64_t> simple_decimal(std::string_view text, int scale) {
 
 }  // namespace
 
-std::optional<int64_t> scaled_decimal(std::string_view text, int scale) {
+ScaledDecimal parse_scaled_decimal(std::string_view text, int scale) {
   text = trim(text);
   if (scale >= 0 && scale <= 9) {
-    if (std::optional<int64_t> v = simple_decimal(text, scale)) return v;
+    if (std::optional<int64_t> v = simple_decimal(text, scale)) return {v};
   }
+  const ScaledDecimal not_a_number{}, out_of_range{std::nullopt, true};
   size_t i = 0, n = text.size();
   bool negative = false;
   if (i < n && (text[i] == '-' || text[i] == '+')) negative = text[i++] == '-';
@@ -93,26 +94,26 @@ std::optional<int64_t> scaled_decimal(std::string_view text, int scale) {
       }
     }
   }
-  if (!any) return std::nullopt;
+  if (!any) return not_a_number;
   if (i < n && (text[i] == 'e' || text[i] == 'E')) {
     ++i;
     bool exp_negative = false;
     if (i < n && (text[i] == '-' || text[i] == '+')) exp_negative = text[i++] == '-';
-    if (i >= n || !is_digit(text[i])) return std::nullopt;
+    if (i >= n || !is_digit(text[i])) return not_a_number;
     int64_t e = 0;
     for (; i < n && is_digit(text[i]); ++i) e = std::min<int64_t>(e * 10 + (text[i] - '0'), 100000);
     exponent += exp_negative ? -e : e;
   }
-  if (i != n) return std::nullopt;
+  if (i != n) return not_a_number;
   exponent += scale;
 
   constexpr u128 kLimit = u128(std::numeric_limits<int64_t>::max());
-  if (mantissa == 0) return int64_t(0);
+  if (mantissa == 0) return {int64_t(0)};
   if (exponent >= 0) {
-    if (exponent > 19) return std::nullopt;
+    if (exponent > 19) return out_of_range;
     for (int64_t k = 0; k < exponent; ++k) {
       mantissa *= 10;
-      if (mantissa > kLimit) return std::nullopt;
+      if (mantissa > kLimit) return out_of_range;
     }
   } else {
     if (exponent < -38) {
@@ -125,8 +126,8 @@ std::optional<int64_t> scaled_decimal(std::string_view text, int scale) {
       mantissa = q;
     }
   }
-  if (mantissa > kLimit) return std::nullopt;
-  return negative ? -int64_t(mantissa) : int64_t(mantissa);
+  if (mantissa > kLimit) return out_of_range;
+  return {negative ? -int64_t(mantissa) : int64_t(mantissa)};
 }
 
 std::optional<int64_t> parse_integer(std::string_view text) {

@@ -12,9 +12,17 @@ namespace loupe::prof::import {
 
 // The JSON number `text` (optionally signed, with a fraction and an
 // exponent) times 10^`scale`, rounded to the nearest integer (halves away
-// from zero). Nothing when `text` is not a number or the result does not
-// fit in 64 bits. Trailing spaces are ignored.
-std::optional<int64_t> scaled_decimal(std::string_view text, int scale);
+// from zero). No value when `text` is not a number or the result does not
+// fit in 64 bits, and `out_of_range` says which. Surrounding spaces are
+// ignored.
+struct ScaledDecimal {
+  std::optional<int64_t> value;
+  bool out_of_range = false;  // a number, but too large for 64 bits
+};
+ScaledDecimal parse_scaled_decimal(std::string_view text, int scale);
+inline std::optional<int64_t> scaled_decimal(std::string_view text, int scale) {
+  return parse_scaled_decimal(text, scale).value;
+}
 
 // Microseconds as text to nanoseconds: scaled_decimal(text, 3).
 inline std::optional<int64_t> micros_to_nanos(std::string_view text) { return scaled_decimal(text, 3); }

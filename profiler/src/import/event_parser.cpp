@@ -332,11 +332,11 @@ struct EventParser::Impl {
   // outside the times a trace can hold.
   bool read_duration(ChromeEvent& e, std::string_view dur) {
     if (dur.empty()) throw TypeError{"the complete event (ph 'X') has no 'dur'"};
-    std::optional<int64_t> d = micros_to_nanos(dur);
-    if (!d) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
-    e.dur = *d;
+    ScaledDecimal d = parse_scaled_decimal(dur, 3);
+    if (!d.value && !d.out_of_range) throw TypeError{fmt::format("'dur' is not a number: {}", dur)};
+    e.dur = d.value.value_or(0);
     int64_t end = 0;
-    if (__builtin_add_overflow(e.ts, e.dur, &end) || !is_trace_time(end)) {
+    if (d.out_of_range || __builtin_add_overflow(e.ts, e.dur, &end) || !is_trace_time(end)) {
       ++batch_->skipped[kTimeOutOfRange];
       return false;
     }
@@ -361,10 +361,10 @@ struct EventParser::Impl {
       return;
     }
     if (r.ts.empty()) throw TypeError{fmt::format("the event (ph '{}') has no 'ts'", r.ph)};
-    std::optional<int64_t> t = micros_to_nanos(r.ts);
-    if (!t) throw TypeError{fmt::format("'ts' is not a number: {}", r.ts)};
-    e.ts = *t;
-    if (!is_trace_time(e.ts)) {
+    ScaledDecimal t = parse_scaled_decimal(r.ts, 3);
+    if (!t.value && !t.out_of_range) throw TypeError{fmt::format("'ts' is not a number: {}", r.ts)};
+    e.ts = t.value.value_or(0);
+    if (t.out_of_range || !is_trace_time(e.ts)) {
       ++batch_->skipped[kTimeOutOfRange];
       return;
     }
