@@ -2,6 +2,8 @@
 // memory peaks as tables, like `nsys stats`.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -81,12 +83,19 @@ int run_summary(const SummaryArgs& args) {
       if (t.rows.empty()) {
         fmt::print("  (none)\n");
       } else {
-        TextTable table(t.columns);
+        // A kernel's name runs to hundreds of characters (C++ templates):
+        // names go last, as in `nsys stats`, so the figures keep their columns.
+        const bool name_last = !t.columns.empty() && t.columns.front() == "name";
+        auto ordered = [&](std::vector<std::string> cells) {
+          if (name_last) std::rotate(cells.begin(), cells.begin() + 1, cells.end());
+          return cells;
+        };
+        TextTable table(ordered(t.columns));
         size_t shown = std::min(t.rows.size(), args.limit);
         for (size_t k = 0; k < shown; ++k) {
           std::vector<std::string> cells;
           for (const auto& c : t.rows[k]) cells.push_back(c.text);
-          table.add(cells);
+          table.add(ordered(std::move(cells)));
         }
         table.print(stdout, "  ");
         if (shown < t.rows.size()) fmt::print("  ... {} more (--limit)\n", t.rows.size() - shown);

@@ -104,6 +104,11 @@ TEST(Diff, AChangedKernelAndStepTime) {
   ASSERT_FALSE(d.device_ops.empty());
   EXPECT_EQ(d.device_ops[0].name, "matmul");
   EXPECT_DOUBLE_EQ(d.device_ops[0].delta, 1000);  // per step
+  // As text, a metric's name comes first and a kernel's last (it can be
+  // hundreds of characters long), after the change's mark.
+  std::string text = diff_text(d, "base.db", "head.db", 10);
+  EXPECT_NE(text.find("\n  step_time  "), std::string::npos) << text;
+  EXPECT_NE(text.find("+1.000 us   +25.0%  *  matmul\n"), std::string::npos) << text;
   std::string why;
   EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+5%"), d.metrics, &why));
   EXPECT_NE(why.find("beyond the limit +5%"), std::string::npos) << why;

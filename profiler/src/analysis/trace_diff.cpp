@@ -214,9 +214,9 @@ bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, st
   return false;
 }
 
-std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title) {
+std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title, NameColumn name) {
   std::string out = fmt::format("\n{}\n", title);
-  std::vector<std::vector<std::string>> cells;
+  std::vector<std::vector<std::string>> cells;  // name, base, head, delta, delta %, mark
   size_t shown = 0;
   for (const DiffRow& r : rows) {
     if (shown++ == limit) break;
@@ -230,8 +230,9 @@ std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, cons
     for (size_t i = 0; i < 6; ++i) w[i] = std::max(w[i], c[i].size());
   }
   auto line = [&](const std::vector<std::string>& c) {
-    std::string s = fmt::format("  {:<{}}  {:>{}}  {:>{}}  {:>{}}  {:>{}}  {}", c[0], w[0], c[1], w[1], c[2], w[2],
-                                c[3], w[3], c[4], w[4], c[5]);
+    std::string figures = fmt::format("{:>{}}  {:>{}}  {:>{}}  {:>{}}", c[1], w[1], c[2], w[2], c[3], w[3], c[4], w[4]);
+    std::string s = name == NameColumn::first ? fmt::format("  {:<{}}  {}  {}", c[0], w[0], figures, c[5])
+                                              : fmt::format("  {}  {:<{}}  {}", figures, c[5], w[5], c[0]);
     while (!s.empty() && s.back() == ' ') s.pop_back();
     out += s + "\n";
   };
@@ -276,8 +277,8 @@ std::string diff_text(const TraceDiff& d, const std::string& base, const std::st
       "'*' marks changes beyond it\n",
       printable(base), printable(head), d.noise_fraction * 100);
   out += diff_table_text(d.metrics, d.metrics.size(), "metrics");
-  out += diff_table_text(d.device_ops, limit, "device ops: time per step, largest changes first");
-  out += diff_table_text(d.host_spans, limit, "host spans: time per step, largest changes first");
+  out += diff_table_text(d.device_ops, limit, "device ops: time per step, largest changes first", NameColumn::last);
+  out += diff_table_text(d.host_spans, limit, "host spans: time per step, largest changes first", NameColumn::last);
   return out;
 }
 

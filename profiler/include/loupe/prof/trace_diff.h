@@ -58,8 +58,12 @@ bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, st
 
 // One table of rows, as diff_text, diff_markdown and diff_json write them:
 // a titled text table of at most `limit` rows, a Markdown table, a JSON
-// array.
-std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title);
+// array. Rows named by the trace (kernels, ops: a C++ kernel's name runs to
+// hundreds of characters) print their name last, as `nsys stats` does, so
+// that the figures keep their columns.
+enum class NameColumn { first, last };
+std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title,
+                            NameColumn name = NameColumn::first);
 std::string diff_table_markdown(const std::vector<DiffRow>& rows, size_t limit, const char* title);
 std::string diff_rows_json(const std::vector<DiffRow>& rows, uint64_t* replaced);
 
