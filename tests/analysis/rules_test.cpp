@@ -1203,25 +1203,36 @@ TEST_F(Rules, ACollectivesOperationComesFromItsLaunchingCallThenItsKernelName) {
             (std::vector<std::string>{"all-reduce: 1 kernel, median 100 ns, 100 ns, 100 ns exposed",
                                       "all-gather: 1 kernel, median 40 ns, 40 ns, 40 ns exposed",
                                       "unnamed: 1 kernel, median 10 ns, 10 ns, 10 ns exposed"}));
-  EXPECT_NE(f[0]->suggestion.find("most of the exposed time in all-reduce (100 ns): start the all-reduce during "
-                                  "the backward pass"),
+  // Not launched by the autograd engine: whether they reduce gradients
+  // cannot be told, so the advice covers both.
+  EXPECT_NE(f[0]->suggestion.find("most of the exposed time in all-reduce (100 ns): only 0 of 1 launched in the "
+                                  "backward pass: if they reduce gradients after backward() returns"),
             std::string::npos)
       << f[0]->suggestion;
 }
 
 // Many short all-reduces a step each pay NCCL's fixed cost: the advice is
-// to bucket them. Two 1000 ns steps, each with `per_step` all-reduces of
-// `dur` ns on stream 1 and compute on stream 0 after them. Bucketing is
-// advised only for at least 32 a step with a median under 50 us.
+// to bucket them. Two steps, each with `per_step` all-reduces of `dur` ns
+// on stream 1 and compute on stream 0 after them, each launched (if
+// `backward`) inside an `autograd::engine::evaluate_function` span, as
+// DDP's gradient hooks are. Bucketing is advised only for at least 32 a
+// step with a median under 50 us; all-reduces the autograd engine launched
+// already start in the backward pass, others may not reduce gradients.
 TEST_F(Rules, ManyShortAllReducesAStepAreToldToBucketAndOnlyThey) {
-  auto advice = [&](int per_step, int64_t dur) {
+  auto advice = [&](int per_step, int64_t dur, bool backward) {
     auto t = trace();
     t.device(0);
     const int64_t step = 2 * per_step * dur + 100;
+    uint64_t correlation = 0;
     for (int s = 0; s < 2; ++s) {
       t.step(0, s + 1, s * step, step);
       for (int k = 0; k < per_step; ++k) {
-        t.op(0, 1, s * step + 2 * k * dur, dur, 0, DeviceOpKind::kernel, "ncclKernel_AllReduce_RING_LL_Sum_float");
+        const int64_t at = s * step + 2 * k * dur;
+        if (backward) {
+          t.span(1, at, 5, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", SpanKind::runtime);
+          t.launch(1, at + 1, 2, ++correlation, 0, 1, "cudaLaunchKernel");
+        }
+        t.op(0, 1, at, dur, backward ? correlation : 0, DeviceOpKind::kernel, "ncclKernel_AllReduce_RING_LL_Sum_float");
       }
       t.op(0, 0, s * step + 2 * per_step * dur, 100, 0, DeviceOpKind::kernel, "gemm");
     }
@@ -1229,13 +1240,19 @@ TEST_F(Rules, ManyShortAllReducesAStepAreToldToBucketAndOnlyThey) {
     auto f = by_rule(r, "communication");
     return f.size() == 1 ? f[0]->suggestion : std::string("<no finding>");
   };
-  std::string many_short = advice(40, 10);
-  EXPECT_NE(many_short.find("40 all-reduces a step, median 10 ns each"), std::string::npos) << many_short;
+  std::string many_short = advice(40, 10, true);
+  EXPECT_NE(many_short.find("40 all-reduces a step, median 10 ns each, 80 of 80 launched in the backward pass"),
+            std::string::npos)
+      << many_short;
   EXPECT_NE(many_short.find("fewer, larger all-reduces"), std::string::npos) << many_short;
-  std::string many_long = advice(40, 60'000);
+  std::string many_long = advice(40, 60'000, true);
   EXPECT_EQ(many_long.find("fewer, larger"), std::string::npos) << many_long;
-  EXPECT_NE(many_long.find("as each bucket of gradients fills"), std::string::npos) << many_long;
-  std::string few_short = advice(20, 10);
+  EXPECT_NE(many_long.find("80 of 80 launched in the backward pass, as DDP does, yet they outlast its compute"),
+            std::string::npos)
+      << many_long;
+  std::string outside = advice(40, 60'000, false);
+  EXPECT_NE(outside.find("only 0 of 80 launched in the backward pass"), std::string::npos) << outside;
+  std::string few_short = advice(20, 10, false);
   EXPECT_EQ(few_short.find("fewer, larger"), std::string::npos) << few_short;
 }
 

@@ -82,19 +82,22 @@ CollectiveOp collective_op_of_kernel(std::string_view name) {
   return op_in_words(name.substr(0, name.find_first_of("_(")));
 }
 
-CollectiveOp collective_op_of(const Context& ctx, const DeviceOps& s, size_t i) {
+CollectiveLaunch collective_launch_of(const Context& ctx, const DeviceOps& s, size_t i) {
+  CollectiveLaunch out;
   if (const EventRef* l = ctx.launch_of(s.correlation[i])) {
     const Launches& launches = ctx.model.launches[l->track];
     const ThreadActivity* th = ctx.thread(launches.thread);
     if (th != nullptr && th->spans != nullptr) {
       std::vector<uint32_t> open = th->code_spans_at(launches.start[l->index]);
       for (auto it = open.rbegin(); it != open.rend(); ++it) {  // innermost first
-        CollectiveOp op = collective_op_of_call(ctx.model.str(th->spans->name[*it]));
-        if (op != CollectiveOp::unnamed) return op;
+        std::string_view name = ctx.model.str(th->spans->name[*it]);
+        if (out.op == CollectiveOp::unnamed) out.op = collective_op_of_call(name);
+        if (name.starts_with("autograd::engine::evaluate_function")) out.in_backward = true;
       }
     }
   }
-  return collective_op_of_kernel(ctx.model.str(s.name[i]));
+  if (out.op == CollectiveOp::unnamed) out.op = collective_op_of_kernel(ctx.model.str(s.name[i]));
+  return out;
 }
 
 }  // namespace loupe::prof::analysis

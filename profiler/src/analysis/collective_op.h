@@ -27,8 +27,15 @@ CollectiveOp collective_op_of_call(std::string_view name);
 // The collective a kernel's name says ("ncclKernel_AllReduce_RING_LL_Sum_float",
 // "ncclDevKernel_SendRecv(...)"); unnamed for ncclDevKernel_Generic.
 CollectiveOp collective_op_of_kernel(std::string_view name);
-// The collective device op i of stream s ran: its launching call's if a
-// recorded range encloses the launch, else its kernel name's.
-CollectiveOp collective_op_of(const Context& ctx, const DeviceOps& s, size_t i);
+// A collective kernel as its launch shows it: the operation (its launching
+// call's if a recorded range encloses the launch, else its kernel name's),
+// and whether PyTorch's autograd engine launched it, in the backward pass
+// (an `autograd::engine::evaluate_function` span encloses the launch), as
+// DDP's gradient hooks do.
+struct CollectiveLaunch {
+  CollectiveOp op = CollectiveOp::unnamed;
+  bool in_backward = false;
+};
+CollectiveLaunch collective_launch_of(const Context& ctx, const DeviceOps& s, size_t i);
 
 }  // namespace loupe::prof::analysis

@@ -31,11 +31,13 @@ constexpr double kManyCollectivesPerStep = 32;
 struct Runs {
   std::vector<Interval> runs;
   std::vector<int64_t> durations;
+  size_t in_backward = 0;               // launched by the autograd engine
   int64_t time_ns = 0, exposed_ns = 0;  // of the union of the runs, as the finding's totals
 
-  void add(int64_t start, int64_t end) {
+  void add(int64_t start, int64_t end, bool backward) {
     runs.push_back({start, end});
     durations.push_back(end - start);
+    in_backward += backward;
   }
   void finish(const IntervalSet& compute) {
     IntervalSet u(runs);
@@ -71,8 +73,9 @@ Collectives collectives_of(const Context& ctx, const DeviceActivity& d) {
       const std::string& name = ctx.model.str(s->name[i]);
       if (!is_collective_kernel(name)) continue;
       any = true;
-      c.by_name[name].add(s->start[i], s->end(i));
-      c.by_op[size_t(collective_op_of(ctx, *s, i))].add(s->start[i], s->end(i));
+      const CollectiveLaunch launch = collective_launch_of(ctx, *s, i);
+      c.by_name[name].add(s->start[i], s->end(i), launch.in_backward);
+      c.by_op[size_t(launch.op)].add(s->start[i], s->end(i), launch.in_backward);
       if (with_compute) shared.push_back({s->start[i], s->end(i)});
     }
     if (any && with_compute) c.shared_streams.push_back(s->stream);
@@ -103,22 +106,37 @@ std::string per_step_text(const Context& ctx, size_t count) {
   return ctx.distinct_steps == 0 ? "" : fmt::format(" ({:.2f} per step)", ctx.per_step(double(count)));
 }
 
+// How to hide all-reduces: where the autograd engine launched them they
+// reduce gradients, and DDP already starts them during the backward pass.
+std::string all_reduce_advice(const Context& ctx, const Runs& o) {
+  const size_t n = o.durations.size();
+  const double per_step = ctx.per_step(double(n));
+  const int64_t median = quantile(o.durations, 0.5);
+  const std::string in_backward = fmt::format("{} of {}", format_count(o.in_backward), format_count(n));
+  if (ctx.distinct_steps > 0 && per_step >= kManyCollectivesPerStep && median < kShortCollectiveNs) {
+    return fmt::format(
+        "{:.0f} all-reduces a step, median {} each, {} launched in the backward pass: each pays NCCL's fixed cost "
+        "per call, one after another; bucket the gradients into fewer, larger all-reduces (DDP's gradient buckets, "
+        "25 MiB by default)",
+        per_step, format_duration(median), in_backward);
+  }
+  if (2 * o.in_backward >= n) {
+    return fmt::format(
+        "{} launched in the backward pass, as DDP does, yet they outlast its compute: a smaller bucket_cap_mb "
+        "starts the first one sooner, and fewer bytes (DDP's bf16 compression hook) end each one sooner",
+        in_backward);
+  }
+  return fmt::format(
+      "only {} launched in the backward pass: if they reduce gradients after backward() returns, start them during "
+      "it (DDP's gradient buckets); if the next op needs their result at once (tensor parallelism), only "
+      "independent work can hide them",
+      in_backward);
+}
+
 // How to hide the collectives of one operation behind compute.
 std::string advice_for(const Context& ctx, CollectiveOp op, const Runs& o) {
   switch (op) {
-    case CollectiveOp::all_reduce: {
-      const double per_step = ctx.per_step(double(o.durations.size()));
-      const int64_t median = quantile(o.durations, 0.5);
-      if (ctx.distinct_steps > 0 && per_step >= kManyCollectivesPerStep && median < kShortCollectiveNs) {
-        return fmt::format(
-            "{:.0f} all-reduces a step, median {} each: each pays NCCL's fixed cost per call, one after another; "
-            "bucket the gradients into fewer, larger all-reduces started during the backward pass (DDP's gradient "
-            "buckets, 25 MiB by default, do both)",
-            per_step, format_duration(median));
-      }
-      return "start the all-reduce during the backward pass, as each bucket of gradients fills (DDP's gradient "
-             "buckets; a smaller bucket_cap_mb starts the first one sooner)";
-    }
+    case CollectiveOp::all_reduce: return all_reduce_advice(ctx, o);
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
       return "with sharded parameters (FSDP, ZeRO-3), prefetch: start the next layer's all-gather while this one "
