@@ -3,7 +3,8 @@
 // overlaps (exposed communication), as HTA's comm/comp overlap measures it:
 // time the step would lose if the collectives were perfectly hidden. How to
 // hide it depends on what the exposed collectives do (collective_op.h) and
-// where they run: nothing overlaps a collective on its own stream's compute.
+// where they run: a collective on a stream that also runs compute cannot
+// overlap that compute.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
