@@ -54,6 +54,22 @@ bool strip_prefix(std::string_view& s, std::initializer_list<std::string_view> p
   return false;
 }
 
+// The collective of a range or op a framework records around it
+// ("nccl:all_reduce", "c10d::_allgather_base_"); unnamed for any other name.
+CollectiveOp collective_op_of_call(std::string_view name) {
+  if (!strip_prefix(name, {"nccl:", "rccl:", "c10d::"})) return CollectiveOp::unnamed;
+  return op_in_words(name);
+}
+
+// The collective a kernel's name says ("ncclKernel_AllReduce_RING_LL_Sum_float",
+// "ncclDevKernel_SendRecv(...)"); unnamed for ncclDevKernel_Generic.
+CollectiveOp collective_op_of_kernel(std::string_view name) {
+  if (!strip_prefix(name, {"ncclKernel_", "ncclDevKernel_", "rcclKernel_"})) return CollectiveOp::unnamed;
+  // The first word only: what follows is the algorithm, the reduction and
+  // the type ("_RING_LL_Sum_float"), and "Sum" is no collective.
+  return op_in_words(name.substr(0, name.find_first_of("_(")));
+}
+
 }  // namespace
 
 std::string_view name_of(CollectiveOp op) {
@@ -68,18 +84,6 @@ std::string_view name_of(CollectiveOp op) {
     case CollectiveOp::unnamed: return "unnamed";
   }
   return "?";
-}
-
-CollectiveOp collective_op_of_call(std::string_view name) {
-  if (!strip_prefix(name, {"nccl:", "rccl:", "c10d::"})) return CollectiveOp::unnamed;
-  return op_in_words(name);
-}
-
-CollectiveOp collective_op_of_kernel(std::string_view name) {
-  if (!strip_prefix(name, {"ncclKernel_", "ncclDevKernel_", "rcclKernel_"})) return CollectiveOp::unnamed;
-  // The first word only: what follows is the algorithm, the reduction and
-  // the type ("_RING_LL_Sum_float"), and "Sum" is no collective.
-  return op_in_words(name.substr(0, name.find_first_of("_(")));
 }
 
 CollectiveLaunch collective_launch_of(const Context& ctx, const DeviceOps& s, size_t i) {

@@ -21,12 +21,6 @@ constexpr size_t kCollectiveOps = 8;
 // kernel says.
 std::string_view name_of(CollectiveOp op);
 
-// The collective of a range or op a framework records around it
-// ("nccl:all_reduce", "c10d::_allgather_base_"); unnamed for any other name.
-CollectiveOp collective_op_of_call(std::string_view name);
-// The collective a kernel's name says ("ncclKernel_AllReduce_RING_LL_Sum_float",
-// "ncclDevKernel_SendRecv(...)"); unnamed for ncclDevKernel_Generic.
-CollectiveOp collective_op_of_kernel(std::string_view name);
 // A collective kernel as its launch shows it: the operation (its launching
 // call's if a recorded range encloses the launch, else its kernel name's),
 // and whether PyTorch's autograd engine launched it, in the backward pass

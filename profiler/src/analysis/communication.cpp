@@ -56,30 +56,28 @@ struct Collectives {
   int64_t shared_exposed_ns = 0;         // exposed time of the collectives on them
 };
 
-bool runs_compute(const Context& ctx, const DeviceOps& s) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s.kind[i] == DeviceOpKind::kernel && !is_collective_kernel(ctx.model.str(s.name[i]))) return true;
-  }
-  return false;
-}
-
 Collectives collectives_of(const Context& ctx, const DeviceActivity& d) {
   Collectives c;
   std::vector<Interval> shared;
   for (const DeviceOps* s : d.streams) {
-    const bool with_compute = runs_compute(ctx, *s);
-    bool any = false;
+    bool with_compute = false;
+    std::vector<Interval> on_stream;
     for (size_t i = 0; i < s->size(); ++i) {
       if (s->kind[i] != DeviceOpKind::kernel) continue;
       const std::string& name = ctx.model.str(s->name[i]);
-      if (!is_collective_kernel(name)) continue;
-      any = true;
+      if (!is_collective_kernel(name)) {
+        with_compute = true;
+        continue;
+      }
       const CollectiveLaunch launch = collective_launch_of(ctx, *s, i);
       c.by_name[name].add(s->start[i], s->end(i), launch.in_backward);
       c.by_op[size_t(launch.op)].add(s->start[i], s->end(i), launch.in_backward);
-      if (with_compute) shared.push_back({s->start[i], s->end(i)});
+      on_stream.push_back({s->start[i], s->end(i)});
     }
-    if (any && with_compute) c.shared_streams.push_back(s->stream);
+    if (with_compute && !on_stream.empty()) {
+      c.shared_streams.push_back(s->stream);
+      shared.insert(shared.end(), on_stream.begin(), on_stream.end());
+    }
   }
   for (auto& [name, n] : c.by_name) n.finish(d.compute);
   for (Runs& o : c.by_op) o.finish(d.compute);
