@@ -119,7 +119,9 @@ int run_capture(const CaptureArgs& args) {
                  "loupe: built without the CUDA toolkit: only Python programs with the loupe package are "
                  "recorded\n");
   }
-  std::string out = std::filesystem::absolute(args.out).string();
+  // The program may change its folder: the trace's path is made absolute
+  // (an empty one is left for the check to name).
+  std::string out = args.out.empty() ? args.out : std::filesystem::absolute(args.out).string();
   prof::check_output_path(out);  // before the program starts
   std::vector<std::string> add = capture_variables(out, inject, python_site);
   if (args.duration > 0) add.push_back(fmt::format("LOUPE_CAPTURE_DURATION={}", args.duration));

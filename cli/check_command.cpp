@@ -31,14 +31,26 @@ void add_options(CLI::App& cmd, CheckArgs& args) {
   cmd.add_option("--junit", args.junit, "also write the results as JUnit XML to this file");
 }
 
+// The job's budgets, and on stderr the ranks left out of them (a job none
+// of whose ranks can be read throws JobError: exit 2, never a pass).
+std::vector<prof::BudgetResult> checked_job(const prof::Budget& budget, const std::string& path) {
+  prof::JobAnalysisOptions options;
+  options.rank = prof::analysis_options(budget);
+  prof::JobReport report = prof::analyze_job(path, options);
+  if (report.metrics.ranks_left_out > 0) {
+    fmt::print(stderr, "loupe: {} of the job's {} ranks are left out of the check (ranks_left_out_max limits them):\n",
+               report.metrics.ranks_left_out, report.world_size);
+    for (const std::string& p : report.problems) fmt::print(stderr, "  {}\n", shown(p));
+  }
+  return prof::check_job_budget(budget, report);
+}
+
 // The budget against the trace, or the job (its thresholds set each
 // rank's analysis). A job's key on a trace is a usage error.
 std::vector<prof::BudgetResult> checked(const prof::Budget& budget, const std::string& path) {
   try {
     if (!prof::is_job(path)) return prof::check_budget(budget, prof::load_trace(path));
-    prof::JobAnalysisOptions options;
-    options.rank = prof::analysis_options(budget);
-    return prof::check_job_budget(budget, prof::analyze_job(path, options));
+    return checked_job(budget, path);
   } catch (const prof::BudgetError& e) {
     throw std::invalid_argument(e.what());
   }

@@ -76,9 +76,8 @@ int run_job_import(const ImportArgs& args) {
   }
   for (const prof::JobFailure& f : job.failures) fmt::print(stderr, "loupe: not imported: {}\n", shown(f.error));
   if (!job.missing.empty()) {
-    std::string ranks;
-    for (int64_t r : job.missing) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
-    fmt::print(stderr, "loupe: the job lacks {} of its {} ranks: {}\n", job.missing.size(), job.world_size, ranks);
+    fmt::print(stderr, "loupe: the job lacks {} of its {} ranks: {}\n", job.missing.size(), job.world_size,
+               prof::ranks_label(job.missing));
   }
   return job.complete() ? kExitOk : kExitFailed;
 }

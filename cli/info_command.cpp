@@ -29,7 +29,7 @@ int print_job(const std::string& dir) {
   }
   fmt::print("\n");
   ranks.print(stdout, "  ");
-  for (int64_t r : job.missing) fmt::print("missing    rank {}\n", r);
+  if (!job.missing.empty()) fmt::print("missing    {}\n", prof::ranks_label(job.missing));
   for (const prof::JobFailure& f : job.failures) fmt::print("failed     {}\n", shown(f.error));
   return kExitOk;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "loupe/prof/output_file.h"
 #include "loupe/prof/safe_text.h"
 
 namespace {
@@ -43,6 +44,8 @@ int run_loupe(int argc, char** argv) {
   // A write past the file size limit then fails with EFBIG, which the
   // command reports, instead of killing loupe half-way through a file.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Ctrl-C during an import or an export leaves no temporary file.
+  loupe::prof::remove_temporaries_on_signal();
   for (const Command& command : commands) {
     if (!command.app->parsed()) continue;
     try {

@@ -28,7 +28,9 @@ def _run_hidden_sitecustomize() -> None:
     sys.path[:] = [p for p in path if os.path.abspath(p or os.curdir) != here]
     try:
         import sitecustomize  # noqa: F401 - the next one on the path, if any
-    except ImportError:
+    except ImportError as e:
+        if e.name != "sitecustomize":
+            raise  # the user's own module failed: site reports it, as without loupe
         sys.modules["sitecustomize"] = this
     finally:
         sys.path[:] = path

@@ -138,6 +138,18 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
         """Why no device activity is collected ("" when CUPTI collects it)."""
         return self._core.gpu_missing if self._core is not None else ""
 
+    def _forget(self) -> None:
+        """In a forked child: the capture is the parent's. Its hooks come out
+        and it is dropped without being stopped (the C++ side stopped
+        recording in the child at the fork, and a capture the child did not
+        start stands down)."""
+        if self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        for hooks in reversed(self._hooks):
+            hooks.uninstall()
+        self._hooks.clear()
+        self._core = None
+
     def _hook(self, framework: str) -> None:
         if self._core is None:
             return
@@ -149,6 +161,21 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
                 callback()
             else:
                 self._finder.watch(module, lambda _, callback=callback: callback())
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a DataLoader worker, a multiprocessing pool) inherits
+    the parent's capture but records nothing: the capture is forgotten, so
+    that its atexit handler and ``with`` exit are no-ops in the child, and
+    the child may start a capture of its own."""
+    global _active, _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    inherited, _active = _active, None
+    if inherited is not None:
+        inherited._forget()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class step:  # noqa: N801 - used as `with loupe.step(n)`

@@ -26,6 +26,10 @@ from ._core import JobError
 
 __all__ = ["analyze", "JobReport", "JobError"]
 
+# Readings of a job that was written over while it was read, as
+# analyze_job() makes them.
+_READ_ATTEMPTS = 3
+
 
 @dataclass(frozen=True)
 class JobReport:
@@ -48,11 +52,11 @@ def _thresholds(thresholds: Optional[Mapping[str, Any]]) -> dict[str, str]:
     return {str(k): str(v) for k, v in (thresholds or {}).items()}
 
 
-def _summarize(trace: str, rank: int, host: str, thresholds: dict[str, str]) -> tuple[bool, str]:
+def _summarize(trace: str, rank: int, world_size: int, host: str, thresholds: dict[str, str]) -> tuple[bool, str]:
     """The map task: (True, the summary's JSON), or (False, the problem), in
     the words the local analysis uses."""
     try:
-        return True, _core.summarize_rank(trace, rank, host, thresholds)
+        return True, _core.summarize_rank(trace, rank, world_size, host, thresholds)
     except _core.Error as e:  # a rank that cannot be read is reported, not fatal
         return False, f"rank {rank}: cannot be read, left out: {e}"
 
@@ -78,11 +82,11 @@ def _map_on_dask(client, ranks, thresholds):
     summary at a time while the others wait on the workers."""
     by_host = _workers_by_host(client)
     futures = []
-    for rank, trace, host in ranks:
+    for rank, trace, world_size, host in ranks:
         near = by_host.get(_ip_of(host) or "")
         placement = {"workers": near, "allow_other_workers": True} if near else {}
-        futures.append(client.submit(_summarize, trace, rank, host, thresholds, key=f"loupe-summary-{rank}-{trace}",
-                                     pure=False, **placement))
+        futures.append(client.submit(_summarize, trace, rank, world_size, host, thresholds,
+                                     key=f"loupe-summary-{rank}-{trace}", pure=False, **placement))
     for i, future in enumerate(futures):
         result = future.result()
         futures[i] = None
@@ -97,18 +101,29 @@ def analyze(job: str, client=None, thresholds: Optional[Mapping[str, Any]] = Non
     ``workers`` threads (0: one per core). ``thresholds``: each rank's own
     analysis thresholds, as ``--set NAME=VALUE`` takes them.
 
-    Raises JobError for a folder that is not a job; a rank that cannot be
-    read is named in the report's ``problems`` and the rest are analysed.
+    Raises JobError for a folder that is not a job, and for a job none of
+    whose ranks can be read; a rank that cannot be read is named in the
+    report's ``problems`` and the rest are analysed. A job written over
+    while it is read is read again, whole, as the local analysis does.
     """
     limits = _thresholds(thresholds)
     if client is None:
         data, text = _core.analyze_job(str(job), limits, workers)
         return JobReport(json.loads(data), text)
-    reducer = _core.JobReducer(str(job), limits)
-    for ok, value in _map_on_dask(client, _core.job_ranks(str(job)), limits):
-        if ok:
-            reducer.add(value)
-        else:
-            reducer.add_problem(value)
-    data, text = reducer.finish()
-    return JobReport(json.loads(data), text)
+    attempt = 1
+    while True:
+        reducer = _core.JobReducer(str(job), limits)
+        unread = 0
+        for ok, value in _map_on_dask(client, reducer.ranks(), limits):
+            if ok:
+                reducer.add(value)
+            else:
+                unread += 1
+                reducer.add_problem(value)
+        if unread == 0 or not reducer.replaced():
+            data, text = reducer.finish()
+            return JobReport(json.loads(data), text)
+        if attempt == _READ_ATTEMPTS:
+            raise JobError(f"{job}: the job was written over {attempt} times while it was read; read it again once "
+                           f"it is written")
+        attempt += 1

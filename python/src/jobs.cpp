@@ -30,19 +30,14 @@ JobAnalysisOptions job_options(const Thresholds& thresholds) {
   return options;
 }
 
-// (rank, trace path, host) of each rank the job's index lists.
-std::vector<std::tuple<int64_t, std::string, std::string>> job_ranks(const std::string& dir) {
-  Job job = read_job(dir);
-  std::vector<std::tuple<int64_t, std::string, std::string>> out;
-  for (const JobRank& r : job.ranks) out.emplace_back(r.rank, job.trace_path(r), r.host);
-  return out;
-}
+using RankTask = std::tuple<int64_t, std::string, int64_t, std::string>;  // rank, trace, world size, host
 
 // The map: one rank's summary as JSON text.
-std::string summarize(const std::string& trace, int64_t rank, const std::string& host, const Thresholds& thresholds) {
+std::string summarize(const std::string& trace, int64_t rank, int64_t world_size, const std::string& host,
+                      const Thresholds& thresholds) {
   JobAnalysisOptions options = job_options(thresholds);
   nb::gil_scoped_release unlocked;
-  RankSummary s = summarize_rank(trace, rank, options.rank);
+  RankSummary s = summarize_rank(trace, rank, world_size, options.rank);
   if (!host.empty()) s.host = host;  // the index's host, as analyze_job keeps it
   return rank_summary_to_json(s);
 }
@@ -52,10 +47,20 @@ std::pair<std::string, std::string> formatted(const JobReport& report) {
 }
 
 // The reduce, streaming: the client adds each rank's result in rank order
-// as it gathers them, so it holds one summary at a time.
+// as it gathers them, so it holds one summary at a time. It reads the
+// job's index once: the map's tasks come from the same reading.
 class Reducer {
  public:
-  Reducer(const std::string& dir, const Thresholds& thresholds) : reducer_(read_job(dir), job_options(thresholds)) {}
+  Reducer(const std::string& dir, const Thresholds& thresholds)
+      : job_(read_job(dir)), reducer_(job_, job_options(thresholds)) {}
+  // (rank, trace path, world size, host) of each rank the index lists.
+  std::vector<RankTask> ranks() const {
+    std::vector<RankTask> out;
+    for (const JobRank& r : job_.ranks) out.emplace_back(r.rank, job_.trace_path(r), job_.world_size, r.host);
+    return out;
+  }
+  // Whether a new job was written over this one since it was read.
+  bool replaced() const { return job_replaced(job_); }
   void add(const std::string& summary) {
     nb::gil_scoped_release unlocked;
     reducer_.add(rank_summary_from_json(summary));
@@ -67,6 +72,7 @@ class Reducer {
   }
 
  private:
+  Job job_;
   JobReducer reducer_;
 };
 
@@ -80,11 +86,12 @@ std::pair<std::string, std::string> analyze(const std::string& dir, const Thresh
 }  // namespace
 
 void add_jobs(nb::module_& m) {
-  m.def("job_ranks", &job_ranks, "dir"_a, "(rank, trace path, host) of each rank the job's index lists.");
-  m.def("summarize_rank", &summarize, "trace"_a, "rank"_a, "host"_a, "thresholds"_a,
+  m.def("summarize_rank", &summarize, "trace"_a, "rank"_a, "world_size"_a, "host"_a, "thresholds"_a,
         "The map of a job's analysis: one rank's summary, as JSON text.");
   nb::class_<Reducer>(m, "JobReducer", "The reduce of a job's analysis, fed the ranks' results in rank order.")
       .def(nb::init<const std::string&, const Thresholds&>(), "dir"_a, "thresholds"_a)
+      .def("ranks", &Reducer::ranks, "(rank, trace path, world size, host) of each rank the job's index lists.")
+      .def("replaced", &Reducer::replaced, "Whether a new job was written over this one since it was read.")
       .def("add", &Reducer::add, "summary"_a, "The next rank's summary (JSON text from summarize_rank).")
       .def("add_problem", &Reducer::add_problem, "problem"_a, "A rank the map could not read, and why.")
       .def("finish", &Reducer::finish, "(JSON, text) of the report, once every rank was added.");

@@ -29,6 +29,7 @@
 #include "loupe/prof/input_file.h"
 #include "loupe/prof/job.h"
 #include "loupe/prof/report_format.h"
+#include "loupe/prof/safe_text.h"
 #include "loupe/prof/trace_diff.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_writer.h"
@@ -159,10 +160,24 @@ struct LoupeError : std::runtime_error {
 };
 
 // Makes `name` in `m` the Python class of the C++ exception CppError: what
-// the library throws as CppError reaches Python as it, with its message.
+// the library throws as CppError reaches Python as it, with its message
+// made printable() as the CLI prints it: a message quotes file names and a
+// trace's strings, which may hold terminal escapes or bytes that are not
+// UTF-8 (a str could not even be made of those).
 template <typename CppError>
 nb::object register_error(nb::module_& m, const char* name, nb::handle base) {
-  nb::exception<CppError> python_class(m, name, base);
+  nb::object python_class = nb::steal(PyErr_NewException(
+      (std::string(nb::cast<std::string>(m.attr("__name__"))) + "." + name).c_str(), base.ptr(), nullptr));
+  m.attr(name) = python_class;
+  nb::register_exception_translator(
+      [](const std::exception_ptr& p, void* payload) {
+        try {
+          std::rethrow_exception(p);
+        } catch (const CppError& e) {
+          PyErr_SetString(static_cast<PyObject*>(payload), printable(e.what()).c_str());
+        }
+      },
+      python_class.ptr());
   return python_class;
 }
 

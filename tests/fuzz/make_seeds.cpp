@@ -1,7 +1,10 @@
 // Writes the binary seed inputs of the fuzz corpora: small loupe traces and
 // a small Nsight Systems export. Run once; the results are committed under
 // tests/fuzz/corpus/.   make_seeds CORPUS_DIR
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "import/nsys_export_writer.h"
@@ -51,6 +54,26 @@ void small_nsys(const std::string& path) {
   w.close();
 }
 
+// A job of two ranks packed as the job_folder target reads its input: each
+// file a 4-byte little-endian length and its bytes, the index first.
+void small_job(const std::string& path, const std::string& scratch) {
+  std::string index = R"({"format": "loupe job", "version": 1, "generation": 1, "world_size": 2, "backend": "nccl",
+    "ranks": [{"rank": 0, "trace": "rank-00000.g1.db"}, {"rank": 1, "trace": "rank-00001.g1.db"}]})";
+  std::string packed;
+  auto section = [&](const std::string& bytes) {
+    uint32_t n = uint32_t(bytes.size());
+    packed.append(reinterpret_cast<const char*>(&n), 4);
+    packed += bytes;
+  };
+  section(index);
+  for (int rank = 0; rank < 2; ++rank) {
+    small_trace(scratch, "complete");
+    std::ifstream in(scratch, std::ios::binary);
+    section(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  std::ofstream(path, std::ios::binary) << packed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,5 +84,8 @@ int main(int argc, char** argv) {
   small_trace((dir / "trace_reader" / "complete.db").string(), "complete");
   small_trace((dir / "trace_reader" / "recording.db").string(), "recording");
   small_nsys((dir / "nsys_import" / "empty_export.sqlite").string());
+  std::filesystem::create_directories(dir / "job_folder");
+  small_job((dir / "job_folder" / "two-ranks").string(), (dir / "job_folder" / "scratch.db").string());
+  std::filesystem::remove(dir / "job_folder" / "scratch.db");
   return 0;
 }

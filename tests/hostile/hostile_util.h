@@ -36,6 +36,7 @@ struct RunResult {
   int exit_code = -1;  // 128 + signal if killed
   bool timed_out = false;
   std::string out, err;
+  long max_rss_kb = 0;  // the largest resident set the process reached
 };
 
 // Runs `args` with stdout and stderr on pipes (which no file size limit
@@ -98,8 +99,9 @@ inline RunResult run(const std::vector<std::string>& args, const RunOptions& o =
   int status = 0;
   // The pipes closed; the process may still be exiting, or may have
   // closed them and gone on (a hang that prints nothing more).
+  rusage usage{};
   while (!r.timed_out) {
-    pid_t w = waitpid(pid, &status, WNOHANG);
+    pid_t w = wait4(pid, &status, WNOHANG, &usage);
     if (w == pid) break;
     if (std::chrono::steady_clock::now() > deadline) {
       r.timed_out = true;
@@ -108,7 +110,8 @@ inline RunResult run(const std::vector<std::string>& args, const RunOptions& o =
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (r.timed_out) waitpid(pid, &status, 0);
+  if (r.timed_out) wait4(pid, &status, 0, &usage);
+  r.max_rss_kb = usage.ru_maxrss;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }

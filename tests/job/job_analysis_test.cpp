@@ -155,8 +155,8 @@ TEST_F(JobAnalysis, BadRanksAreNamedAndTheRestAnalysed) {
     if (k != p.straggler) others.push_back(k);
   }
   int64_t corrupt = others[1], silent = others[2], missing = others[3];
-  std::ofstream(job_dir + fmt::format("/rank-{:05}.db", corrupt), std::ios::trunc) << "not a trace";
-  write_synthetic_trace(job_dir + fmt::format("/rank-{:05}.db", silent), {.events = 2'000, .seed = 1});
+  std::ofstream(p.job.trace_path(p.job.ranks[size_t(corrupt)]), std::ios::trunc) << "not a trace";
+  write_synthetic_trace(p.job.trace_path(p.job.ranks[size_t(silent)]), {.events = 2'000, .seed = 1});
   std::string index_path = job_dir + "/job.json";
   nlohmann::json index = nlohmann::json::parse(std::ifstream(index_path));
   auto& listed = index["ranks"];
@@ -184,8 +184,8 @@ TEST_F(JobAnalysis, BadRanksAreNamedAndTheRestAnalysed) {
 // no clock error explains.
 TEST_F(JobAnalysis, ARankFromAnotherRunIsNamed) {
   std::string job_dir = dir.file("job");
-  write_synthetic_job(job_dir, {.ranks = 3, .events = 3'000, .seed = 2});
-  std::string rank2 = job_dir + "/rank-00002.db";
+  PlantedJob p = write_synthetic_job(job_dir, {.ranks = 3, .events = 3'000, .seed = 2});
+  std::string rank2 = p.job.trace_path(p.job.ranks[2]);
   sql(rank2, "UPDATE meta SET value = CAST(value AS INTEGER) + 7200000000000 WHERE key = 'origin_wall_ns'");
   JobReport r = analyze_job(job_dir);
   ASSERT_FALSE(r.problems.empty());
@@ -355,16 +355,16 @@ TEST_F(JobAnalysis, BudgetsLimitTheJobAndEveryRank) {
   double worst = 0;
   int64_t worst_rank = 0;
   for (int64_t k = 0; k < 4; ++k) {
-    double idle = analyze(load_trace(job_dir + fmt::format("/rank-{:05}.db", k))).metrics.idle_fraction;
+    double idle = analyze(load_trace(p.job.trace_path(p.job.ranks[size_t(k)]))).metrics.idle_fraction;
     if (idle > worst) worst = idle, worst_rank = k;
   }
   EXPECT_DOUBLE_EQ(results[4].actual, worst);
   EXPECT_NE(results[4].actual_text.find(fmt::format("(rank {}, the worst of 4)", worst_rank)), std::string::npos)
       << results[4].actual_text;
 
-  auto c = loupe::test::run_command(
-      {LOUPE_BIN, "check", job_dir + "/rank-00000.db", "--budget", write_budget("straggler_fraction_max = 0.1\n")},
-      dir.file(""));
+  auto c = loupe::test::run_command({LOUPE_BIN, "check", p.job.trace_path(p.job.ranks[0]), "--budget",
+                                     write_budget("straggler_fraction_max = 0.1\n")},
+                                    dir.file(""));
   EXPECT_EQ(c.exit_code, 2);
   EXPECT_NE(c.err.find("'straggler_fraction_max' is a job's budget"), std::string::npos) << c.err;
   auto j = loupe::test::run_command(

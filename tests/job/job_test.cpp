@@ -84,7 +84,7 @@ TEST_F(Jobs, RanksComeFromTheTracesNotTheirNames) {
     const auto& rank = job.ranks[size_t(r)];
     EXPECT_EQ(rank.rank, r);
     EXPECT_EQ(rank.source, by_rank[r]);
-    EXPECT_EQ(rank.trace, "rank-0000" + std::to_string(r) + ".db");
+    EXPECT_EQ(rank.trace, "rank-0000" + std::to_string(r) + ".g1.db") << "the folder's first generation";
     loupe::prof::TraceSummary s = loupe::prof::summarize_trace(job.trace_path(rank));
     EXPECT_EQ(s.info.meta.at("rank"), std::to_string(r));
     EXPECT_EQ(s.info.meta.at("world_size"), "2");
@@ -173,16 +173,20 @@ TEST_F(Jobs, AJobIsWrittenIntoAnEmptyFolderOrOverAJob) {
   std::map<int64_t, std::string> gloo = gloo_files_by_rank();
   fs::create_directories(tmp.file("busy"));
   write(tmp.file("busy/notes.txt"), "mine");
-  EXPECT_NE(error_of({gloo[0]}, tmp.file("busy")).find("is neither empty nor a job"), std::string::npos);
+  EXPECT_NE(error_of({gloo[0]}, tmp.file("busy")).find("it holds notes.txt, which is not part of a job"),
+            std::string::npos);
   EXPECT_TRUE(fs::exists(tmp.file("busy/notes.txt")));
-  // Over a job of two ranks, a job of rank 1 alone: rank 0's trace goes.
+  // Over a job of two ranks, a job of rank 1 alone, the folder's second
+  // generation: both old traces go.
   std::string dir = tmp.file("job");
   import_job({gloo[0], gloo[1]}, dir);
-  ASSERT_TRUE(fs::exists(dir + "/rank-00000.db"));
+  ASSERT_TRUE(fs::exists(dir + "/rank-00000.g1.db"));
   Job job = import_job({gloo[1]}, dir);
+  EXPECT_EQ(job.generation, 2);
   EXPECT_EQ(job.missing, (std::vector<int64_t>{0}));
-  EXPECT_FALSE(fs::exists(dir + "/rank-00000.db"));
-  EXPECT_TRUE(fs::exists(dir + "/rank-00001.db"));
+  EXPECT_FALSE(fs::exists(dir + "/rank-00000.g1.db"));
+  EXPECT_FALSE(fs::exists(dir + "/rank-00001.g1.db"));
+  EXPECT_TRUE(fs::exists(dir + "/rank-00001.g2.db"));
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
   EXPECT_EQ(files, 2u) << "the index and rank 1's trace, no temporary left";
@@ -215,6 +219,10 @@ TEST_F(Jobs, AnIndexIsReadDefensively) {
             std::string::npos);
   EXPECT_NE(with([](auto& d) { d["ranks"][1]["trace"] = "rank-00009.db"; }).find("rank-00009.db is missing"),
             std::string::npos);
+  EXPECT_NE(with([](auto& d) {
+              d["ranks"][1]["trace"] = d["ranks"][0]["trace"];
+            }).find("ranks 0 and 1 both name the trace rank-00000.g1.db"),
+            std::string::npos);
   EXPECT_NE(with([](auto& d) { d["world_size"] = "two"; }).find("'world_size' is missing or not a number"),
             std::string::npos);
   EXPECT_NE(with([](auto& d) { d["version"] = 99; }).find("newer than this loupe's"), std::string::npos);
@@ -239,7 +247,7 @@ TEST_F(Jobs, TheCliImportsAJobAndSaysWhatItLacks) {
   EXPECT_NE(info.out.find("(2 ranks, gloo)"), std::string::npos) << info.out;
   auto partial = loupe({"import", "--job", gloo[1], "-o", dir, "-q"});
   EXPECT_EQ(partial.exit_code, 1) << "a job lacking a rank is written, and fails";
-  EXPECT_EQ(partial.err, "loupe: the job lacks 1 of its 2 ranks: 0\n");
+  EXPECT_EQ(partial.err, "loupe: the job lacks 1 of its 2 ranks: rank 0\n");
   auto dup = loupe({"import", gloo[0], gloo[0], "-o", dir});
   EXPECT_EQ(dup.exit_code, 2);
   EXPECT_EQ(dup.err, "loupe: " + gloo[0] + " and " + gloo[0] + " are both rank 0\n");

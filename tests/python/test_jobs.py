@@ -63,7 +63,9 @@ class JobTest(unittest.TestCase):
                 job = os.path.join(tmp, "job")
                 run_cli("synth", "--ranks", "4", "--events", "3000", "--seed", "2", "-o", job)
                 victim = 3
-                with open(os.path.join(job, f"rank-{victim:05}.db"), "wb") as f:
+                with open(os.path.join(job, "job.json")) as index:
+                    trace = json.load(index)["ranks"][victim]["trace"]
+                with open(os.path.join(job, trace), "wb") as f:
                     f.write(b"not a trace")
                 local = loupe.jobs.analyze(job)
                 on_dask = loupe.jobs.analyze(job, client=client)

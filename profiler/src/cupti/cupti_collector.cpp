@@ -1,5 +1,6 @@
 #include <cupti.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -27,7 +28,8 @@ std::string api_name(bool driver, uint32_t cbid) {
 
 struct CuptiCollector::Impl {
   CuptiOptions options;
-  std::mutex mu;  // the converter: CUPTI calls back from its own threads
+  pid_t owner = ::getpid();  // a forked child's copy has no flusher, and CUDA is not the child's
+  std::mutex mu;             // the converter: CUPTI calls back from its own threads
   cupti::ActivityConverter converter{api_name};
   std::thread flusher;
   std::mutex flush_mu;
@@ -161,6 +163,13 @@ std::unique_ptr<CuptiCollector> CuptiCollector::start(const CuptiOptions& option
 }
 
 CuptiCollector::~CuptiCollector() {
+  if (::getpid() != impl_->owner) {
+    // The parent's collector, in a forked child: kept as it is (and
+    // reachable), never stopped or destroyed.
+    [[maybe_unused]] static Impl* volatile inherited = nullptr;  // volatile: the store is kept
+    inherited = impl_.release();
+    return;
+  }
   {
     std::lock_guard lock(impl_->flush_mu);
     impl_->stopping = true;

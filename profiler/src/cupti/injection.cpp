@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "loupe/prof/capture.h"
 #include "loupe/prof/cupti.h"
@@ -30,9 +31,10 @@ using namespace loupe::prof;
 std::mutex g_mu;
 std::unique_ptr<Capture> g_capture;
 std::unique_ptr<CuptiCollector> g_collector;
-std::thread g_timer;
+std::unique_ptr<std::thread> g_timer;
 std::condition_variable g_timer_wake;
 bool g_stopped = false;
+pid_t g_owner = 0;  // the process recording: a forked child inherits this state, not the recording
 
 std::string command_line() {
   std::ifstream f("/proc/self/cmdline", std::ios::binary);
@@ -53,8 +55,17 @@ void stop_recording() {
 }
 
 void at_exit() {
+  if (::getpid() != g_owner) {
+    // A forked child (a DataLoader worker): the capture, collector and
+    // timer are the parent's, and no thread of theirs runs here. The
+    // capture and collector stand down when destroyed; the timer's thread
+    // is kept as it is (a joinable std::thread may not be destroyed).
+    [[maybe_unused]] static std::thread* volatile inherited = nullptr;  // volatile: the store is kept
+    inherited = g_timer.release();
+    return;
+  }
   stop_recording();
-  if (g_timer.joinable()) g_timer.join();
+  if (g_timer && g_timer->joinable()) g_timer->join();
 }
 
 }  // namespace
@@ -62,6 +73,7 @@ void at_exit() {
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   std::lock_guard lock(g_mu);
   if (g_capture) return 1;
+  g_owner = ::getpid();
   const char* path = std::getenv("LOUPE_TRACE");
   g_capture = std::make_unique<Capture>(CaptureOptions{
       .path = path && *path ? path : "loupe-capture.db", .producer = "loupe capture", .command_line = command_line()});
@@ -72,7 +84,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (const char* d = std::getenv("LOUPE_CAPTURE_DURATION")) {
     double seconds = std::atof(d);
     if (seconds > 0) {
-      g_timer = std::thread([seconds] {
+      g_timer = std::make_unique<std::thread>([seconds] {
         std::unique_lock timer_lock(g_mu);
         if (!g_timer_wake.wait_for(timer_lock, std::chrono::duration<double>(seconds), [] { return g_stopped; })) {
           timer_lock.unlock();

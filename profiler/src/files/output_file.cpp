@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,7 +41,8 @@ struct Target {
   struct stat st {};
 };
 
-Target resolve(const std::string& path) {
+Target resolve(const std::string& path, OutputLink link) {
+  if (path.empty()) fail("''", "is no file name; name the file to write");
   Target t{path};
   struct stat link_st {};
   if (::lstat(path.c_str(), &link_st) != 0) {
@@ -53,6 +55,9 @@ Target resolve(const std::string& path) {
     return t;  // a new file
   }
   t.st = link_st;
+  if (S_ISLNK(link_st.st_mode) && link == OutputLink::refuse) {
+    fail(path, "is a symbolic link; loupe does not write through one here");
+  }
   if (S_ISLNK(link_st.st_mode)) {
     if (::stat(path.c_str(), &t.st) != 0) fail(path, "is a symbolic link to a file that does not exist");
     char resolved[PATH_MAX];
@@ -83,14 +88,96 @@ void remove_with_sidecars(const std::string& path) {
   for (const char* s : kSidecars) ::unlink((path + s).c_str());
 }
 
-}  // namespace
+// The paths removed on a signal. A signal handler may only read memory
+// and call async-signal-safe functions (unlink), so each slot is a fixed
+// buffer of atomic characters, and a sequence number, odd while a guard
+// writes or clears the slot, tells the handler whether what it copied is
+// whole: it removes a path only if the number was the same, even, before
+// and after the copy.
+constexpr size_t kGuardSlots = 64;
+constexpr size_t kGuardPathMax = 4096;
+struct GuardSlot {
+  std::atomic<bool> taken{false};
+  std::atomic<uint32_t> sequence{0};
+  std::atomic<bool> live{false};
+  std::atomic<char> path[kGuardPathMax];
+};
+GuardSlot g_guards[kGuardSlots];
 
-void check_output_path(const std::string& path, const std::vector<std::string>& inputs) {
-  check_not_an_input(path, resolve(path), inputs);
+// Removes a guarded path and its SQLite files; from a signal handler.
+void remove_guarded(GuardSlot& slot) {
+  uint32_t before = slot.sequence.load(std::memory_order_acquire);
+  if ((before & 1) != 0 || !slot.live.load(std::memory_order_acquire)) return;
+  char path[kGuardPathMax + 16];
+  size_t n = 0;
+  for (; n < kGuardPathMax && (path[n] = slot.path[n].load(std::memory_order_relaxed)) != '\0'; ++n) {
+  }
+  if (n == kGuardPathMax || slot.sequence.load(std::memory_order_acquire) != before) return;
+  ::unlink(path);
+  for (const char* s : kSidecars) {
+    size_t k = 0;
+    for (; s[k] != '\0'; ++k) path[n + k] = s[k];
+    path[n + k] = '\0';
+    ::unlink(path);
+  }
 }
 
-OutputFile::OutputFile(const std::string& path, const std::vector<std::string>& inputs) : path_(path), inputs_(inputs) {
-  Target t = resolve(path);
+constexpr int kCleanedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+void remove_and_die(int sig) {
+  for (GuardSlot& slot : g_guards) remove_guarded(slot);
+  // The handler was reset to the default on entry (SA_RESETHAND) and the
+  // signal is not blocked in it (SA_NODEFER): this ends the process as
+  // the signal would have.
+  ::raise(sig);
+}
+
+}  // namespace
+
+void remove_temporaries_on_signal() {
+  for (int sig : kCleanedSignals) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = remove_and_die;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+RemovedOnSignal::RemovedOnSignal(const std::string& path) {
+  if (path.size() >= kGuardPathMax) return;
+  for (size_t i = 0; i < kGuardSlots; ++i) {
+    bool free = false;
+    if (!g_guards[i].taken.compare_exchange_strong(free, true)) continue;
+    GuardSlot& slot = g_guards[i];
+    slot.sequence.fetch_add(1, std::memory_order_acq_rel);
+    for (size_t k = 0; k < path.size(); ++k) slot.path[k].store(path[k], std::memory_order_relaxed);
+    slot.path[path.size()].store('\0', std::memory_order_relaxed);
+    slot.live.store(true, std::memory_order_release);
+    slot.sequence.fetch_add(1, std::memory_order_acq_rel);
+    slot_ = int(i);
+    return;
+  }
+}
+
+RemovedOnSignal::~RemovedOnSignal() {
+  if (slot_ < 0) return;
+  GuardSlot& slot = g_guards[slot_];
+  slot.sequence.fetch_add(1, std::memory_order_acq_rel);
+  slot.live.store(false, std::memory_order_release);
+  slot.sequence.fetch_add(1, std::memory_order_acq_rel);
+  slot.taken.store(false, std::memory_order_release);
+}
+
+void check_output_path(const std::string& path, const std::vector<std::string>& inputs) {
+  check_not_an_input(path, resolve(path, OutputLink::write_through), inputs);
+}
+
+OutputFile::OutputFile(const std::string& path, const std::vector<std::string>& inputs, OutputLink link)
+    : path_(path), inputs_(inputs), link_(link) {
+  Target t = resolve(path, link);
   check_not_an_input(path, t, inputs);
   target_ = t.path;
   // A name of our own beside the target: same folder, so the final rename
@@ -103,6 +190,7 @@ OutputFile::OutputFile(const std::string& path, const std::vector<std::string>& 
     if (errno != EEXIST || attempt > 100)
       fail(path, fmt::format("cannot create a file beside it: {}", std::strerror(errno)));
   }
+  guard_.emplace(temp_);
   // A replaced file keeps its permissions.
   if (t.exists) ::fchmod(fd_, t.st.st_mode & 07777);
 }
@@ -134,7 +222,7 @@ void OutputFile::commit() {
   if (closed != 0) write_error(errno);
 
   // The target may have changed since the constructor looked at it.
-  Target t = resolve(path_);
+  Target t = resolve(path_, link_);
   check_not_an_input(path_, t, inputs_);
   // The old content's SQLite files are moved aside first (a reader never
   // sees the new file with them), and removed once the new file is in.
@@ -149,6 +237,7 @@ void OutputFile::commit() {
     write_error(err);
   }
   committed_ = true;
+  guard_.reset();
   for (const auto& [old, aside] : moved) ::unlink(aside.c_str());
   int dir = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {

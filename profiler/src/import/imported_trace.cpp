@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "loupe/prof/import.h"
@@ -109,6 +110,26 @@ uint64_t drop_beyond(std::vector<Row>& rows, int64_t origin) {
   return uint64_t(std::erase_if(rows, [&](const Row& r) { return !ends_within(r, origin); }));
 }
 
+// Whether each of a row's count columns (byte counts, phase times:
+// trace_tables.h) lies in [0, 2^60), as the reader requires of every value
+// of such a column.
+template <typename Row>
+bool counts_in_range(const Row& r) {
+  bool ok = true;
+#define LOUPE_CHECK_COUNT(name, type, check, init)                       \
+  if constexpr (ColumnCheck::check == ColumnCheck::count) {              \
+    ok = ok && int64_t(r.name) >= 0 && int64_t(r.name) < kMaxTableTotal; \
+  }
+#define LOUPE_CHECK_COUNTS(R, Track, table, member)                                    \
+  if constexpr (std::is_same_v<Row, R>) {                                              \
+    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_CHECK_COUNT) \
+  }
+  LOUPE_EVENT_TABLES(LOUPE_CHECK_COUNTS)
+#undef LOUPE_CHECK_COUNTS
+#undef LOUPE_CHECK_COUNT
+  return ok;
+}
+
 // Why the reader would refuse a row (docs/trace-format.md, "What a reader
 // checks"), or nullptr: such rows are left out and counted, so that loupe
 // never writes a trace it refuses to read.
@@ -117,8 +138,10 @@ const char* unreadable(const Row& r) {
   if constexpr (requires { r.dur; }) {
     if (r.dur < 0) return "events with a negative duration";
   }
-  if constexpr (requires { r.bytes; }) {
-    if (r.bytes < 0) return "events with a negative byte count";
+  if (!counts_in_range(r)) {
+    if constexpr (requires { r.in_bytes; }) return "collectives with a message size of 2^60 bytes or more";
+    else if constexpr (requires { r.trace_ns; }) return "compiles with a phase time outside 0 to 2^60 ns";
+    else return "events with a byte count outside 0 to 2^60";
   }
   if constexpr (requires { r.allocated; }) {
     if (r.allocated < 0 || r.allocated >= kMaxTableTotal || r.reserved < 0 || r.reserved >= kMaxTableTotal) {
@@ -127,9 +150,6 @@ const char* unreadable(const Row& r) {
   }
   if constexpr (requires { r.value; }) {
     if (!std::isfinite(r.value)) return "counter values that are not finite";
-  }
-  if constexpr (requires { r.trace_ns; }) {
-    if (r.trace_ns < 0 || r.optimize_ns < 0 || r.codegen_ns < 0) return "compiles with a negative phase time";
   }
   return nullptr;
 }
@@ -143,22 +163,34 @@ void drop_unreadable(std::vector<Row>& rows, std::map<std::string, uint64_t>& sk
   });
 }
 
-// A table whose durations or byte counts add up to 2^60 or more is not a
-// real trace (trace_format.h): the import fails rather than write it.
+// A table whose durations or count columns (byte counts, phase times)
+// add up to 2^60 or more is not a real trace (trace_format.h): the import
+// fails rather than write what the reader refuses.
 template <typename Row>
-void check_totals(const char* table, const std::vector<Row>& rows) {
-  int64_t dur = 0, bytes = 0;
-  for (const Row& r : rows) {
-    bool ok = true;
-    if constexpr (requires { r.dur; }) ok &= add_to_table_total(dur, r.dur);
-    if constexpr (requires { r.bytes; }) ok &= add_to_table_total(bytes, r.bytes);
-    if (!ok) {
-      throw ImportError(
-          fmt::format("the {} of the source add up to 2^60 or more (36 years, or an exbibyte): "
-                      "not a real trace",
-                      table));
+void check_totals(const std::vector<Row>& rows, const char* table) {
+  auto check = [&](const char* column, auto value_of) {
+    int64_t total = 0;
+    for (const Row& r : rows) {
+      if (!add_to_table_total(total, int64_t(value_of(r)))) {
+        throw ImportError(
+            fmt::format("the {} of the source's {} add up to 2^60 or more (36 years, or an exbibyte): not a real trace",
+                        column, table));
+      }
     }
+  };
+#define LOUPE_TOTAL_SPAN(start, dur) check(#dur, [](const Row& r) { return r.dur; });
+#define LOUPE_TOTAL_COUNT(name, type, check_, init)          \
+  if constexpr (ColumnCheck::check_ == ColumnCheck::count) { \
+    check(#name, [](const Row& r) { return r.name; });       \
   }
+#define LOUPE_TOTALS(R, Track, table, member)                                              \
+  if constexpr (std::is_same_v<Row, R>) {                                                  \
+    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TOTAL_SPAN, LOUPE_IGNORE, LOUPE_TOTAL_COUNT) \
+  }
+  LOUPE_EVENT_TABLES(LOUPE_TOTALS)
+#undef LOUPE_TOTALS
+#undef LOUPE_TOTAL_COUNT
+#undef LOUPE_TOTAL_SPAN
 }
 
 }  // namespace
@@ -175,9 +207,7 @@ WriteSummary write_imported(ImportedTrace& t, const StringPool& strings, TraceWr
   for_each_table(t, [&](auto& rows, const char*) { beyond += drop_beyond(rows, origin); });
   if (beyond > 0) t.skipped[kTimeOutOfRange] += beyond;
   for_each_table(t, [&](auto& rows, const char*) { drop_unreadable(rows, t.skipped); });
-  check_totals("host spans", t.host_spans), check_totals("device operations", t.device_ops);
-  check_totals("launches", t.launches), check_totals("transfers", t.transfers);
-  check_totals("memory events", t.memory), check_totals("compiles", t.compiles), check_totals("steps", t.steps);
+  for_each_table(t, [&](auto& rows, const char* table) { check_totals(rows, table); });
 
   for (const DeviceRow& d : t.devices) w.put(d);
   for (const StreamRow& s : t.streams) w.put(s);
@@ -197,7 +227,11 @@ WriteSummary write_imported(ImportedTrace& t, const StringPool& strings, TraceWr
   w.set_meta("skipped_events", std::to_string(s.skipped));
   if (!detail.empty()) w.set_meta("skipped_detail", detail);
   w.set_meta("source_events", std::to_string(t.source_events));
-  w.set_meta("origin_wall_ns", std::to_string(t.wall_clock_known ? t.wall_ns_at_zero + origin : 0));
+  // A source's wall clock so far off that the origin cannot be placed on it
+  // (an nsys utcEpochNs of 2^63 - 1) is no wall clock: unknown, 0.
+  int64_t origin_wall = 0;
+  if (t.wall_clock_known && __builtin_add_overflow(t.wall_ns_at_zero, origin, &origin_wall)) origin_wall = 0;
+  w.set_meta("origin_wall_ns", std::to_string(origin_wall));
   w.set_meta("origin_monotonic_ns", "0");
   w.set_meta("source_origin_ns", std::to_string(origin));
   for (const auto& [key, value] : t.meta) w.set_meta(key, value);

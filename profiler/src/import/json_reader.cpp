@@ -33,6 +33,11 @@ constexpr size_t kInitialBuffer = size_t(4) << 20;
 constexpr uint64_t kBatchBytes = uint64_t(256) << 10;
 constexpr size_t kMaxWorkers = 4;
 constexpr uint64_t kNoOffset = ~uint64_t(0);
+// No event of a real trace comes near this (the largest seen, a PyTorch
+// op with its Python stack and input shapes, is tens of kilobytes); one
+// larger is damage or an attack (a gigabyte name in a megabyte of gzip),
+// and holding it would cost several times its size.
+constexpr size_t kMaxEventBytes = size_t(64) << 20;
 
 class JsonReader {
  public:
@@ -213,6 +218,10 @@ class JsonReader {
       len_ -= shift;
       pos_ -= shift;
     }
+    if (len_ == cap_ && cap_ >= kMaxEventBytes) {
+      fail(in_event_ ? event_start_ : offset(),
+           fmt::format("an event or value larger than {} MiB: no trace holds one that large", kMaxEventBytes >> 20));
+    }
     if (len_ == cap_) allocate(cap_ * 2);  // one event larger than the buffer
     size_t got = source_.read(buf_.get() + len_, cap_ - len_);
     if (got == 0) {
@@ -318,8 +327,13 @@ class JsonReader {
   // Skips the value at pos_, appending its text to `capture` if given.
   void skip_value(std::string* capture) {
     int c = peek();
+    uint64_t at = offset();
     auto take = [&](int ch) {
-      if (capture) capture->push_back(char(ch));
+      if (!capture) return;
+      if (capture->size() >= kMaxEventBytes) {
+        fail(at, fmt::format("a value larger than {} MiB: no trace holds one that large", kMaxEventBytes >> 20));
+      }
+      capture->push_back(char(ch));
     };
     if (c == '{' || c == '[' || c == '"') {
       int depth = 0;

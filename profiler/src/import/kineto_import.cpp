@@ -275,7 +275,12 @@ class KinetoMapper {
       const ChromeComm& c = raw_.comms[comm_index];
       auto it = op.correlation == kNone ? launched.end() : launched.find(uint64_t(op.correlation));
       int64_t element = element_bytes(strings_.text(c.dtype));
-      auto bytes = [&](int64_t n) { return n == kNone || n < 0 || element == 0 ? 0 : n * element; };
+      // A count past 2^60 bytes is no message: kept at 2^60, for the row to
+      // be left out and counted with the rows the reader would refuse.
+      auto bytes = [&](int64_t n) {
+        if (n == kNone || n < 0 || element == 0) return int64_t(0);
+        return n >= kMaxTableTotal / element ? kMaxTableTotal : n * element;
+      };
       out_.collectives.push_back(
           {.process_group = c.group,
            .start = op.row.start,

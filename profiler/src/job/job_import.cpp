@@ -1,7 +1,8 @@
 // import_job: one source per rank into a job's folder. The sources are
-// imported in parallel, one per core, each on one thread, under temporary
-// names (a loupe trace is copied as it is); only once they are known to
-// form one job do they take their ranks' names and the index is written.
+// imported in parallel, one per core, each on one thread, under staging
+// names of the new generation (a loupe trace is copied as it is); only
+// once they are known to form one job do they take their ranks' names,
+// and the index is written (JobWrite, job_folder.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -10,15 +11,20 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <thread>
 
+#include "job/job_folder.h"
 #include "job/job_index.h"
 #include "loupe/prof/input_file.h"
 #include "loupe/prof/job.h"
+#include "loupe/prof/output_file.h"
+#include "loupe/prof/safe_text.h"
 #include "loupe/prof/trace_format.h"
 #include "loupe/prof/trace_query.h"
+#include "loupe/prof/trace_reader.h"
 
 namespace loupe::prof {
 
@@ -29,9 +35,9 @@ namespace fs = std::filesystem;
 // One source, imported (or not).
 struct Imported {
   std::string source;
-  std::string temp;  // its trace, under a temporary name in the folder
+  std::string staged;  // its trace's staging name in the folder
   std::optional<ImportResult> result;
-  std::string error;  // why it could not be imported
+  std::string error;  // why it could not be read
 };
 
 // The rank a file's name gives: "rank3.json", "trace_rank-12.json.gz",
@@ -56,46 +62,89 @@ bool is_loupe_trace(const std::string& path) {
   return int32_t(id) == kApplicationId;
 }
 
+// Copies `source` to `dest` through loupe's output gate. A failed read is
+// the source's (ImportError), a failed write the folder's (FileError).
+void copy_file(const std::string& source, const std::string& dest) {
+  int in = open_input_file_or_throw<ImportError>(source);
+  OutputFile out(dest);
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(in);
+      throw ImportError(fmt::format("{}: cannot read: {}", source, std::strerror(err)));
+    }
+    if (n == 0) break;
+    if (std::fwrite(buf, 1, size_t(n), out.stream()) != size_t(n)) {
+      ::close(in);
+      throw FileError(fmt::format("{}: cannot write: {}", dest, std::strerror(errno)));
+    }
+  }
+  ::close(in);
+  out.commit();
+}
+
 // A loupe trace joins the job as it is: checked, copied, its rank from its
 // meta rows.
-ImportResult take_loupe_trace(const std::string& source, const std::string& temp) {
-  TraceSummary s = summarize_trace(source);  // throws TraceError for a damaged one
+ImportResult take_loupe_trace(const std::string& source, const std::string& dest) {
+  TraceSummary s;
+  try {
+    s = summarize_trace(source);
+  } catch (const TraceError& e) {
+    throw ImportError(e.what());  // a damaged source: that source fails
+  }
   ImportResult r;
   for (const TableCount& c : s.counts) r.rows_written += c.rows;
   take_distributed_meta(s.info.meta, r);
-  fs::copy_file(source, temp, fs::copy_options::overwrite_existing);
+  copy_file(source, dest);
   return r;
 }
 
-std::vector<Imported> import_all(const std::vector<std::string>& sources, const std::string& dir,
+// Imports every source into a staging file of `w`. A source that cannot be
+// read is that source's failure; a file that cannot be written (a full
+// disk) stops the whole import, and is thrown once the workers stop.
+std::vector<Imported> import_all(const std::vector<std::string>& sources, JobWrite& w,
                                  const JobImportOptions& options) {
   std::vector<Imported> out(sources.size());
   std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr fatal;
   auto work = [&] {
     for (size_t i = next++; i < sources.size(); i = next++) {
       Imported& m = out[i];
       m.source = sources[i];
-      m.temp = fmt::format("{}/.import-{}.db", dir, i);
+      m.staged = w.staging_name(i);
       try {
-        m.result = is_loupe_trace(m.source) ? take_loupe_trace(m.source, m.temp)
-                                            : import_trace(m.source, m.temp, {.format = options.format, .threads = 1});
-      } catch (const std::exception& e) {
+        std::string dest = w.add_file(m.staged);
+        m.result = is_loupe_trace(m.source) ? take_loupe_trace(m.source, dest)
+                                            : import_trace(m.source, dest, {.format = options.format, .threads = 1});
+      } catch (const ImportError& e) {
         m.error = e.what();
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!fatal) fatal = std::current_exception();
+        next = sources.size();
       }
     }
   };
   unsigned workers = options.workers != 0 ? options.workers : std::max(1u, std::thread::hardware_concurrency());
   workers = unsigned(std::min<size_t>(workers, sources.size()));
   std::vector<std::thread> threads;
-  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work);
+  for (unsigned t = 1; t < workers; ++t) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
+  if (fatal) std::rethrow_exception(fatal);
   return out;
 }
 
 int64_t rank_of(const Imported& m) {
-  if (m.result->rank >= 0) return m.result->rank;
-  if (std::optional<int64_t> r = rank_in_name(m.source)) return *r;
+  std::optional<int64_t> r = m.result->rank >= 0 ? m.result->rank : rank_in_name(m.source);
+  if (r && *r >= kMaxJobRanks) {
+    throw JobError(fmt::format("{} is rank {}, beyond the {} ranks a job may have", m.source, *r, kMaxJobRanks));
+  }
+  if (r) return *r;
   throw JobError(fmt::format(
       "{}: cannot tell its rank: the trace has no distributedInfo (PyTorch's profiler writes one in a distributed "
       "run) and its name holds no rank number (such as rank3.json)",
@@ -116,6 +165,10 @@ JobShape job_shape(const std::vector<Imported>& imported) {
   for (const Imported& m : imported) {
     if (!m.result) continue;
     const ImportResult& r = *m.result;
+    if (r.world_size > kMaxJobRanks) {
+      throw JobError(fmt::format("{} says it is a rank of a job of {} ranks, beyond the {} a job may have", m.source,
+                                 r.world_size, kMaxJobRanks));
+    }
     if (r.world_size >= 0 && shape.sized_by && r.world_size != shape.world_size) {
       throw JobError(fmt::format("{} is a rank of a job of {} ranks but {} of one of {}: they are not one job",
                                  shape.sized_by->source, shape.world_size, m.source, r.world_size));
@@ -149,24 +202,19 @@ std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& importe
   return ranks;
 }
 
-void remove_temporaries(const std::vector<Imported>& imported) {
-  std::error_code ec;
-  for (const Imported& m : imported) fs::remove(m.temp, ec);
-}
-
-Job assemble(const std::vector<Imported>& imported, const std::string& dir) {
+Job assemble(const std::vector<Imported>& imported, const JobWrite& w) {
   JobShape shape = job_shape(imported);
   std::map<int64_t, const Imported*> ranks = ranks_of(imported, shape.world_size);
   if (ranks.empty()) {
     throw JobError(fmt::format("no source could be imported; the first: {}", imported.front().error));
   }
   Job job;
-  job.dir = dir;
+  job.dir = w.dir();
   job.backend = shape.backend;
   job.world_size = shape.world_size >= 0 ? shape.world_size : ranks.rbegin()->first + 1;
   for (const auto& [rank, m] : ranks) {
     job.ranks.push_back({.rank = rank,
-                         .trace = fmt::format("rank-{:05}.db", rank),
+                         .trace = w.trace_name(rank),
                          .source = fs::absolute(m->source).string(),
                          .host = m->result->host,
                          .events = m->result->rows_written});
@@ -182,27 +230,13 @@ Job assemble(const std::vector<Imported>& imported, const std::string& dir) {
 
 Job import_job(const std::vector<std::string>& sources, const std::string& dir, const JobImportOptions& options) {
   if (sources.empty()) throw JobError("no traces to make a job of");
-  prepare_folder(dir);
-  std::vector<Imported> imported = import_all(sources, dir, options);
-  Job job;
-  try {
-    job = assemble(imported, dir);
-  } catch (...) {
-    remove_temporaries(imported);
-    throw;
-  }
-  remove_previous_job(dir);
+  JobWrite w(dir);
+  std::vector<Imported> imported = import_all(sources, w, options);
+  Job job = assemble(imported, w);
   std::map<std::string, const Imported*> by_source;
   for (const Imported& m : imported) by_source[fs::absolute(m.source).string()] = &m;
-  for (const JobRank& r : job.ranks) {
-    std::error_code ec;
-    fs::rename(by_source.at(r.source)->temp, job.trace_path(r), ec);
-    if (ec) {
-      remove_temporaries(imported);
-      throw JobError(fmt::format("{}: cannot write: {}", job.trace_path(r), ec.message()));
-    }
-  }
-  write_job_index(job);
+  for (const JobRank& r : job.ranks) w.rename(by_source.at(r.source)->staged, r.trace);
+  w.commit(job);
   return job;
 }
 

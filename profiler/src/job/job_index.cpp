@@ -1,16 +1,19 @@
 // job.json: reading it defensively (it is a file anyone may have edited)
-// and writing it.
+// and writing its text.
 #include "job/job_index.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
 
+#include "files/file_kind.h"
 #include "loupe/prof/input_file.h"
-#include "loupe/prof/output_file.h"
+#include "loupe/prof/safe_text.h"
 
 namespace loupe::prof {
 
@@ -20,18 +23,14 @@ using nlohmann::json;
 
 // An index is a few hundred bytes a rank.
 constexpr size_t kMaxIndexBytes = size_t(1) << 30;
-
-std::string index_path(const std::string& dir) { return dir + "/" + kJobIndexName; }
+// A generation beyond this is no count of writes: the index was edited.
+constexpr int64_t kMaxGeneration = int64_t(1) << 53;
 
 // A rank's trace must be a plain file name in the folder: an index must
 // not send a reader elsewhere.
 bool plain_file_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
-}
-
-bool is_regular_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
 }
 
 // A member of `object` of the given JSON type; throws JobError naming it.
@@ -44,20 +43,35 @@ const json& member(const json& object, const char* key, json::value_t type, cons
   return *it;
 }
 
+// An integer member within [low, high]; throws JobError naming it.
+int64_t bounded(const json& object, const char* key, int64_t low, int64_t high, const std::string& where) {
+  const json& v = member(object, key, json::value_t::number_integer, where);
+  bool ok = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(high) : v.get<int64_t>() >= low;
+  int64_t value =
+      v.is_number_unsigned() ? int64_t(std::min<uint64_t>(v.get<uint64_t>(), uint64_t(INT64_MAX))) : v.get<int64_t>();
+  if (!ok || value < low || value > high) {
+    throw JobError(fmt::format("{}: '{}' is {}, not between {} and {}", where, key, v.dump(), low, high));
+  }
+  return value;
+}
+
 // An optional string member: "" when absent or not a string.
 std::string string_or_empty(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-JobRank read_rank(const json& r, const std::string& where) {
+JobRank read_rank(const json& r, int64_t world_size, const std::string& where) {
   if (!r.is_object()) throw JobError(fmt::format("{}: an entry of 'ranks' is not an object", where));
   JobRank rank;
   rank.rank = member(r, "rank", json::value_t::number_integer, where).get<int64_t>();
+  if (rank.rank < 0 || rank.rank >= world_size) {
+    throw JobError(fmt::format("{}: rank {} is outside a job of {} ranks", where, rank.rank, world_size));
+  }
   rank.trace = member(r, "trace", json::value_t::string, where).get<std::string>();
   if (!plain_file_name(rank.trace)) {
-    throw JobError(
-        fmt::format("{}: rank {}'s trace '{}' is not a file name in the job's folder", where, rank.rank, rank.trace));
+    throw JobError(fmt::format("{}: rank {}'s trace '{}' is not a file name in the job's folder", where, rank.rank,
+                               printable(rank.trace, kTextNameLimit)));
   }
   rank.source = string_or_empty(r, "source");
   rank.host = string_or_empty(r, "host");
@@ -65,33 +79,39 @@ JobRank read_rank(const json& r, const std::string& where) {
   return rank;
 }
 
-void check_ranks(const Job& job, const std::string& where) {
+// Each rank once, each trace named once.
+void check_unique(const Job& job, const std::string& where) {
   std::vector<bool> seen(size_t(job.world_size), false);
+  std::map<std::string_view, int64_t> named;
   for (const JobRank& r : job.ranks) {
-    if (r.rank < 0 || r.rank >= job.world_size) {
-      throw JobError(fmt::format("{}: rank {} is outside a job of {} ranks", where, r.rank, job.world_size));
-    }
     if (seen[size_t(r.rank)]) throw JobError(fmt::format("{}: rank {} is listed twice", where, r.rank));
     seen[size_t(r.rank)] = true;
-    if (!is_regular_file(job.trace_path(r))) {
-      throw JobError(fmt::format("{}: rank {}'s trace {} is missing", where, r.rank, job.trace_path(r)));
+    auto [it, inserted] = named.emplace(r.trace, r.rank);
+    if (!inserted) {
+      throw JobError(fmt::format("{}: ranks {} and {} both name the trace {}", where, it->second, r.rank,
+                                 printable(r.trace, kTextNameLimit)));
     }
   }
 }
 
 }  // namespace
 
+std::string index_path(const std::string& dir) { return dir + "/" + kJobIndexName; }
+
 std::string Job::trace_path(const JobRank& rank) const { return dir + "/" + rank.trace; }
 
-bool is_job(const std::string& path) { return is_regular_file(index_path(path)); }
+bool is_job(const std::string& path) {
+  struct stat st {};
+  return ::stat(index_path(path).c_str(), &st) == 0;
+}
 
-Job read_job(const std::string& dir) {
-  std::string where = index_path(dir);
+Job parse_job_index(const std::string& text, const std::string& dir) {
+  std::string where = printable(index_path(dir));
   json doc;
   try {
-    doc = json::parse(read_small_input_file_or_throw<JobError>(where, kMaxIndexBytes, "a job index"));
+    doc = json::parse(text);
   } catch (const json::exception& e) {
-    throw JobError(fmt::format("{}: not a job index: {}", where, e.what()));
+    throw JobError(fmt::format("{}: not a job index: {}", where, printable(e.what())));
   }
   if (!doc.is_object() || string_or_empty(doc, "format") != "loupe job") {
     throw JobError(fmt::format("{}: not a loupe job index (no \"format\": \"loupe job\")", where));
@@ -103,14 +123,14 @@ Job read_job(const std::string& dir) {
   }
   Job job;
   job.dir = dir;
-  job.world_size = member(doc, "world_size", json::value_t::number_integer, where).get<int64_t>();
-  if (job.world_size < 1 || job.world_size > kMaxJobRanks) {
-    throw JobError(fmt::format("{}: world_size {} is not between 1 and {}", where, job.world_size, kMaxJobRanks));
-  }
+  if (doc.contains("generation")) job.generation = bounded(doc, "generation", 1, kMaxGeneration, where);
+  job.world_size = bounded(doc, "world_size", 1, kMaxJobRanks, where);
   job.backend = string_or_empty(doc, "backend");
-  for (const json& r : member(doc, "ranks", json::value_t::array, where)) job.ranks.push_back(read_rank(r, where));
+  for (const json& r : member(doc, "ranks", json::value_t::array, where)) {
+    job.ranks.push_back(read_rank(r, job.world_size, where));
+  }
   std::sort(job.ranks.begin(), job.ranks.end(), [](const JobRank& a, const JobRank& b) { return a.rank < b.rank; });
-  check_ranks(job, where);
+  check_unique(job, where);
   job.missing = missing_ranks(job);
   if (auto it = doc.find("failures"); it != doc.end() && it->is_array()) {
     for (const json& f : *it) {
@@ -118,6 +138,57 @@ Job read_job(const std::string& dir) {
     }
   }
   return job;
+}
+
+void check_traces(const Job& job) {
+  std::string where = printable(index_path(job.dir));
+  std::map<std::pair<dev_t, ino_t>, const JobRank*> files;
+  for (const JobRank& r : job.ranks) {
+    std::string path = printable(job.trace_path(r), kTextNameLimit);
+    struct stat st {};
+    if (::lstat(job.trace_path(r).c_str(), &st) != 0) {
+      throw JobError(fmt::format("{}: rank {}'s trace {} is missing", where, r.rank, path));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      throw JobError(fmt::format("{}: rank {}'s trace {} is {}, not a regular file in the job's folder", where, r.rank,
+                                 path, files::file_kind(st.st_mode)));
+    }
+    auto [it, inserted] = files.emplace(std::pair(st.st_dev, st.st_ino), &r);
+    if (!inserted) {
+      throw JobError(fmt::format("{}: ranks {} and {} name one file ({} and {})", where, it->second->rank, r.rank,
+                                 printable(it->second->trace, kTextNameLimit), printable(r.trace, kTextNameLimit)));
+    }
+  }
+}
+
+std::string read_index_text(const std::string& dir) {
+  return read_small_input_file_or_throw<JobError>(index_path(dir), kMaxIndexBytes, "a job index");
+}
+
+Job read_job(const std::string& dir) {
+  // An index replaced between its read and the look at its traces (the
+  // old traces go once the new index is in place) is read again.
+  constexpr int kAttempts = 3;
+  std::string text = read_index_text(dir);
+  for (int attempt = 1;; ++attempt) {
+    Job job = parse_job_index(text, dir);
+    try {
+      check_traces(job);
+      return job;
+    } catch (const JobError&) {
+      std::string now = read_index_text(dir);
+      if (now == text || attempt == kAttempts) throw;
+      text = std::move(now);
+    }
+  }
+}
+
+bool job_replaced(const Job& job) {
+  try {
+    return parse_job_index(read_index_text(job.dir), job.dir).generation != job.generation;
+  } catch (const JobError&) {
+    return true;  // gone or unreadable: not the index the job was read from
+  }
 }
 
 std::vector<int64_t> missing_ranks(const Job& job) {
@@ -130,37 +201,31 @@ std::vector<int64_t> missing_ranks(const Job& job) {
   return missing;
 }
 
-// The folder is created if needed; else it must be empty or a job.
-void prepare_folder(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw JobError(fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
-    return;
+std::string ranks_label(const std::vector<int64_t>& ranks) {
+  if (ranks.size() == 1) return fmt::format("rank {}", ranks[0]);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (j - i >= 2) {
+      parts.push_back(fmt::format("{}-{}", ranks[i], ranks[j]));
+    } else {
+      for (size_t k = i; k <= j; ++k) parts.push_back(std::to_string(ranks[k]));
+    }
+    i = j + 1;
   }
-  if (!std::filesystem::is_directory(dir, ec)) throw JobError(fmt::format("{}: is not a folder", dir));
-  if (!is_job(dir) && !std::filesystem::is_empty(dir, ec)) {
-    throw JobError(
-        fmt::format("{}: is neither empty nor a job: a job is written into an empty folder or over a job", dir));
+  std::string out = "ranks ";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   }
+  return out;
 }
 
-// Removes the traces of the job the folder held, if any.
-void remove_previous_job(const std::string& dir) {
-  if (!is_job(dir)) return;
-  std::error_code ec;
-  try {
-    Job old = read_job(dir);
-    for (const JobRank& r : old.ranks) std::filesystem::remove(old.trace_path(r), ec);
-  } catch (const JobError&) {
-    // A damaged index: its traces stay; the new job's files replace theirs.
-  }
-}
-
-void write_job_index(const Job& job) {
+std::string job_index_text(const Job& job) {
   using ordered = nlohmann::ordered_json;  // the keys in the order docs/trace-format.md gives them
   ordered doc = {{"format", "loupe job"},
                  {"version", kJobFormatVersion},
+                 {"generation", job.generation},
                  {"world_size", job.world_size},
                  {"backend", job.backend}};
   ordered ranks = ordered::array(), failures = ordered::array();
@@ -172,10 +237,9 @@ void write_job_index(const Job& job) {
   doc["ranks"] = std::move(ranks);
   doc["missing"] = job.missing;
   doc["failures"] = std::move(failures);
-  std::string text = doc.dump(2) + "\n";
-  OutputFile out(index_path(job.dir));
-  std::fwrite(text.data(), 1, text.size(), out.stream());
-  out.commit();
+  // A source's name or error may hold bytes that are not UTF-8: each is
+  // written as U+FFFD rather than refused.
+  return doc.dump(2, ' ', false, ordered::error_handler_t::replace) + "\n";
 }
 
 }  // namespace loupe::prof

@@ -1,4 +1,5 @@
-// What the job layer's files share about the index.
+// What the job layer's files share about the index: its text, read by the
+// reader's rules and written, and what it says is missing.
 #pragma once
 
 #include <cstdint>
@@ -9,23 +10,27 @@
 
 namespace loupe::prof {
 
-// The most ranks a job may have: far beyond any real job, low enough that
-// a forged index cannot make a reader allocate without bound.
-inline constexpr int64_t kMaxJobRanks = int64_t(1) << 20;
+// DIR/job.json.
+std::string index_path(const std::string& dir);
+
+// The text of DIR/job.json, read through loupe's input gate (a regular
+// file, at most 1 GiB). Throws JobError.
+std::string read_index_text(const std::string& dir);
+
+// The index's text as read_job reads it: parsed and checked (bounds,
+// ranks, names), but not against the files it names (check_traces does
+// that). Throws JobError naming `dir`'s index.
+Job parse_job_index(const std::string& text, const std::string& dir);
+
+// Each rank's trace is a regular file in the folder (not a link, FIFO or
+// device), and no two ranks name one file. Throws JobError.
+void check_traces(const Job& job);
+
+// The index's text for `job`, keys in the order docs/trace-format.md
+// gives them.
+std::string job_index_text(const Job& job);
 
 // The ranks below job.world_size that have no trace, in order.
 std::vector<int64_t> missing_ranks(const Job& job);
-
-// Makes `dir` ready to take a job: creates it if needed, else it must be
-// empty or hold a job. Throws JobError.
-void prepare_folder(const std::string& dir);
-
-// Removes the traces of the job `dir` holds, if any (before a new job
-// takes the folder).
-void remove_previous_job(const std::string& dir);
-
-// Writes job.dir/job.json (replacing it at once, never half-written).
-// Throws FileError.
-void write_job_index(const Job& job);
 
 }  // namespace loupe::prof

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "job/job_index.h"
+#include "job/job_folder.h"
 #include "loupe/prof/synth.h"
 #include "loupe/prof/trace_writer.h"
 
@@ -234,7 +234,7 @@ uint64_t write_rank(const Plan& plan, int64_t rank, const std::string& path) {
 }
 
 // Writes every rank, one per core; the first error is rethrown.
-std::vector<uint64_t> write_ranks(const Plan& plan, const Job& job) {
+std::vector<uint64_t> write_ranks(const Plan& plan, const Job& job, JobWrite& out) {
   std::vector<uint64_t> rows(size_t(plan.ranks));
   std::atomic<int64_t> next{0};
   std::mutex mu;
@@ -242,7 +242,7 @@ std::vector<uint64_t> write_ranks(const Plan& plan, const Job& job) {
   auto worker = [&] {
     for (int64_t r; (r = next.fetch_add(1)) < plan.ranks;) {
       try {
-        rows[size_t(r)] = write_rank(plan, r, job.trace_path(job.ranks[size_t(r)]));
+        rows[size_t(r)] = write_rank(plan, r, out.add_file(job.ranks[size_t(r)].trace));
       } catch (...) {
         std::lock_guard lock(mu);
         if (!error) error = std::current_exception();
@@ -265,20 +265,18 @@ PlantedJob write_synthetic_job(const std::string& dir, const JobSynthOptions& op
   if (options.ranks < 1 || options.ranks > kMaxJobRanks) {
     throw JobError(fmt::format("a job has 1 to {} ranks, not {}", kMaxJobRanks, options.ranks));
   }
-  prepare_folder(dir);
-  remove_previous_job(dir);
+  JobWrite out(dir);
   Plan plan = make_plan(options);
   PlantedJob p;
   p.job.dir = dir;
   p.job.world_size = options.ranks;
   p.job.backend = "nccl";
   for (int64_t r = 0; r < options.ranks; ++r) {
-    p.job.ranks.push_back(
-        {.rank = r, .trace = fmt::format("rank-{:05}.db", r), .source = "loupe synth", .host = host_of(r)});
+    p.job.ranks.push_back({.rank = r, .trace = out.trace_name(r), .source = "loupe synth", .host = host_of(r)});
   }
-  std::vector<uint64_t> rows = write_ranks(plan, p.job);
+  std::vector<uint64_t> rows = write_ranks(plan, p.job, out);
   for (size_t r = 0; r < rows.size(); ++r) p.job.ranks[r].events = rows[r];
-  write_job_index(p.job);
+  out.commit(p.job);
   p.steps = plan.steps;
   p.collectives_per_step = kBuckets;
   p.bucket_bytes = kBucketBytes;

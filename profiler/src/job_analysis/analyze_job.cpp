@@ -10,32 +10,9 @@
 #include <thread>
 
 #include "job_analysis/job_context.h"
+#include "loupe/prof/safe_text.h"
 
 namespace loupe::prof {
-
-namespace job {
-
-std::string ranks_label(const std::vector<int64_t>& ranks) {
-  if (ranks.size() == 1) return fmt::format("rank {}", ranks[0]);
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (j - i >= 2) {
-      parts.push_back(fmt::format("{}-{}", ranks[i], ranks[j]));
-    } else {
-      for (size_t k = i; k <= j; ++k) parts.push_back(std::to_string(ranks[k]));
-    }
-    i = j + 1;
-  }
-  std::string out = "ranks ";
-  for (size_t i = 0; i < parts.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
-  }
-  return out;
-}
-
-}  // namespace job
 
 namespace {
 
@@ -82,18 +59,17 @@ struct MapQueue {
   }
 };
 
-}  // namespace
-
-JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options) {
-  Job job_index = read_job(dir);
-  size_t n = job_index.ranks.size();
+// One pass of the map and the reduce over the job as `job` lists it;
+// `unread` counts the ranks that could not be read.
+JobReport analyze_once(const Job& job, const JobAnalysisOptions& options, size_t& unread) {
+  size_t n = job.ranks.size();
   unsigned cores = options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
   MapQueue queue(n, 2 * size_t(cores));
   auto worker = [&] {
     while (std::optional<size_t> i = queue.take()) {
-      const JobRank& r = job_index.ranks[*i];
+      const JobRank& r = job.ranks[*i];
       try {
-        RankSummary s = summarize_rank(job_index.trace_path(r), r.rank, options.rank);
+        RankSummary s = summarize_rank(job.trace_path(r), r.rank, job.world_size, options.rank);
         if (!r.host.empty()) s.host = r.host;
         queue.put(*i, std::move(s), "");
       } catch (const std::exception& e) {
@@ -103,13 +79,15 @@ JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options)
   };
   std::vector<std::thread> pool;
   for (unsigned i = 0; i < std::min<size_t>(cores, n); ++i) pool.emplace_back(worker);
-  JobReducer reducer(job_index, options);
+  JobReducer reducer(job, options);
+  unread = 0;
   try {
     for (size_t i = 0; i < n; ++i) {
       auto [summary, error] = queue.wait_for(i);
       if (summary) {
         reducer.add(std::move(*summary));
       } else {
+        ++unread;
         reducer.add_problem(std::move(error));
       }
     }
@@ -120,6 +98,31 @@ JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options)
   }
   for (auto& t : pool) t.join();
   return reducer.finish();
+}
+
+}  // namespace
+
+JobReport analyze_job(const std::string& dir, const JobAnalysisOptions& options) {
+  // A job written over while it is read loses its old traces once the new
+  // index is in place: a rank that could not be read because of that
+  // makes the whole new job read again.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    Job job = read_job(dir);
+    size_t unread = 0;
+    try {
+      JobReport report = analyze_once(job, options, unread);
+      if (unread == 0 || !job_replaced(job)) return report;
+    } catch (const JobError&) {
+      if (!job_replaced(job)) throw;
+    }
+    if (attempt == kAttempts) {
+      throw JobError(
+          fmt::format("{}: the job was written over {} times while it was read; read it again once it is "
+                      "written",
+                      printable(dir), kAttempts));
+    }
+  }
 }
 
 }  // namespace loupe::prof

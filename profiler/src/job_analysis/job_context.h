@@ -96,8 +96,4 @@ void rule_stragglers(const JobContext& ctx, JobReport& report);
 void rule_collectives(const JobContext& ctx, JobReport& report);
 void rule_imbalance(JobContext& ctx, JobReport& report);
 
-// "rank 3", "ranks 3, 5 and 9", "ranks 2-127" (runs of three or more
-// consecutive ranks as a range).
-std::string ranks_label(const std::vector<int64_t>& ranks);
-
 }  // namespace loupe::prof::job

@@ -14,6 +14,7 @@
 #include "job_analysis/clock_alignment.h"
 #include "job_analysis/collective_table.h"
 #include "job_analysis/job_context.h"
+#include "loupe/prof/safe_text.h"
 #include "loupe/prof/units.h"
 
 namespace loupe::prof {
@@ -88,7 +89,7 @@ std::string silent_problem(const std::vector<int64_t>& silent, uint64_t kernels)
                               "be told from this trace",
                               kernels);
   return fmt::format("{}: {}; nothing to compare with the other ranks, left out of the cross-rank analyses",
-                     job::ranks_label(silent), why);
+                     ranks_label(silent), why);
 }
 
 std::string unaligned_problem(const job::JobContext& ctx) {
@@ -100,7 +101,7 @@ std::string unaligned_problem(const job::JobContext& ctx) {
   return fmt::format(
       "{}: no collective in common with rank {} or a rank aligned with it; their clocks are used as they are, so "
       "their waits may be off by the clocks' difference",
-      job::ranks_label(unaligned), ctx.clocks.front().rank);
+      ranks_label(unaligned), ctx.clocks.front().rank);
 }
 
 // The job's extent on the aligned timeline, and the distinct steps of its
@@ -258,7 +259,7 @@ void JobReducer::add(RankSummary summary) {
 std::vector<std::string> JobReducer::State::problems() const {
   std::vector<std::string> out = unreadable;
   if (!job.missing.empty()) {
-    out.push_back(fmt::format("{}: no trace in the job ({} of {})", job::ranks_label(job.missing), job.missing.size(),
+    out.push_back(fmt::format("{}: no trace in the job ({} of {})", ranks_label(job.missing), job.missing.size(),
                               job.world_size));
   }
   for (const JobFailure& f : job.failures) out.push_back(fmt::format("{}: not imported: {}", f.source, f.error));
@@ -271,6 +272,13 @@ std::vector<std::string> JobReducer::State::problems() const {
 JobReport JobReducer::finish() {
   State& st = *state_;
   job::JobContext& ctx = st.ctx;
+  // A report of no rank would read as a job with nothing wrong: a CI gate
+  // would pass on files it could not read.
+  if (st.rank_metrics.empty()) {
+    std::vector<std::string> why = st.problems();
+    throw JobError(fmt::format("{}: no rank of the job could be read{}{}", printable(st.job.dir),
+                               why.empty() ? "" : ": ", why.empty() ? "" : why.front()));
+  }
   for (size_t r : st.pending) st.fold(r);  // linked to no aligned rank: on their own clocks
   st.pending.clear();
   ctx.waits = st.waits();

@@ -1,13 +1,18 @@
 // summarize_rank: the map of a job's analysis. One rank's trace is read
 // and analysed on its own; what the reduce needs is kept, and the model is
 // dropped before the next rank is read, so memory holds one rank at a time.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "job_analysis/job_context.h"
 #include "loupe/prof/job_analysis.h"
+#include "loupe/prof/safe_text.h"
 #include "loupe/prof/trace_reader.h"
 
 namespace loupe::prof {
@@ -119,10 +124,33 @@ std::vector<std::pair<std::string, int64_t>> idle_of(const AnalysisReport& repor
   return largest(std::move(by_cause), kGapCauses);
 }
 
+// The trace's own word on its rank and job size, where it has one, agrees
+// with the index's.
+void check_rank_meta(const TraceModel& m, const std::string& trace, int64_t rank, int64_t world_size) {
+  auto said = [&](const char* key) -> std::optional<int64_t> {
+    auto it = m.info.meta.find(key);
+    int64_t v = 0;
+    if (it == m.info.meta.end()) return std::nullopt;
+    const std::string& text = it->second;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return v;
+  };
+  if (std::optional<int64_t> r = said("rank"); r && *r != rank) {
+    throw JobError(fmt::format("{} says it is rank {} (meta.rank), but the job's index lists it as rank {}",
+                               printable(trace), *r, rank));
+  }
+  if (std::optional<int64_t> n = said("world_size"); n && *n != world_size) {
+    throw JobError(fmt::format("{} says it is a rank of a job of {} ranks (meta.world_size), but the job has {}",
+                               printable(trace), *n, world_size));
+  }
+}
+
 }  // namespace
 
-RankSummary summarize_rank(const std::string& trace, int64_t rank, const AnalysisOptions& options) {
+RankSummary summarize_rank(const std::string& trace, int64_t rank, int64_t world_size, const AnalysisOptions& options) {
   TraceModel m = load_trace(trace, {.threads = 1});  // the map runs a rank per core
+  check_rank_meta(m, trace, rank, world_size);
   AnalysisReport report = analyze(m, options);
   RankSummary s;
   s.rank = rank;

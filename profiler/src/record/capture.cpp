@@ -1,6 +1,7 @@
 #include "loupe/prof/capture.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -59,6 +61,43 @@ void restore_sigxfsz() {
 std::mutex g_capture_mu;
 bool g_capture_exists = false;
 
+// fork() copies the process with the forking thread alone: a capture's
+// drainer and writer are not in the child, and its file is the parent's.
+// The child records nothing (until it starts a capture of its own), and a
+// capture it inherited stands down when stopped (Capture::State::owner).
+// The locks another thread may hold at the fork are taken around it, so
+// that the child's copies are free.
+void before_fork() {
+  g_capture_mu.lock();
+  detail::Registry::get().mu.lock();
+  detail::Registry::get().drain_mu.lock();
+}
+void after_fork_in_parent() {
+  detail::Registry::get().drain_mu.unlock();
+  detail::Registry::get().mu.unlock();
+  g_capture_mu.unlock();
+}
+void after_fork_in_child() {
+  detail::Registry& reg = detail::Registry::get();
+  if ((detail::g_generation.load(std::memory_order_relaxed) & 1) != 0) {
+    detail::g_generation.fetch_add(1, std::memory_order_acq_rel);  // even: not recording
+  }
+  reg.capture_active = false;
+  // A drainer may have been waiting on it: a condition variable with a
+  // waiter the child does not have is begun afresh.
+  new (&reg.drain_cv) std::condition_variable;
+  reg.drain_mu.unlock();
+  reg.mu.unlock();
+  g_capture_exists = false;
+  g_ignoring_sigxfsz = false;  // the child's own setting is left as it is
+  g_capture_mu.unlock();
+}
+
+void handle_forks() {
+  static const bool registered = ::pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+  (void)registered;
+}
+
 // Two threads serve a capture. The drainer empties the threads' rings into
 // a pending buffer; it only copies, so it keeps draining while the writer
 // spends a commit inside SQLite. It drains every 2 ms while rings fill
@@ -91,6 +130,7 @@ std::string host_name() {
 
 struct Capture::State {
   CaptureOptions options;
+  pid_t owner = ::getpid();  // the process recording; a forked child is not
   std::unique_ptr<TraceWriter> writer;
   bool started = false;  // the file was created and recording began
   TickConverter clock;
@@ -164,6 +204,7 @@ void on_capture_stop(void (*hook)()) {
 }
 
 Capture::Capture(CaptureOptions options) : state_(new State) {
+  handle_forks();
   State& s = *state_;
   s.options = std::move(options);
   {
@@ -224,7 +265,17 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
   run_hooks(&Hooks::start);
 }
 
-Capture::~Capture() { stop(); }
+Capture::~Capture() {
+  stop();
+  // In a forked child the state of a capture the parent was recording
+  // holds the parent's threads, which the child does not have: it is kept
+  // as it is, never destroyed (and stays reachable, so no leak checker
+  // takes it for one).
+  if (::getpid() != state_->owner && state_->drainer_thread.joinable()) {
+    [[maybe_unused]] static State* volatile inherited = nullptr;  // volatile: the store is kept
+    inherited = state_.release();
+  }
+}
 
 bool Capture::ok() const {
   std::lock_guard lock(state_->stats_mu);
@@ -240,6 +291,10 @@ CaptureStats Capture::stats() const {
 void Capture::stop() {
   State& s = *state_;
   if (s.stopped) return;
+  if (::getpid() != s.owner) {
+    s.stopped = true;  // the parent's capture: the parent stops it
+    return;
+  }
   // Collectors hand over what they hold while the capture still records.
   run_hooks(&Hooks::stop);
   s.stopped = true;

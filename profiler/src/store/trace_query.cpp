@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "loupe/prof/trace_reader.h"
 #include "store/open_trace.h"
@@ -16,6 +19,9 @@ namespace loupe::prof {
 using store::Stmt;
 
 namespace {
+
+constexpr double kMaxQueryTimeoutSeconds = 100.0 * 365 * 24 * 3600;
+constexpr int kMaxQueryValueBytes = 64 << 20;
 
 // The time a statement has spent inside sqlite3_step(), checked by SQLite's
 // progress handler every few thousand virtual machine instructions.
@@ -36,11 +42,19 @@ void query_trace(const std::string& path, const std::string& sql,
                  const std::function<void(const QueryRow&)>& on_row, double timeout_seconds) {
   // The same gate as load_trace: a table replaced by a view (which could
   // recurse forever) or of the wrong shape is refused before any query.
+  if (std::isnan(timeout_seconds)) throw std::invalid_argument("the query's timeout is not a number");
   store::Db db = store::open_trace(path);
   QueryClock clock;
   clock.limited = timeout_seconds > 0;
-  clock.limit = std::chrono::duration_cast<QueryClock::Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  // A timeout past a century is no limit in practice, and beyond 292 years
+  // it would not fit the clock's 64 bits of nanoseconds.
+  double seconds = std::min(timeout_seconds, kMaxQueryTimeoutSeconds);
+  clock.limit = std::chrono::duration_cast<QueryClock::Clock::duration>(std::chrono::duration<double>(seconds));
   sqlite3_progress_handler(db.get(), 10000, &QueryClock::check, &clock);
+  // A value a query makes (zeroblob(4e8), a printf two billion characters
+  // wide) is bounded, so that a query cannot take gigabytes; SQLite stops
+  // it with "string or blob too big".
+  sqlite3_limit(db.get(), SQLITE_LIMIT_LENGTH, kMaxQueryValueBytes);
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
   if (sqlite3_prepare_v2(db.get(), sql.c_str(), int(sql.size()), &raw, &tail) != SQLITE_OK) {

@@ -37,7 +37,7 @@ constexpr int64_t kMinKey = std::numeric_limits<int64_t>::min();
 
 // What the reader requires of a stored value: the checks of
 // trace_tables.h.
-enum class Check { integer, u32, count, level, id64, string, callsite, kind, flag, real, text };
+using Check = ColumnCheck;
 
 // One stored value of a column of type T, read through CheckedRow, which
 // checks its type and range. Whether a string or call site id names an
@@ -215,6 +215,10 @@ class TableLoader : public TableLoaderBase {
     std::vector<Track>& pieces = pieces_[unit_slot - first_unit_];
     Track* cur = nullptr;
     int64_t cur_a = 0, cur_b = 0;
+    // The unit's rows are reserved once, for the first track: a unit of
+    // many small tracks (200,000 streams) must not reserve its rows for
+    // each of them; the others grow as they are read.
+    int64_t unreserved = u.rows_hint;
     CheckedRow row(s, D::columns);
     while (s.step()) {
       try {
@@ -225,7 +229,7 @@ class TableLoader : public TableLoaderBase {
           D::set_key(*cur, row);
           cur_a = a;
           cur_b = b;
-          reserve(*cur, u.rows_hint);
+          reserve(*cur, std::exchange(unreserved, 0));
         }
         D::append(*cur, row);
       } catch (const StoreError& e) {

@@ -65,8 +65,12 @@ struct RankSummary {
   TraceMetrics metrics;                                   // its own analysis's, for a trace's budgets on every rank
 };
 
-// Reads one rank's trace (throws TraceError) and summarises it.
-RankSummary summarize_rank(const std::string& trace, int64_t rank, const AnalysisOptions& options = {});
+// Reads one rank's trace (throws TraceError) and summarises it. The trace
+// must not say it is another rank, or a rank of a job of another size,
+// than the job's index says (meta.rank, meta.world_size): a swapped or
+// copied file would blame the wrong rank (throws JobError).
+RankSummary summarize_rank(const std::string& trace, int64_t rank, int64_t world_size,
+                           const AnalysisOptions& options = {});
 
 // A summary as JSON text and back, exactly: what a map task on another
 // machine returns (python/loupe/jobs.py). Reading throws JobError naming

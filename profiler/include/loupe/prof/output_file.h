@@ -8,10 +8,14 @@
 // which is written through); a device node, FIFO or directory is refused,
 // and so is a target that is the same file as one of the command's inputs.
 // SQLite's files beside the target (-wal, -shm, -journal) belong to the
-// old content and go with it. docs/reliability.md states these promises.
+// old content and go with it. A command stopped by Ctrl-C leaves no
+// temporary file (remove_temporaries_on_signal). docs/reliability.md
+// states these promises.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +28,41 @@ namespace loupe::prof {
 // FileError naming the path and the problem.
 void check_output_path(const std::string& path, const std::vector<std::string>& inputs = {});
 
+// What an output path that is a symbolic link gets.
+enum class OutputLink : uint8_t {
+  write_through,  // the file it names is replaced; the link stays
+  refuse,         // refused: a file of a folder loupe owns (a job's index) is never a link
+};
+
+// Ctrl-C (SIGINT), SIGTERM and SIGHUP first remove the temporary files
+// being written (every OutputFile's, and the paths a RemovedOnSignal
+// guards, with their SQLite files), then end the process as the signal
+// would have. Installed by loupe's own commands, never in a program loupe
+// records, whose signals are its own; a signal that was ignored stays
+// ignored.
+void remove_temporaries_on_signal();
+
+// Guards `path` for removal on those signals while it lives: a file being
+// written that is not complete. At most 64 paths are guarded at once; one
+// beyond that is not (whoever writes there next removes it).
+class RemovedOnSignal {
+ public:
+  explicit RemovedOnSignal(const std::string& path);
+  ~RemovedOnSignal();
+  RemovedOnSignal(RemovedOnSignal&& other) noexcept : slot_(other.slot_) { other.slot_ = -1; }
+  RemovedOnSignal& operator=(RemovedOnSignal&&) = delete;
+  RemovedOnSignal(const RemovedOnSignal&) = delete;
+
+ private:
+  int slot_ = -1;
+};
+
 class OutputFile {
  public:
   // Checks the target (as check_output_path) and creates the temporary
   // file beside it. Throws FileError.
-  explicit OutputFile(const std::string& path, const std::vector<std::string>& inputs = {});
+  explicit OutputFile(const std::string& path, const std::vector<std::string>& inputs = {},
+                      OutputLink link = OutputLink::write_through);
   // Removes the temporary file (and any SQLite files beside it) unless
   // commit() succeeded.
   ~OutputFile();
@@ -51,6 +85,8 @@ class OutputFile {
  private:
   std::string path_, target_, temp_;
   std::vector<std::string> inputs_;
+  OutputLink link_;
+  std::optional<RemovedOnSignal> guard_;
   int fd_ = -1;
   std::FILE* stream_ = nullptr;
   bool committed_ = false;

@@ -23,8 +23,9 @@ inline constexpr double kDefaultQueryTimeoutSeconds = 300;
 // Runs one read-only statement on a file that passes the same checks as
 // load_trace(); `on_columns` is called once with the column names, then
 // `on_row` for each row. A statement that would modify the file, is not
-// valid SQL, or runs longer than `timeout_seconds` (0: no limit) raises
-// TraceError with the reason.
+// valid SQL, runs longer than `timeout_seconds` (0: no limit; a century at
+// most), or makes a value larger than 64 MiB raises TraceError with the
+// reason.
 void query_trace(const std::string& path, const std::string& sql,
                  const std::function<void(const std::vector<std::string>&)>& on_columns,
                  const std::function<void(const QueryRow&)>& on_row,

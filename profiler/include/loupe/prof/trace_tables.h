@@ -35,6 +35,17 @@
 // table's durations add up to less than 2^60; times lie within +-2^62 ns.
 #pragma once
 
+#include <cstdint>
+
+namespace loupe::prof {
+
+// The checks above, as values: a column's `check` token names one
+// (ColumnCheck::count). The reader applies them to what it reads, and an
+// importer to what it would write.
+enum class ColumnCheck : uint8_t { integer, u32, count, level, id64, string, callsite, kind, flag, real, text };
+
+}  // namespace loupe::prof
+
 #define LOUPE_EVENT_TABLES(T)                            \
   T(HostSpanRow, HostSpans, host_spans, host_spans)      \
   T(InstantRow, Instants, instants, instants)            \
