@@ -7,7 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "loupe/prof/capture.h"
 #include "loupe/prof/clock.h"
@@ -124,6 +129,66 @@ TEST(Fault, AReaderWhileTheTraceIsWrittenSeesAGrowingPrefix) {
   EXPECT_GT(last, 0u);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
+}
+
+// The instants' names of a trace, in time order.
+std::vector<std::string> instant_names(const std::string& path) {
+  TraceModel m = load_trace(path);
+  std::vector<std::pair<int64_t, std::string>> named;
+  for (const Instants& t : m.instants) {
+    for (size_t i = 0; i < t.size(); ++i) named.emplace_back(t.time[i], m.str(t.name[i]));
+  }
+  std::sort(named.begin(), named.end());
+  std::vector<std::string> names;
+  for (auto& [time, name] : named) names.push_back(name);
+  return names;
+}
+
+// A program that forks under a capture (a DataLoader worker, a process
+// pool): the child records nothing, stopping and destroying the capture it
+// inherited returns at once and leaves it to the parent (destroying it
+// waited forever on a condition variable the parent's writer thread was
+// waiting on), and the child may start a capture of its own.
+TEST(Fault, AForkedChildLeavesTheCaptureToItsParent) {
+  loupe::test::TempDir dir;
+  std::string parent = dir.file("parent.db"), child = dir.file("child.db");
+  auto capture = std::make_unique<Capture>(CaptureOptions{.path = parent});
+  instant("parent before fork");
+  // As in a real program, the capture's threads are waiting when it forks:
+  // a condition variable with a waiter the child does not have can never be
+  // destroyed there.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  pid_t pid = fork();
+  if (pid == 0) {
+    bool recording = capturing();
+    instant("child inherited");
+    capture->stop();
+    capture.reset();
+#ifndef __SANITIZE_THREAD__  // ThreadSanitizer refuses threads started after a fork
+    Capture own({.path = child});
+    instant("child's own");
+    own.stop();
+#endif
+    _exit(recording ? 3 : 0);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL() << "the child hung stopping the capture it inherited";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child was not recording: status " << status;
+  instant("parent after fork");
+  capture.reset();
+  EXPECT_EQ(instant_names(parent), (std::vector<std::string>{"parent before fork", "parent after fork"}));
+#ifndef __SANITIZE_THREAD__
+  EXPECT_EQ(instant_names(child), (std::vector<std::string>{"child's own"}));
+#endif
 }
 
 TEST(Fault, SixtyFourThreadsWithSmallBuffersCountEveryEvent) {
