@@ -92,7 +92,9 @@ JobWrite::JobWrite(const std::string& dir) : dir_(dir) {
   }
   lock_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lock_fd_ < 0) throw JobError(fmt::format("{}: cannot open the folder: {}", printable(dir), std::strerror(errno)));
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  // A file system without locks (some network ones) still takes a job:
+  // the write is then as safe as its one writer at a time.
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0 && errno != ENOLCK && errno != EOPNOTSUPP && errno != EINVAL) {
     int err = errno;
     ::close(lock_fd_);
     lock_fd_ = -1;
