@@ -53,6 +53,14 @@ void check_finding(const Finding& f, const AnalysisReport& r, const AnalysisOpti
     double width = double(r.steps.p90_ns - r.steps.p10_ns) / double(r.steps.median_ns);
     EXPECT_LE(width, o.steady_width) << f.suggestion;
   }
+  // Severity follows cost: a rule graded by its share of the window warns
+  // only at that share.
+  if (f.severity != Severity::info && f.rule == "transfer") {
+    EXPECT_GE(f.impact_fraction, o.transfer_warning_fraction) << "a warning worth less than its share";
+  }
+  if (f.severity != Severity::info && f.rule == "communication") {
+    EXPECT_GE(f.impact_fraction, o.communication_warning_fraction) << "a warning worth less than its share";
+  }
   if (f.title.find("launch-bound") != std::string::npos) {
     EXPECT_GE(f.impact_fraction, o.launch_bound_fraction) << "launch-bound while the device seldom waited";
   }

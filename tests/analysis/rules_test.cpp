@@ -516,6 +516,43 @@ TEST_F(Rules, SyncReadEveryStep) {
   EXPECT_DOUBLE_EQ(r.metrics.sync_transfers_per_step, 1.0);
 }
 
+// A habit of every step that costs the device under `transfer_warning` of
+// the window is information, and says how minor it is: steps of 100 us,
+// each read returning 50 ns after the step's kernel ends at 99 us, the next
+// launch at 100 us: 950 ns of idle after 9 of the 10 reads (the last is at
+// the window's end), 8,550 ns of a 999,000 ns window (0.86%).
+TEST_F(Rules, ASmallTransferHabitIsInformationAndSaysHowSmall) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("train.cpp", 88);
+  for (int s = 0; s < 10; ++s) {
+    int64_t base = s * 100'000;
+    t.step(0, s, base, 100'000);
+    t.op(0, 0, base, 99'000);
+    t.transfer(0, base + 100, 98'950, CopyKind::device_to_host, true, HostMemory::pageable, site);
+  }
+  TraceModel m = t.load();
+  AnalysisReport r = analyze(m);
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 9 * 950);
+  EXPECT_EQ(r.window_end - r.window_start, 999'000);
+  EXPECT_EQ(f[0]->severity, Severity::info);
+  EXPECT_EQ(f[0]->suggestion.rfind("minor: 0.9% of the window, under the 1.0% at which this rule warns; keep the value "
+                                   "on the device",
+                                   0),
+            0u)
+      << f[0]->suggestion;
+  // At a lower threshold, the same habit is a warning, its advice as is.
+  AnalysisOptions o;
+  o.transfer_warning_fraction = 0.005;
+  AnalysisReport lower = analyze(m, o);
+  auto w = by_rule(lower, "transfer");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0]->severity, Severity::warning);
+  EXPECT_EQ(w[0]->suggestion.rfind("keep the value on the device", 0), 0u) << w[0]->suggestion;
+}
+
 // Work queued before a read returned that starts late (held by an event on
 // another stream) is the device's own wait: the read caused only the idle
 // after that work, until the host's next launch.

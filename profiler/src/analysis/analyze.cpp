@@ -9,6 +9,7 @@
 #include "analysis/context.h"
 #include "analysis/rules.h"
 #include "loupe/prof/analysis.h"
+#include "loupe/prof/units.h"
 
 namespace loupe::prof {
 
@@ -24,6 +25,20 @@ bool is_collective_kernel(std::string_view name) {
   // 2.19 on), and RCCL's kernels, which keep these names.
   return name.starts_with("ncclKernel") || name.starts_with("ncclDevKernel") || name.starts_with("rcclKernel");
 }
+
+namespace analysis {
+
+void grade_by_share(const Context& ctx, double warning_fraction, Finding& f) {
+  double window = double(std::max<int64_t>(ctx.window(), 1));
+  f.severity = double(f.impact_ns) >= warning_fraction * window ? Severity::warning : Severity::info;
+  if (f.severity == Severity::info) {
+    f.suggestion =
+        fmt::format("minor: {} of the window, under the {} at which this rule warns; {}",
+                    format_percent(double(f.impact_ns) / window), format_percent(warning_fraction), f.suggestion);
+  }
+}
+
+}  // namespace analysis
 
 std::string_view name_of(GapCause c) {
   static constexpr std::string_view names[kGapCauses] = {"compile",     "sync",        "host-work", "launch",
@@ -105,6 +120,8 @@ const std::vector<Parameter>& parameters() {
             &AnalysisOptions::recurring_per_step),
       param("recurring_without_steps", "transfer: count that counts as recurring in a trace without steps",
             &AnalysisOptions::recurring_without_steps),
+      param("transfer_warning", "transfer: device idle a habit caused, as a share of the window, that makes a warning",
+            &AnalysisOptions::transfer_warning_fraction),
       param("tiny_kernel", "tiny-kernels: duration under which a kernel without a launch is tiny (ns; units allowed)",
             &AnalysisOptions::tiny_kernel_ns, true),
       param("tiny_fraction", "tiny-kernels: share of kernels that must be tiny for a warning",

@@ -211,8 +211,6 @@ void add_finding(const Context& ctx, const StepStats& steps, const DeviceActivit
   f.rule = "communication";
   f.devices = {d.device};
   f.impact_ns = exposed.length();  // inside the device's window, so within the active window
-  f.severity =
-      double(f.impact_ns) >= ctx.options.communication_warning_fraction * window ? Severity::warning : Severity::info;
   f.title = fmt::format(
       "{}: {} of collective communication not overlapped by compute ({} of the window); {} of "
       "collective time overlaps compute",
@@ -236,13 +234,7 @@ void add_finding(const Context& ctx, const StepStats& steps, const DeviceActivit
   f.suggestion = hidden * 2 < total ? overlap_advice(ctx, c, exposed.length())
                                     : "most collective time is hidden behind compute; what remains exposed is the tail "
                                       "of each step's communication";
-  // Under the warning share the advice still holds, but its gain is small:
-  // say so first, so that a few microseconds are not read as a problem.
-  if (f.severity == Severity::info) {
-    f.suggestion = fmt::format("minor: {} of the window, under the {} at which this rule warns; {}",
-                               format_percent(double(f.impact_ns) / window),
-                               format_percent(ctx.options.communication_warning_fraction), f.suggestion);
-  }
+  grade_by_share(ctx, ctx.options.communication_warning_fraction, f);
   out.push_back(std::move(f));
 }
 

@@ -31,4 +31,10 @@ double tiny_kernel_fraction(const Context& ctx);
 std::string device_label(const Context& ctx, uint32_t device);
 std::string thread_label(const Context& ctx, uint32_t thread);
 
+// Severity by cost: a warning when the finding's impact is at least
+// `warning_fraction` of the active window; else information, its
+// suggestion (set before) then starting with "minor", the share and the
+// threshold, so that a few microseconds are not read as a problem.
+void grade_by_share(const Context& ctx, double warning_fraction, Finding& f);
+
 }  // namespace loupe::prof::analysis

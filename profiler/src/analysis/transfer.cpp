@@ -193,9 +193,6 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
                                              : "device idle after them cannot be told (no device operations traced)";
     Finding f;
     f.rule = "transfer";
-    // A habit of every step that costs the device idle time is a problem;
-    // one that costs none, or that cannot be told to recur, is information.
-    f.severity = has_steps && idle_ns > 0 ? Severity::warning : Severity::info;
     f.devices = devices;
     f.threads = g.threads;
     f.impact_ns = idle_ns;
@@ -235,6 +232,13 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
               [](const TimeRange& a, const TimeRange& b) { return a.end - a.start > b.end - b.start; });
     g.ranges.resize(std::min<size_t>(g.ranges.size(), 20));
     f.ranges = std::move(g.ranges);
+    // A habit of every step is a problem by what it costs the device; one
+    // that cannot be told to recur is information.
+    if (has_steps) {
+      grade_by_share(ctx, opt.transfer_warning_fraction, f);
+    } else {
+      f.severity = Severity::info;
+    }
     out.push_back(std::move(f));
   }
 }
