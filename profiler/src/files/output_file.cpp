@@ -83,11 +83,6 @@ void check_not_an_input(const std::string& path, const Target& t, const std::vec
   }
 }
 
-void remove_with_sidecars(const std::string& path) {
-  ::unlink(path.c_str());
-  for (const char* s : kSidecars) ::unlink((path + s).c_str());
-}
-
 // The paths removed on a signal. A signal handler may only read memory
 // and call async-signal-safe functions (unlink), so each slot is a fixed
 // buffer of atomic characters, and a sequence number, odd while a guard
@@ -133,6 +128,11 @@ void remove_and_die(int sig) {
 }
 
 }  // namespace
+
+void remove_with_sidecars(const std::string& path) {
+  ::unlink(path.c_str());
+  for (const char* s : kSidecars) ::unlink((path + s).c_str());
+}
 
 void remove_temporaries_on_signal() {
   for (int sig : kCleanedSignals) {

@@ -66,18 +66,6 @@ std::vector<std::string> entries_of(const std::string& dir) {
   return names;
 }
 
-void remove_with_sidecars(const std::string& path) {
-  ::unlink(path.c_str());
-  for (const char* s : {"-wal", "-shm", "-journal"}) ::unlink((path + s).c_str());
-}
-
-void sync_folder(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
 
 JobWrite::JobWrite(const std::string& dir) : dir_(dir) {
@@ -216,7 +204,7 @@ void JobWrite::remove_unkept(const Job& job) {
       if (kept.count(r.trace) == 0) remove_with_sidecars(old_->trace_path(r));
     }
   }
-  sync_folder(dir_);
+  ::fsync(lock_fd_);  // the removals survive a power loss
 }
 
 }  // namespace loupe::prof

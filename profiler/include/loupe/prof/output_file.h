@@ -28,6 +28,10 @@ namespace loupe::prof {
 // FileError naming the path and the problem.
 void check_output_path(const std::string& path, const std::vector<std::string>& inputs = {});
 
+// Removes `path` and SQLite's files beside it (-wal, -shm, -journal),
+// which belong to its content; what does not exist is skipped.
+void remove_with_sidecars(const std::string& path);
+
 // What an output path that is a symbolic link gets.
 enum class OutputLink : uint8_t {
   write_through,  // the file it names is replaced; the link stays
