@@ -125,7 +125,7 @@ struct AnalysisOptions {
   double recurring_per_step = 0.5;  // transfer: how often counts as "every step"
   uint64_t recurring_without_steps = 10;
   double transfer_warning_fraction = 0.01;  // transfer: device idle caused, as a share of the window
-  int64_t tiny_kernel_ns = 10'000;  // when a kernel has no launch to compare with
+  int64_t tiny_kernel_ns = 10'000;          // when a kernel has no launch to compare with
   double tiny_fraction_warning = 0.5;
   uint64_t tiny_min_kernels = 100;
   double launch_bound_fraction = 0.10;           // of the window idle waiting for launches
