@@ -18,6 +18,7 @@ namespace {
 struct AnalyzeArgs {
   std::string path;
   std::string format = "text";
+  bool all = false;
   AnalysisArgs analysis;
 };
 
@@ -28,6 +29,7 @@ void add_options(CLI::App& cmd, AnalyzeArgs& args) {
       "tiny kernels, async timing, steps, communication (docs/analyses.md)");
   cmd.add_option("FILE", args.path, "trace file, or a job's folder (loupe import -o DIR)")->required();
   cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
+  cmd.add_flag("--all", args.all, "text: findings of information in full, not one line each");
   add_analysis_options(cmd, args.analysis);
 }
 
@@ -51,7 +53,7 @@ int run_analyze(const AnalyzeArgs& args) {
   std::string out;
   if (args.format == "json") out = prof::report_json(report);
   else if (args.format == "markdown") out = prof::report_markdown(report);
-  else out = prof::report_text(report, isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR"));
+  else out = prof::report_text(report, {.color = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR"), .all = args.all});
   std::fputs(out.c_str(), stdout);
   return kExitOk;
 }

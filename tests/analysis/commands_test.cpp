@@ -187,7 +187,7 @@ TEST(FindingsText, ALongKeyDoesNotPushTheOtherValuesAway) {
   f.evidence = {{"peak allocated", "1.00 GiB"},
                 {"out-of-memory", "0"},
                 {"live at peak: " + std::string(60, 'x'), "989.4 MiB in 143 blocks"}};
-  std::string text = findings_text({f}, false);
+  std::string text = findings_text({f}, {.all = true});
   EXPECT_NE(text.find("\n    peak allocated  1.00 GiB\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\n    out-of-memory   0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\n    live at peak: " + std::string(60, 'x') + "  989.4 MiB in 143 blocks\n"), std::string::npos)

@@ -33,6 +33,14 @@ std::string evidence(const Finding& f, const std::string& key) {
   return "<missing " + key + ">";
 }
 
+std::vector<std::string> evidence_all(const Finding& f, const std::string& key) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : f.evidence) {
+    if (k == key) out.push_back(v);
+  }
+  return out;
+}
+
 // ---- idle-gap ---------------------------------------------------------------
 
 TEST_F(Rules, BusyTimeIsTheUnionOverStreams) {
@@ -551,6 +559,48 @@ TEST_F(Rules, ASmallTransferHabitIsInformationAndSaysHowSmall) {
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0]->severity, Severity::warning);
   EXPECT_EQ(w[0]->suggestion.rfind("keep the value on the device", 0), 0u) << w[0]->suggestion;
+}
+
+// Reads of one habit are one finding: two ops under "## data_load ##" read
+// back every step, and one under "## forward ##" does too. By hand, per
+// step of 100 us: op [0, 1 us); the data_load reads at [2, 3) and [5, 6) us,
+// the forward read at [20, 21) us; ops at [10, 11) and [30, 31) us, whose
+// launches are not recorded. The first read leaves the device idle [3, 10),
+// the second [6, 10): the habit's union is 7 us a step, 28 us in 4 steps
+// (aten::item's alone too, aten::to's 16 us); forward's [21, 30) is 36 us.
+TEST_F(Rules, ReadsOfOneHabitAreOneFindingWithTheirCallSites) {
+  auto t = trace();
+  t.device(0);
+  for (int s = 0; s < 4; ++s) {
+    const int64_t base = s * 100'000;
+    t.step(0, s, base, 100'000);
+    t.op(0, 0, base, 1'000);
+    t.span(0, base + 1'500, 7'000, "## data_load ##", SpanKind::user, 0);
+    t.span(0, base + 1'800, 1'500, "aten::item", SpanKind::user, 1);
+    t.span(0, base + 4'800, 1'500, "aten::to", SpanKind::user, 1);
+    t.transfer(0, base + 2'000, 1'000, CopyKind::device_to_host, true, HostMemory::pageable, 0);
+    t.transfer(0, base + 5'000, 1'000, CopyKind::device_to_host, true, HostMemory::pageable, 0);
+    t.op(0, 0, base + 10'000, 1'000);
+    t.span(0, base + 19'000, 3'000, "## forward ##", SpanKind::user, 0);
+    t.span(0, base + 19'500, 2'000, "aten::item", SpanKind::user, 1);
+    t.transfer(0, base + 20'000, 1'000, CopyKind::device_to_host, true, HostMemory::pageable, 0);
+    t.op(0, 0, base + 30'000, 1'000);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 2u);
+  const Finding* load = f[0]->impact_ns == 28'000 ? f[0] : f[1];
+  const Finding* forward = load == f[0] ? f[1] : f[0];
+  EXPECT_EQ(load->impact_ns, 28'000);
+  EXPECT_EQ(evidence(*load, "habit"), "2 call sites under ## data_load ##");
+  EXPECT_EQ(evidence_all(*load, "call site"),
+            (std::vector<std::string>{"## data_load ## > aten::item: 4 times, device idle 28.000 us",
+                                      "## data_load ## > aten::to: 4 times, device idle 16.000 us"}));
+  EXPECT_NE(load->title.find("at ## data_load ## (2 call sites) every step: 8 times"), std::string::npos)
+      << load->title;
+  EXPECT_EQ(forward->impact_ns, 36'000);
+  EXPECT_EQ(evidence(*forward, "call site"), "## forward ## > aten::item");
+  EXPECT_EQ(evidence(*forward, "habit"), "<missing habit>");
 }
 
 // Work queued before a read returned that starts late (held by an event on
@@ -1150,6 +1200,89 @@ TEST_F(Rules, StepsOwnTheDeviceWorkTheyLaunched) {
   EXPECT_EQ(evidence(*f[0], "device idle"), "60 ns (15.8%)");
 }
 
+// A device-bound run that blocks in an `.item()` read in steps 3 and 5 and
+// runs ahead in the others: on the host its steps take 100, 100, 2,900,
+// 100 and 2,000 ns (p90 is 24.4x the median); on the device each step's
+// one op takes 1,000 ns. By hand, the launches at 10, 110, 210, 3,110 and
+// 3,210 start ops at 20, 1,020, 2,020, 3,110 and 4,110; the windows are
+// [0, 1,020), [1,020, 2,020), [2,020, 3,100), [3,100, 4,110) and
+// [4,110, 5,200): 1,020, 1,000, 1,080, 1,010 and 1,090 ns. Steps 1 and 2
+// took the host 100 ns of windows over 1,000: the queue filling (200 ns of
+// host against 2,020 on the device), left out. Steps 3 to 5 are judged:
+// median 1,080, p10 1,024, p90 1,088 (numpy's interpolation): steady.
+TEST_F(Rules, StepsAreJudgedOnTheDeviceAndTheFirstOnesFillTheQueue) {
+  auto build = [&](bool linked) {
+    auto t = trace();
+    t.device(0);
+    const int64_t host_start[] = {0, 100, 200, 3'100, 3'200}, host_dur[] = {100, 100, 2'900, 100, 2'000};
+    const int64_t op_start[] = {20, 1'020, 2'020, 3'110, 4'110};
+    for (int s = 0; s < 5; ++s) {
+      const uint64_t corr = linked ? uint64_t(s + 1) : 0;
+      t.step(0, s + 1, host_start[s], host_dur[s]);
+      t.launch(0, host_start[s] + 10, 5, corr);
+      t.op(0, 0, op_start[s], 1'000, corr);
+    }
+    return t.load();
+  };
+  AnalysisReport r = analyze(build(true));
+  EXPECT_TRUE(r.steps.on_device);
+  EXPECT_EQ(r.steps.judged, 3u);
+  EXPECT_EQ(r.steps.median_ns, 1'080);
+  EXPECT_EQ(r.steps.p10_ns, 1'024);
+  EXPECT_EQ(r.steps.p90_ns, 1'088);
+  ASSERT_EQ(r.steps.steps.size(), 5u);
+  EXPECT_EQ(r.steps.steps[2].device_end, 3'100);
+  EXPECT_EQ(r.steps.steps[4].device_start, 4'110);
+  EXPECT_TRUE(r.steps.steps[0].queue_fill);
+  EXPECT_TRUE(r.steps.steps[1].queue_fill);
+  EXPECT_FALSE(r.steps.steps[2].queue_fill);
+  EXPECT_EQ(r.metrics.step_time_median_ns, 1'080);
+  auto f = by_rule(r, "steps");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::info);
+  EXPECT_EQ(f[0]->impact_ns, 0);
+  EXPECT_NE(f[0]->title.find(" on the device"), std::string::npos) << f[0]->title;
+  EXPECT_EQ(f[0]->suggestion.rfind("steps are steady", 0), 0u) << f[0]->suggestion;
+  EXPECT_EQ(evidence(*f[0], "step time judged on"),
+            "device windows: every step is linked to the device work it launched");
+  EXPECT_EQ(evidence(*f[0], "queue fill"),
+            "the first 2 steps: the host ran ahead of the device (host 200 ns, device windows 2.020 us) while the "
+            "launch queue filled; left out of the step times judged");
+  // Unlinked, the same run can only be judged on the host, and says so.
+  AnalysisReport host = analyze(build(false));
+  EXPECT_FALSE(host.steps.on_device);
+  EXPECT_EQ(host.steps.median_ns, 100);
+  auto h = by_rule(host, "steps");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0]->severity, Severity::warning);
+  EXPECT_EQ(evidence(*h[0], "step time judged on"),
+            "host time: 0 of 5 steps are linked to their device work by correlation id, so device windows cannot "
+            "be compared");
+}
+
+// A profile that starts while the device still runs work queued before it:
+// the first step's window starts when that work ends (at 500, the op
+// launched before the profile), not at the step's start, else the first
+// step looks 5x slower than the rest. Steps of 100 ns on the host launch
+// one op of 100 ns each: the windows are [500, 600), [600, 700), ...
+TEST_F(Rules, TheFirstStepDoesNotOwnWorkQueuedBeforeIt) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 500);  // launched before the profile began: no launch in the trace
+  for (int s = 0; s < 4; ++s) {
+    const int64_t start = s * 100;
+    t.step(0, s + 1, start, 100);
+    t.launch(0, start + 10, 5, uint64_t(s + 1));
+    t.op(0, 0, 500 + s * 100, 100, uint64_t(s + 1));
+  }
+  AnalysisReport r = analyze(t.load());
+  ASSERT_EQ(r.steps.steps.size(), 4u);
+  EXPECT_EQ(r.steps.steps[0].device_start, 500);
+  EXPECT_EQ(r.steps.steps[0].device_end, 600);
+  EXPECT_EQ(r.steps.median_ns, 100);
+  EXPECT_EQ(r.steps.p90_ns, 100);
+}
+
 // Without correlation ids nothing links a launch to its operation: each
 // step's window is its host range, and the finding says why.
 TEST_F(Rules, StepsWithoutLinkedLaunchesUseTheirHostTime) {
@@ -1207,14 +1340,6 @@ TEST_F(Rules, ExposedCommunicationIsCollectiveTimeNoComputeOverlaps) {
   const StepStats::Step& s2 = r.steps.steps[1];
   EXPECT_EQ(s2.communication_ns, 50);
   EXPECT_EQ(s2.idle_ns, 150);
-}
-
-std::vector<std::string> evidence_all(const Finding& f, const std::string& key) {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : f.evidence) {
-    if (k == key) out.push_back(v);
-  }
-  return out;
 }
 
 // What a collective does comes first from the call that launched it, as

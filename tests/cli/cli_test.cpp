@@ -1,6 +1,7 @@
 // The `loupe` command as a user runs it: output, exit codes, and one clear
 // line on stderr for every kind of bad input.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -180,6 +181,24 @@ TEST_F(Commands, AnalyzeNamesTheMistakesWithCallSites) {
   auto md = loupe({"analyze", path, "--format", "markdown", "--rules", "recompile,transfer"});
   ASSERT_EQ(md.exit_code, 0);
   EXPECT_EQ(md.out.rfind("### loupe: 2 findings", 0), 0u) << md.out;
+  // Warnings and errors in full, information one line each; --all writes
+  // every finding's advice. The run records steps: one steps finding.
+  size_t info = 0;
+  for (const auto& f : doc["findings"]) info += f["severity"] == "info";
+  ASSERT_GE(info, 1u) << json.out;
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(r.out, "\n    -> "), doc["findings"].size() - info) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("({} finding{} of information in one line each: --all", info, info == 1 ? "" : "s")),
+            std::string::npos)
+      << r.out;
+  auto all = loupe({"analyze", path, "--all"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(count(all.out, "\n    -> "), doc["findings"].size()) << all.out;
+  EXPECT_EQ(all.out.find("in one line each"), std::string::npos) << all.out;
 }
 
 TEST_F(Commands, AnalyzeRefusesUnknownRulesAndThresholds) {

@@ -172,7 +172,7 @@ void rebuild_tracks(sqlite3* db) {
 // Everything that reads a model, on the model.
 void use(const loupe::prof::TraceModel& m) {
   loupe::prof::AnalysisReport report = loupe::prof::analyze(m);
-  loupe::prof::report_text(report, false);
+  loupe::prof::report_text(report, {});
   loupe::prof::report_json(report);
   loupe::prof::report_markdown(report);
   loupe::prof::trace_statistics(m);

@@ -30,32 +30,50 @@ std::string impact_text(const Finding& f) {
                      format_percent(f.impact_fraction));
 }
 
+// A finding in full: title, impact, evidence lined up, suggestion.
+std::string finding_text(size_t number, const Finding& f, TextStyle style) {
+  const char* reset = style.color ? "\033[0m" : "";
+  const char* dim = style.color ? "\033[2m" : "";
+  std::string out = fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", style.color ? severity_color(f.severity) : "", number,
+                                name_of(f.severity), f.rule, reset, shown(f.title));
+  out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
+  // Values line up after the keys, but a key that names a whole chain of
+  // ops ("live at peak: autograd::... > aten::mm") would push every value
+  // off the screen: such a key is followed by its value, unaligned.
+  constexpr size_t kAlignedKey = 48;
+  size_t width = 0;
+  for (const auto& [k, v] : f.evidence) {
+    if (shown(k).size() <= kAlignedKey) width = std::max(width, shown(k).size());
+  }
+  for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", shown(k), width, shown(v));
+  out += fmt::format("    -> {}\n", shown(f.suggestion));
+  return out;
+}
+
 }  // namespace
 
-std::string findings_text(const std::vector<Finding>& findings, bool color) {
+std::string findings_text(const std::vector<Finding>& findings, TextStyle style) {
   std::string out;
-  const char* reset = color ? "\033[0m" : "";
-  const char* dim = color ? "\033[2m" : "";
+  const char* reset = style.color ? "\033[0m" : "";
+  size_t collapsed = 0;
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
-    out += fmt::format("\n{}{:>2}. [{}] {}{}  {}\n", color ? severity_color(f.severity) : "", i + 1,
-                       name_of(f.severity), f.rule, reset, shown(f.title));
-    out += fmt::format("    {}{}{}\n", dim, impact_text(f), reset);
-    // Values line up after the keys, but a key that names a whole chain of
-    // ops ("live at peak: autograd::... > aten::mm") would push every value
-    // off the screen: such a key is followed by its value, unaligned.
-    constexpr size_t kAlignedKey = 48;
-    size_t width = 0;
-    for (const auto& [k, v] : f.evidence) {
-      if (shown(k).size() <= kAlignedKey) width = std::max(width, shown(k).size());
+    if (style.all || f.severity != Severity::info) {
+      out += finding_text(i + 1, f, style);
+      continue;
     }
-    for (const auto& [k, v] : f.evidence) out += fmt::format("    {:<{}}  {}\n", shown(k), width, shown(v));
-    out += fmt::format("    -> {}\n", shown(f.suggestion));
+    if (collapsed++ == 0) out += "\n";
+    out += fmt::format("{}{:>2}. [{}] {}{}  {}; {}\n", style.color ? severity_color(f.severity) : "", i + 1,
+                       name_of(f.severity), f.rule, reset, shown(f.title), impact_text(f));
+  }
+  if (collapsed > 0) {
+    out += fmt::format("({} finding{} of information in one line each: --all shows their evidence and advice)\n",
+                       collapsed, collapsed == 1 ? "" : "s");
   }
   return out;
 }
 
-std::string report_text(const AnalysisReport& r, bool color) {
+std::string report_text(const AnalysisReport& r, TextStyle style) {
   std::string out;
   out += fmt::format("{}: {} finding{}, active window {}\n", shown(r.path), r.findings.size(),
                      r.findings.size() == 1 ? "" : "s", format_duration(r.window_end - r.window_start));
@@ -66,7 +84,7 @@ std::string report_text(const AnalysisReport& r, bool color) {
         "(ranked by each finding's own impact; impacts can cover the same time, so they do not add up: "
         "docs/analyses.md)\n";
   }
-  out += findings_text(r.findings, color);
+  out += findings_text(r.findings, style);
   if (r.findings.empty()) out += "\nno findings\n";
   return out;
 }

@@ -1,9 +1,12 @@
-// transfer: host-device copies by call site, and the ones that stall every
-// step (synchronous reads back, uploads from pageable memory).
+// transfer: host-device copies by call site, and the habits that stall
+// every step (synchronous reads back, uploads from pageable memory).
 //
 // A call site is the line that made the copy when the trace records one,
 // else the chain of ops and annotations around the copy on its thread
-// (PyTorch traces: `aten::item > aten::_local_scalar_dense`). The idle a
+// (PyTorch traces: `aten::item > aten::_local_scalar_dense`). A habit is
+// the flagged call sites of one kind and direction under one outermost
+// range or one user function (the chain's first name): an input pipeline's
+// small reads from a dozen ops are one thing to fix, reported once. The idle a
 // copy causes runs from the copy's end, or from the end of the work queued
 // before the call returned, to the first operation the host launched after
 // the call returned, and counts only when the copy blocked the host (its
@@ -16,6 +19,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
@@ -24,6 +30,8 @@ namespace loupe::prof::analysis {
 
 namespace {
 
+// The copies of one call site in one direction, or of a habit (its call
+// sites added together).
 struct Group {
   std::string site;  // file:line, or the enclosing chain; "" when unknown
   CopyKind direction = CopyKind::none;
@@ -35,7 +43,50 @@ struct Group {
   bool device_traced = false;                         // some transfer's device has operations in the trace
   std::vector<TimeRange> ranges;
   std::vector<uint32_t> threads;
+
+  void add(const Group& o) {
+    count += o.count;
+    sync += o.sync;
+    pageable += o.pageable;
+    steps.insert(steps.end(), o.steps.begin(), o.steps.end());
+    bytes += o.bytes;
+    host_ns += o.host_ns;
+    copy_bytes += o.copy_bytes;
+    copy_ns += o.copy_ns;
+    for (const auto& [dev, w] : o.windows) windows[dev].insert(windows[dev].end(), w.begin(), w.end());
+    device_traced |= o.device_traced;
+    ranges.insert(ranges.end(), o.ranges.begin(), o.ranges.end());
+    for (uint32_t t : o.threads) {
+      if (std::find(threads.begin(), threads.end(), t) == threads.end()) threads.push_back(t);
+    }
+  }
 };
+
+// What a call site's copies mostly are ("mostly": at least half; the
+// title then counts only those).
+enum class Habit { none, sync_read, pageable_upload };
+
+Habit habit_of(const Group& g) {
+  if (g.direction == CopyKind::device_to_host && 2 * g.sync >= g.count) return Habit::sync_read;
+  if (g.direction == CopyKind::host_to_device && 2 * g.pageable >= g.count) return Habit::pageable_upload;
+  return Habit::none;
+}
+
+// The outermost range or user function of a call site: the first name of
+// its chain (a file:line is its own).
+std::string outermost(const std::string& site) { return site.substr(0, site.find(" > ")); }
+
+// The device idle a group's copies caused: over the union of their windows
+// on each device, the time no operation ran.
+int64_t caused_idle(const Context& ctx, const Group& g) {
+  int64_t idle = 0;
+  for (const auto& [dev, windows] : g.windows) {
+    const DeviceActivity* d = ctx.device(dev);
+    IntervalSet caused(windows);
+    for (const Interval& w : caused.intervals()) idle += (w.end - w.start) - d->busy.covered(w.start, w.end);
+  }
+  return idle;
+}
 
 // The number of a step under way at time t (on any thread), if any. Steps
 // come in time order and overlap only across threads, so the one holding t
@@ -126,11 +177,9 @@ void title_and_advice(Finding& f, const Group& g, bool sync_read, const std::str
   }
 }
 
-}  // namespace
-
-void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
+// Every copy grouped by call site and direction.
+std::map<std::pair<std::string, CopyKind>, Group> copies_by_site(const Context& ctx) {
   const TraceModel& m = ctx.model;
-  const AnalysisOptions& opt = ctx.options;
   std::map<std::pair<std::string, CopyKind>, Group> groups;
   for (const Transfers& t : m.transfers) {
     for (size_t i = 0; i < t.size(); ++i) {
@@ -157,90 +206,148 @@ void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Findin
       if (std::find(g.threads.begin(), g.threads.end(), t.thread) == g.threads.end()) g.threads.push_back(t.thread);
     }
   }
-  for (auto& [key, g] : groups) {
-    double per_step = ctx.per_step(double(g.count));
-    // Every step: in enough of the steps, not merely as many times as there
-    // are steps (a dataset uploaded before the loop is not a per-step copy).
-    std::sort(g.steps.begin(), g.steps.end());
-    size_t in_steps = size_t(std::unique(g.steps.begin(), g.steps.end()) - g.steps.begin());
-    // Without steps, "every step" cannot be told: a group is reported once it
-    // recurs enough, as information, and says so.
-    bool has_steps = ctx.distinct_steps > 0;
-    // Recurring every step: in enough of the steps, and in more than one
-    // (one step cannot show recurrence).
-    bool recurring = has_steps
-                         ? in_steps >= 2 && double(in_steps) >= opt.recurring_per_step * double(ctx.distinct_steps)
-                         : g.count >= opt.recurring_without_steps;
-    bool sync_read = g.direction == CopyKind::device_to_host && 2 * g.sync >= g.count;
-    bool pageable_upload = g.direction == CopyKind::host_to_device && 2 * g.pageable >= g.count;
-    if (!recurring || !(sync_read || pageable_upload)) continue;
+  return groups;
+}
 
-    int64_t idle_ns = 0;
-    std::vector<uint32_t> devices;
-    for (auto& [dev, windows] : g.windows) {
-      const DeviceActivity* d = ctx.device(dev);
-      IntervalSet caused(windows);
-      for (const Interval& w : caused.intervals()) idle_ns += (w.end - w.start) - d->busy.covered(w.start, w.end);
-      devices.push_back(dev);
-    }
-    std::string where = g.site.empty() ? "an unknown call site" : g.site;
-    std::string when = has_steps ? " every step" : "";
-    // Without operations on the device (JAX on its CPU backend records none)
-    // there is no device time to measure idle against.
-    std::string idle =
-        g.device_traced ? format_duration(idle_ns) : "cannot tell: no operations of its device are traced";
-    std::string idle_after = g.device_traced ? fmt::format("device idle {} after them", idle)
-                                             : "device idle after them cannot be told (no device operations traced)";
-    Finding f;
-    f.rule = "transfer";
-    f.devices = devices;
-    f.threads = g.threads;
-    f.impact_ns = idle_ns;
-    title_and_advice(f, g, sync_read, where + when, idle_after);
-    f.evidence.push_back({"call site", where});
-    f.evidence.push_back({"direction", std::string(name_of(g.direction))});
-    if (has_steps) {
-      f.evidence.push_back({"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), per_step)});
-      f.evidence.push_back(
-          {"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
-    } else {
-      f.evidence.push_back(
-          {"count", fmt::format("{} (the trace has no steps: whether they recur in each step cannot be "
-                                "told)",
-                                format_count(g.count))});
-    }
-    f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
-                                               format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
-    f.evidence.push_back({"synchronous", fmt::format("{} of {}", format_count(g.sync), format_count(g.count))});
-    f.evidence.push_back(
-        {"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
-    f.evidence.push_back({"host time in the calls", format_duration(g.host_ns)});
-    f.evidence.push_back({"device idle caused", idle});
-    int64_t bw_bytes = g.copy_ns > 0 ? g.copy_bytes : g.bytes, bw_ns = g.copy_ns > 0 ? g.copy_ns : g.host_ns;
-    if (bw_ns > 0) {
-      double achieved = double(bw_bytes) / (double(bw_ns) * 1e-9);
-      std::string vs;
-      for (uint32_t dev : devices) {
-        const Device* d = m.device(dev);
-        if (d && d->copy_bandwidth > 0) vs = fmt::format(" of {} nominal", format_byte_rate(double(d->copy_bandwidth)));
-      }
-      f.evidence.push_back({"achieved bandwidth", fmt::format("{}{} ({})", format_byte_rate(achieved), vs,
-                                                              g.copy_ns > 0 ? "device copy time" : "host call time")});
-    }
-    // The viewer highlights the largest few.
-    std::sort(g.ranges.begin(), g.ranges.end(),
-              [](const TimeRange& a, const TimeRange& b) { return a.end - a.start > b.end - b.start; });
-    g.ranges.resize(std::min<size_t>(g.ranges.size(), 20));
-    f.ranges = std::move(g.ranges);
-    // A habit of every step is a problem by what it costs the device; one
-    // that cannot be told to recur is information.
-    if (has_steps) {
-      grade_by_share(ctx, opt.transfer_warning_fraction, f);
-    } else {
-      f.severity = Severity::info;
-    }
-    out.push_back(std::move(f));
+// A habit: the call sites of one kind and direction under one outermost
+// name, added together.
+struct HabitGroup {
+  Habit habit = Habit::none;
+  Group total;
+  std::vector<const Group*> sites;
+};
+
+std::vector<HabitGroup> habits_of(const std::map<std::pair<std::string, CopyKind>, Group>& sites) {
+  std::map<std::tuple<std::string, CopyKind, Habit>, HabitGroup> habits;
+  for (const auto& [key, g] : sites) {
+    Habit h = habit_of(g);
+    if (h == Habit::none) continue;
+    HabitGroup& hg = habits[{outermost(g.site), g.direction, h}];
+    hg.habit = h;
+    hg.total.site = hg.sites.empty() ? g.site : outermost(g.site);
+    hg.total.direction = g.direction;
+    hg.total.add(g);
+    hg.sites.push_back(&g);
   }
+  std::vector<HabitGroup> out;
+  out.reserve(habits.size());
+  for (auto& [key, hg] : habits) out.push_back(std::move(hg));
+  return out;
+}
+
+// Recurring every step: in enough of the steps, and in more than one (one
+// step cannot show recurrence), not merely as many times as there are
+// steps (a dataset uploaded before the loop is not a per-step copy).
+// Without steps, "every step" cannot be told: a habit is reported once it
+// recurs enough, as information, and says so.
+bool recurs(const Context& ctx, const Group& g, size_t in_steps) {
+  if (ctx.distinct_steps == 0) return g.count >= ctx.options.recurring_without_steps;
+  return in_steps >= 2 && double(in_steps) >= ctx.options.recurring_per_step * double(ctx.distinct_steps);
+}
+
+// The call sites of a habit of more than one, the costliest first, each
+// with its count and the idle it caused alone.
+void site_evidence(const Context& ctx, const HabitGroup& hg, Finding& f) {
+  constexpr size_t kShownSites = 8;
+  std::vector<std::pair<int64_t, const Group*>> by_cost;
+  for (const Group* g : hg.sites) by_cost.emplace_back(caused_idle(ctx, *g), g);
+  std::stable_sort(by_cost.begin(), by_cost.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second->count > b.second->count;
+  });
+  for (size_t i = 0; i < std::min(by_cost.size(), kShownSites); ++i) {
+    const auto& [idle, g] = by_cost[i];
+    f.evidence.push_back({"call site", fmt::format("{}: {}, device idle {}", g->site.empty() ? "unknown" : g->site,
+                                                   times(g->count), format_duration(idle))});
+  }
+  if (by_cost.size() > kShownSites) {
+    f.evidence.push_back({"call site", fmt::format("{} more", format_count(by_cost.size() - kShownSites))});
+  }
+}
+
+std::string achieved_bandwidth(const TraceModel& m, const Group& g, const std::vector<uint32_t>& devices) {
+  int64_t bw_bytes = g.copy_ns > 0 ? g.copy_bytes : g.bytes, bw_ns = g.copy_ns > 0 ? g.copy_ns : g.host_ns;
+  if (bw_ns <= 0) return "";
+  double achieved = double(bw_bytes) / (double(bw_ns) * 1e-9);
+  std::string vs;
+  for (uint32_t dev : devices) {
+    const Device* d = m.device(dev);
+    if (d && d->copy_bandwidth > 0) vs = fmt::format(" of {} nominal", format_byte_rate(double(d->copy_bandwidth)));
+  }
+  return fmt::format("{}{} ({})", format_byte_rate(achieved), vs,
+                     g.copy_ns > 0 ? "device copy time" : "host call time");
+}
+
+void report_habit(const Context& ctx, HabitGroup& hg, std::vector<Finding>& out) {
+  Group& g = hg.total;
+  std::sort(g.steps.begin(), g.steps.end());
+  size_t in_steps = size_t(std::unique(g.steps.begin(), g.steps.end()) - g.steps.begin());
+  if (!recurs(ctx, g, in_steps)) return;
+  const bool has_steps = ctx.distinct_steps > 0;
+  int64_t idle_ns = caused_idle(ctx, g);
+  std::vector<uint32_t> devices;
+  for (const auto& [dev, windows] : g.windows) devices.push_back(dev);
+  std::string where = g.site.empty() ? "an unknown call site" : g.site;
+  if (hg.sites.size() > 1) where += fmt::format(" ({} call sites)", format_count(hg.sites.size()));
+  std::string when = has_steps ? " every step" : "";
+  // Without operations on the device (JAX on its CPU backend records none)
+  // there is no device time to measure idle against.
+  std::string idle = g.device_traced ? format_duration(idle_ns) : "cannot tell: no operations of its device are traced";
+  std::string idle_after = g.device_traced ? fmt::format("device idle {} after them", idle)
+                                           : "device idle after them cannot be told (no device operations traced)";
+  Finding f;
+  f.rule = "transfer";
+  f.devices = devices;
+  f.threads = g.threads;
+  f.impact_ns = idle_ns;
+  title_and_advice(f, g, hg.habit == Habit::sync_read, where + when, idle_after);
+  if (hg.sites.size() == 1) {
+    f.evidence.push_back({"call site", where});
+  } else {
+    f.evidence.push_back({"habit", fmt::format("{} call sites under {}", format_count(hg.sites.size()),
+                                               g.site.empty() ? "nothing recorded" : g.site)});
+    site_evidence(ctx, hg, f);
+  }
+  f.evidence.push_back({"direction", std::string(name_of(g.direction))});
+  if (has_steps) {
+    f.evidence.push_back(
+        {"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), ctx.per_step(double(g.count)))});
+    f.evidence.push_back(
+        {"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
+  } else {
+    f.evidence.push_back({"count", fmt::format("{} (the trace has no steps: whether they recur in each step cannot be "
+                                               "told)",
+                                               format_count(g.count))});
+  }
+  f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
+                                             format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
+  f.evidence.push_back({"synchronous", fmt::format("{} of {}", format_count(g.sync), format_count(g.count))});
+  f.evidence.push_back(
+      {"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
+  f.evidence.push_back({"host time in the calls", format_duration(g.host_ns)});
+  f.evidence.push_back({"device idle caused", idle});
+  if (std::string bw = achieved_bandwidth(ctx.model, g, devices); !bw.empty()) {
+    f.evidence.push_back({"achieved bandwidth", bw});
+  }
+  // The viewer highlights the largest few.
+  std::sort(g.ranges.begin(), g.ranges.end(),
+            [](const TimeRange& a, const TimeRange& b) { return a.end - a.start > b.end - b.start; });
+  g.ranges.resize(std::min<size_t>(g.ranges.size(), 20));
+  f.ranges = std::move(g.ranges);
+  // A habit of every step is a problem by what it costs the device; one
+  // that cannot be told to recur is information.
+  if (has_steps) {
+    grade_by_share(ctx, ctx.options.transfer_warning_fraction, f);
+  } else {
+    f.severity = Severity::info;
+  }
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rule_transfer(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
+  std::map<std::pair<std::string, CopyKind>, Group> sites = copies_by_site(ctx);
+  for (HabitGroup& hg : habits_of(sites)) report_habit(ctx, hg, out);
 }
 
 }  // namespace loupe::prof::analysis

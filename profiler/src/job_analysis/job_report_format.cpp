@@ -83,7 +83,7 @@ std::string format_job_text(const JobReport& r) {
   out += kinds_text(r);
   out += figures_text(r);
   out += fmt::format("\n{} finding{}\n", r.findings.size(), r.findings.size() == 1 ? "" : "s");
-  out += findings_text(r.findings, false);
+  out += findings_text(r.findings, TextStyle{.all = true});
   return out;
 }
 

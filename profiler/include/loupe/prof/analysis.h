@@ -82,7 +82,12 @@ struct DeviceIdle {
 
 struct StepStats {
   uint64_t count = 0;
-  int64_t median_ns = 0, p10_ns = 0, p90_ns = 0, mad_ns = 0;  // of step durations
+  // Of the step times judged: device windows when every step is linked to
+  // its device work (on_device), else host ranges; steps that only filled
+  // the launch queue are left out (judged: how many are not).
+  int64_t median_ns = 0, p10_ns = 0, p90_ns = 0, mad_ns = 0;
+  bool on_device = false;
+  uint64_t judged = 0;
   // Per step, in order: its host range (start, dur); its device window,
   // from the end of the previous step's window on its thread to when the
   // device finished the work the step launched (found by correlation id)
@@ -90,13 +95,19 @@ struct StepStats {
   // computing (a kernel other than a collective ran), communicating only
   // (a collective and no compute), copying only and idle (all zero in a
   // trace without device operations); and host compile time in the step.
+  // queue_fill: one of the first steps, issued by a host that ran ahead of
+  // the device (its host time under a 1/step_spread share of its window)
+  // while later steps were not.
   struct Step {
     int64_t number = 0, start = 0, dur = 0;
     int64_t device_start = 0, device_end = 0;
     int64_t compute_ns = 0, communication_ns = 0, transfer_ns = 0, idle_ns = 0, compile_ns = 0;
+    bool queue_fill = false;
   };
   std::vector<Step> steps;
   uint64_t linked = 0;  // steps with a launch linked to a device operation
+  // A step's time as judged: its device window or its host range.
+  int64_t judged_ns(const Step& s) const { return on_device ? s.device_end - s.device_start : s.dur; }
 };
 
 // The figures `loupe check` budgets and `loupe diff` compares.
