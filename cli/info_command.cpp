@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "loupe/prof/completeness.h"
 #include "loupe/prof/job.h"
 #include "loupe/prof/trace_format.h"
 #include "loupe/prof/trace_query.h"
@@ -34,6 +35,22 @@ int print_job(const std::string& dir) {
   return kExitOk;
 }
 
+// What the metadata says the trace lacks; the events' own signs (graph
+// replays) need them loaded, which `loupe analyze` does.
+void print_completeness(std::FILE* out, const prof::TraceInfo& info) {
+  std::vector<prof::Incompleteness> incomplete = prof::incomplete_by_meta(info);
+  if (incomplete.empty()) {
+    std::optional<prof::HostOpNumbering> n = prof::host_op_numbering(info.meta);
+    fmt::print(out, "complete   no sign of missing events in the metadata{} (`loupe analyze` checks the events)\n",
+               n ? fmt::format(": {} of the {} host ops its source numbered", format_count(uint64_t(n->held)),
+                               format_count(uint64_t(n->numbered)))
+                 : "");
+  }
+  for (const prof::Incompleteness& i : incomplete) {
+    fmt::print(out, "INCOMPLETE {}; cannot be trusted: {}\n", shown(i.missing), shown(i.untrusted));
+  }
+}
+
 }  // namespace
 
 int print_info(const std::string& path) {
@@ -59,6 +76,7 @@ int print_info(const std::string& path) {
   if (auto it = s.info.meta.find("skipped_events"); it != s.info.meta.end()) {
     fmt::print(out, "skipped    {} (unknown kinds at import)\n", shown(it->second));
   }
+  print_completeness(out, s.info);
 
   fmt::print(out, "\n");
   TextTable counts({"table", "rows"});

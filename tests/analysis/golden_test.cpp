@@ -29,7 +29,15 @@ struct Expectation {
   bool forbid = false;
   std::string rule, subject, callsite, suggestion, text;
   std::optional<Range> impact, count;
+  std::optional<Severity> severity;
 };
+
+Severity parse_severity(const std::string& s) {
+  for (Severity v : {Severity::info, Severity::warning, Severity::error}) {
+    if (s == name_of(v)) return v;
+  }
+  throw std::invalid_argument("unknown severity '" + s + "'");
+}
 
 // "12.5ms" -> ns; "40%" -> 0.40 with percent set.
 double parse_amount(const std::string& s, bool* percent) {
@@ -107,6 +115,7 @@ std::vector<Expectation> read_golden(const std::string& path) {
       else if (key == "suggestion") e.suggestion = value;
       else if (key == "impact") e.impact = parse_range(value);
       else if (key == "count") e.count = parse_range(value);
+      else if (key == "severity") e.severity = parse_severity(value);
       else throw bad("unknown key '" + key + "'");
     }
     out.push_back(e);
@@ -127,6 +136,7 @@ bool matches(const Expectation& e, const Finding& f, const AnalysisReport& r) {
   if (!e.subject.empty() && !in_values(e.subject, false)) return false;
   if (!e.callsite.empty() && !in_values(e.callsite, true)) return false;
   if (!e.suggestion.empty() && f.suggestion.find(e.suggestion) == std::string::npos) return false;
+  if (e.severity && f.severity != *e.severity) return false;
   if (e.impact) {
     double window = double(r.window_end - r.window_start);
     double v = e.impact->percent ? double(f.impact_ns) / std::max(window, 1.0) : double(f.impact_ns);
@@ -170,9 +180,19 @@ TEST_P(Golden, FindingsMatchWhatTheRawTraceShows) {
   std::string db = dir.file(name + ".db");
   import_trace(trace, db, {});
   AnalysisReport r = analyze(load_trace(db));
+  // What the report's header says the trace lacks, one "incomplete" entry
+  // each: its title what is missing, its evidence what not to trust.
+  std::vector<Finding> entries = r.findings;
+  for (const Incompleteness& i : r.incomplete) {
+    Finding f;
+    f.rule = "incomplete";
+    f.title = i.missing;
+    f.evidence = {{"cannot be trusted", i.untrusted}};
+    entries.push_back(f);
+  }
   for (const Expectation& e : lines) {
     size_t n = 0;
-    for (const Finding& f : r.findings) n += matches(e, f, r);
+    for (const Finding& f : entries) n += matches(e, f, r);
     if (e.count) {
       EXPECT_TRUE(double(n) >= e.count->lo && double(n) <= e.count->hi)
           << name << ".txt:" << e.line << ": " << n << " matching findings\n"

@@ -1117,6 +1117,88 @@ TEST_F(Rules, ARangeThatOnlyUploadsIsNotATiming) {
   EXPECT_TRUE(by_rule(analyze(t.load()), "async-timing").empty());
 }
 
+// ---- completeness --------------------------------------------------------------
+
+// Two ops at [0, 100) and [900, 1,000) us: 80% idle, an error on a complete
+// trace. A source that numbered 1,000 host ops of which the trace holds 10
+// (1.0%) was sampled: the idle may be work it lost, so the finding is a
+// warning that says what is missing; 600 of 1,000 (60%) is not sparse.
+TEST_F(Rules, ASampledTraceGetsNoIdleVerdict) {
+  auto build = [&](const char* held) {
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 100'000);
+    t.op(0, 0, 900'000, 100'000);
+    if (held != nullptr) {
+      t.meta(kMetaHostOpIds, held);
+      t.meta(kMetaHostOpIdSpan, "1000");
+    }
+    return analyze(t.load());
+  };
+  AnalysisReport complete = build(nullptr);
+  EXPECT_TRUE(complete.incomplete.empty());
+  ASSERT_EQ(by_rule(complete, "idle-gap").size(), 1u);
+  EXPECT_EQ(by_rule(complete, "idle-gap")[0]->severity, Severity::error);
+  AnalysisReport sampled = build("10");
+  ASSERT_EQ(sampled.incomplete.size(), 1u);
+  EXPECT_EQ(
+      sampled.incomplete[0].missing.rfind("host ops: the trace holds 10 of the 1,000 its source numbered (1.0%)", 0),
+      0u)
+      << sampled.incomplete[0].missing;
+  auto f = by_rule(sampled, "idle-gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_EQ(evidence(*f[0], "incomplete trace"), sampled.incomplete[0].missing);
+  EXPECT_EQ(evidence(*f[0], "cannot be trusted"), sampled.incomplete[0].untrusted);
+  EXPECT_EQ(f[0]->impact_ns, by_rule(complete, "idle-gap")[0]->impact_ns);  // the figures stand, the verdict not
+  EXPECT_TRUE(build("600").incomplete.empty());
+}
+
+// Events the recorder dropped make a trace incomplete too.
+TEST_F(Rules, DroppedEventsMakeATraceIncomplete) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100);
+  t.meta("dropped_events", "3");
+  AnalysisReport r = analyze(t.load());
+  ASSERT_EQ(r.incomplete.size(), 1u);
+  EXPECT_EQ(r.incomplete[0].missing, "the recorder dropped 3 events (a buffer full) and lost 0 (a write error)");
+}
+
+// Graph launch 7 replays a memset at [10, 20) us and a kernel at
+// [900, 910): 20 of its 900 us busy, 880 idle inside. Launch 8 replays
+// kernels back to back at [1,000, 1,200): whole. The window is
+// [10, 1,200), 1,190 us; the idle inside replay 7 is 73.9% of it. Launch 9 replays nothing recorded.
+TEST_F(Rules, GraphReplaysMostlyIdleMakeATraceIncomplete) {
+  auto t = trace();
+  t.device(0);
+  t.launch(0, 0, 5, 7, 0, 0, "cudaGraphLaunch");
+  t.launch(0, 6, 5, 8, 0, 0, "cudaGraphLaunch");
+  t.op(0, 0, 10'000, 10'000, 7, DeviceOpKind::memset, "Memset");
+  t.op(0, 0, 900'000, 10'000, 7);
+  t.op(0, 0, 1'000'000, 100'000, 8);
+  t.op(0, 1, 1'100'000, 100'000, 8);
+  AnalysisReport r = analyze(t.load());
+  ASSERT_EQ(r.incomplete.size(), 1u);
+  EXPECT_EQ(
+      r.incomplete[0].missing,
+      "CUDA graph replays mostly idle between their first and last recorded operation: 1 of 2 (880.000 us of device "
+      "idle inside them, 73.9% of the window); the trace lacks some of their kernels, or the device waited "
+      "inside the graph, and cannot tell which");
+  auto f = by_rule(r, "idle-gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  // A launch whose replay recorded nothing is named too.
+  auto u = trace();
+  u.device(0);
+  u.launch(0, 0, 5, 9, 0, 0, "cudaGraphLaunch");
+  u.launch(0, 6, 5, 10, 0, 0, "cudaLaunchKernel");
+  u.op(0, 0, 10, 100, 10);
+  AnalysisReport none = analyze(u.load());
+  ASSERT_EQ(none.incomplete.size(), 1u);
+  EXPECT_EQ(none.incomplete[0].missing, "CUDA graph replays with no operation recorded at all: 1 of 1");
+}
+
 // ---- steps and the rest ----------------------------------------------------------
 
 TEST_F(Rules, StepStatistics) {

@@ -63,6 +63,7 @@ class TraceBuilder {
     c.callsite = site;
     w_.add(std::move(c));
   }
+  void meta(const std::string& key, const std::string& value) { w_.set_meta(key, value); }
   void step(uint32_t thread, int64_t number, int64_t start, int64_t dur) {
     w_.add(StepRow{thread, start, dur, number});
   }

@@ -247,6 +247,29 @@ TEST_F(KinetoMapping, WhatIsNotImportedIsCounted) {
 // ---------------------------------------------------------------------------
 // Chrome details
 
+// How many of the host ops Kineto numbered the trace holds (docs/
+// analyses.md, "Completeness"). Thread 1 holds 1, 2, 3 and thread 2 holds
+// 100, 101 (a numbering per thread: 5 numbered), then one process-wide
+// numbering that kept 1, 50 and 100 of 100; ids so far apart that their
+// difference overflows 64 bits count as unbounded, not as a crash.
+TEST(ImportKineto, HostOpNumberingCountsWhatIsHeldOfWhatWasNumbered) {
+  loupe::test::TempDir dir;
+  auto numbering = [&](const std::string& ops) {
+    write_text(dir.file("k.json"), R"({"schemaVersion": 1, "traceEvents": [)" + ops + "]}");
+    TraceModel m = import_and_load(dir.file("k.json"), dir.file("k.db"), ImportFormat::kineto);
+    return m.info.meta[kMetaHostOpIds] + " of " + m.info.meta[kMetaHostOpIdSpan];
+  };
+  auto op = [](int tid, const std::string& id) {
+    return R"({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": )" + std::to_string(tid) +
+           R"(, "ts": 1, "dur": 1, "args": {"External id": )" + id + "}}";
+  };
+  EXPECT_EQ(numbering(op(1, "1") + "," + op(1, "2") + "," + op(1, "3") + "," + op(2, "100") + "," + op(2, "101")),
+            "5 of 5");
+  EXPECT_EQ(numbering(op(1, "1") + "," + op(2, "50") + "," + op(1, "100")), "3 of 100");
+  EXPECT_EQ(numbering(op(1, "-9223372036854775807") + "," + op(1, "9223372036854775807")), "2 of 9223372036854775807");
+  EXPECT_EQ(numbering(op(1, "7")), " of ");  // one op says nothing
+}
+
 TEST(ImportChrome, BareArrayBeginEndPairsInstantsAndCounters) {
   loupe::test::TempDir dir;
   write_text(dir.file("c.json"), R"([

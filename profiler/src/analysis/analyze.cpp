@@ -49,21 +49,41 @@ std::string_view name_of(GapCause c) {
 namespace {
 
 using Rule = void (*)(const Context&, const AnalysisReport&, std::vector<Finding>&);
+// reads_device_work: the rule's figures need every operation the device
+// ran (idle, overlap), so an incomplete trace makes them untrustworthy.
 struct RuleEntry {
   const char* name;
   Rule run;
+  bool reads_device_work;
 };
 constexpr RuleEntry kRules[] = {
-    {"recompile", rule_recompile},
-    {"transfer", rule_transfer},
-    {"idle-gap", rule_idle_gap},
-    {"memory", rule_memory},
-    {"tiny-kernels", rule_tiny_kernels},
-    {"async-timing", rule_async_timing},
-    {"no-accelerator", rule_no_accelerator},
-    {"steps", rule_steps},
-    {"communication", rule_communication},
+    {"recompile", rule_recompile, false},
+    {"transfer", rule_transfer, true},
+    {"idle-gap", rule_idle_gap, true},
+    {"memory", rule_memory, false},
+    {"tiny-kernels", rule_tiny_kernels, false},
+    {"async-timing", rule_async_timing, false},
+    {"no-accelerator", rule_no_accelerator, false},
+    {"steps", rule_steps, true},
+    {"communication", rule_communication, true},
 };
+
+// On an incomplete trace, a finding whose figures need all device work
+// says what is missing and what not to trust, and is never an error: the
+// idle it measures may be work the trace does not hold.
+void mark_incomplete(const std::vector<Incompleteness>& incomplete, std::vector<Finding>& findings) {
+  if (incomplete.empty()) return;
+  for (Finding& f : findings) {
+    auto rule =
+        std::find_if(std::begin(kRules), std::end(kRules), [&](const RuleEntry& r) { return f.rule == r.name; });
+    if (rule == std::end(kRules) || !rule->reads_device_work) continue;
+    if (f.severity == Severity::error) f.severity = Severity::warning;
+    for (const Incompleteness& i : incomplete) {
+      f.evidence.push_back({"incomplete trace", i.missing});
+      f.evidence.push_back({"cannot be trusted", i.untrusted});
+    }
+  }
+}
 
 // A threshold by name: how to read and write it. Durations are ns and
 // accept a unit ("20us", "5ms"); fractions accept a percentage ("15%").
@@ -206,6 +226,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   report.path = model.path;
   report.window_start = ctx.window_start;
   report.window_end = ctx.window_end;
+  report.incomplete = check_completeness(ctx);
   measure_idle(ctx, report);
   measure_steps(ctx, report);
 
@@ -214,6 +235,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
         options.rules.empty() || std::find(options.rules.begin(), options.rules.end(), r.name) != options.rules.end();
     if (selected) r.run(ctx, report, report.findings);
   }
+  mark_incomplete(report.incomplete, report.findings);
   double window = double(std::max<int64_t>(ctx.window(), 1));
   for (Finding& f : report.findings) f.impact_fraction = double(f.impact_ns) / window;
   std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {

@@ -73,10 +73,21 @@ std::string findings_text(const std::vector<Finding>& findings, TextStyle style)
   return out;
 }
 
+// Whether the trace holds what the findings read, before any finding.
+std::string completeness_text(const AnalysisReport& r) {
+  if (r.incomplete.empty()) return "completeness: no sign of missing events\n";
+  std::string out;
+  for (const Incompleteness& i : r.incomplete) {
+    out += fmt::format("incomplete trace: {}; cannot be trusted: {}\n", shown(i.missing), shown(i.untrusted));
+  }
+  return out;
+}
+
 std::string report_text(const AnalysisReport& r, TextStyle style) {
   std::string out;
   out += fmt::format("{}: {} finding{}, active window {}\n", shown(r.path), r.findings.size(),
                      r.findings.size() == 1 ? "" : "s", format_duration(r.window_end - r.window_start));
+  out += completeness_text(r);
   size_t with_impact = 0;
   for (const Finding& f : r.findings) with_impact += f.impact_ns > 0;
   if (with_impact > 1) {
@@ -122,6 +133,11 @@ std::string report_json(const AnalysisReport& r) {
   doc["schema"] = kReportSchemaVersion;
   doc["trace"] = utf8(r.path);
   doc["window"] = {{"start_ns", r.window_start}, {"end_ns", r.window_end}};
+  json incomplete = json::array();
+  for (const Incompleteness& i : r.incomplete) {
+    incomplete.push_back({{"missing", utf8(i.missing)}, {"untrusted", utf8(i.untrusted)}});
+  }
+  doc["incomplete"] = incomplete;
   doc["findings"] = json::parse(findings_json(r.findings, &replaced));
   json devices = json::array();
   for (const DeviceIdle& d : r.devices) {
@@ -201,6 +217,9 @@ std::string findings_markdown(const std::vector<Finding>& findings) {
 std::string report_markdown(const AnalysisReport& r) {
   std::string out = fmt::format("### loupe: {} finding{} in `{}`\n\n", r.findings.size(),
                                 r.findings.size() == 1 ? "" : "s", shown(r.path));
+  for (const Incompleteness& i : r.incomplete) {
+    out += fmt::format("> **Incomplete trace:** {}; cannot be trusted: {}\n\n", shown(i.missing), shown(i.untrusted));
+  }
   if (r.findings.empty()) return out + "No findings.\n";
   out += findings_markdown(r.findings);
   return out;

@@ -24,6 +24,10 @@ void rule_no_accelerator(const Context& ctx, const AnalysisReport& report, std::
 void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_communication(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 
+// What the trace lacks (completeness.h): its metadata's signs and the
+// graph replays its events show.
+std::vector<Incompleteness> check_completeness(const Context& ctx);
+
 uint64_t recompiles_after_warmup(const Context& ctx);
 double tiny_kernel_fraction(const Context& ctx);
 

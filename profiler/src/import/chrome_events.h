@@ -43,6 +43,7 @@ struct ChromeEvent {
   int64_t device_type = kNone;                              // Device Type ([memory] events)
   int64_t stream = kNone;                                   // stream, stream_id
   int64_t correlation = kNone;                              // correlation, correlation_id; a flow's id
+  int64_t external = kNone;                                 // External id: Kineto's number of a host op
   int64_t bytes = kNone;                                    // bytes, Bytes, size
   int64_t total_allocated = kNone, total_reserved = kNone;  // [memory] totals
   int64_t addr = kNone;                                     // Addr

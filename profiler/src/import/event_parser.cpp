@@ -165,6 +165,10 @@ struct EventParser::Impl {
             e.correlation = lenient_int(v).value_or(kNone);
             continue;
           }
+          if (k == "External id") {
+            e.external = lenient_int(v).value_or(kNone);
+            continue;
+          }
           if (k == "Device Type") {
             e.device_type = lenient_int(v).value_or(kNone);
             continue;

@@ -189,6 +189,9 @@ class KinetoMapper {
       return;
     }
     if (const char* why = why_not_complete(e)) return skip(why);
+    if ((c == KinetoCat::cpu_op || c == KinetoCat::user_annotation) && e.external != kNone) {
+      host_op_ids_.push_back({e.lane, e.external});
+    }
     switch (c) {
       case KinetoCat::cpu_op: span(e, SpanKind::runtime); break;
       case KinetoCat::user_annotation:
@@ -383,7 +386,42 @@ class KinetoMapper {
       out_.meta["clock"] = "kineto: host clock, ts in us";
     }
     if (unknown_kept_ > 0) out_.meta["generic_host_spans"] = std::to_string(unknown_kept_);
+    host_op_numbering();
     distributed();
+  }
+
+  // How many numbers lo to hi are: the ids come from the file, and a span
+  // beyond int64 is as good as unbounded.
+  static int64_t id_span(int64_t lo, int64_t hi) {
+    int64_t d = 0;
+    if (__builtin_sub_overflow(hi, lo, &d) || d == INT64_MAX) return INT64_MAX;
+    return d + 1;
+  }
+
+  // How many of the numbers Kineto gave its host ops the trace holds, over
+  // how many the numbering spans: PyTorch numbers them one process-wide
+  // sequence (threads interleave), older versions one per thread, so the
+  // span is the smaller of the whole range and the threads' ranges added.
+  void host_op_numbering() {
+    if (host_op_ids_.size() < 2) return;
+    std::sort(host_op_ids_.begin(), host_op_ids_.end());
+    host_op_ids_.erase(std::unique(host_op_ids_.begin(), host_op_ids_.end()), host_op_ids_.end());
+    std::vector<int64_t> all;
+    all.reserve(host_op_ids_.size());
+    int64_t per_thread = 0;
+    for (size_t i = 0; i < host_op_ids_.size();) {
+      size_t j = i;
+      while (j < host_op_ids_.size() && host_op_ids_[j].first == host_op_ids_[i].first)
+        all.push_back(host_op_ids_[j++].second);
+      int64_t thread_span = id_span(host_op_ids_[i].second, host_op_ids_[j - 1].second);
+      if (__builtin_add_overflow(per_thread, thread_span, &per_thread)) per_thread = INT64_MAX;
+      i = j;
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    int64_t whole = id_span(all.front(), all.back());
+    out_.meta[kMetaHostOpIds] = std::to_string(all.size());
+    out_.meta[kMetaHostOpIdSpan] = std::to_string(std::max<int64_t>(std::min(whole, per_thread), int64_t(all.size())));
   }
 
   // The rank of a torch.distributed job this trace is, and its host.
@@ -419,6 +457,7 @@ class KinetoMapper {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;
   std::set<uint32_t> memory_devices_;
   uint64_t unknown_kept_ = 0;
+  std::vector<std::pair<uint32_t, int64_t>> host_op_ids_;  // (lane, External id) of cpu_op and user_annotation
   bool rocm_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "loupe/prof/completeness.h"
 #include "loupe/prof/trace_model.h"
 
 namespace loupe::prof {
@@ -164,7 +165,11 @@ std::vector<std::string> analysis_rules();
 struct AnalysisReport {
   std::string path;
   int64_t window_start = 0, window_end = 0;  // the active window, over all devices
-  std::vector<Finding> findings;             // by impact, largest first
+  // What the trace lacks (completeness.h); empty when nothing is known to
+  // be missing. Findings of the rules that read all device work are then
+  // at most warnings, and say what is missing.
+  std::vector<Incompleteness> incomplete;
+  std::vector<Finding> findings;  // by impact, largest first
   std::vector<DeviceIdle> devices;
   std::vector<StreamIdle> streams;
   StepStats steps;

@@ -39,6 +39,13 @@ constexpr bool add_to_table_total(int64_t& total, int64_t value) {
   return true;
 }
 
+// Meta keys of an imported trace whose source numbers its host ops one by
+// one (Kineto's "External id"): how many numbers the trace holds, and how
+// many the numbering spans. A complete trace holds nearly all of them; one
+// sampled or cut after recording far fewer (docs/analyses.md, "Completeness").
+inline constexpr const char* kMetaHostOpIds = "host_op_ids";
+inline constexpr const char* kMetaHostOpIdSpan = "host_op_id_span";
+
 // PRAGMA user_version packs the format version as major * 65536 + minor.
 constexpr int32_t pack_user_version(int major, int minor) { return major * 65536 + minor; }
 
