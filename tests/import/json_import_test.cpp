@@ -270,6 +270,31 @@ TEST(ImportKineto, HostOpNumberingCountsWhatIsHeldOfWhatWasNumbered) {
   EXPECT_EQ(numbering(op(1, "7")), " of ");  // one op says nothing
 }
 
+// A kernel launch whose kernel the trace lacks is still a launch (on a
+// device the trace does not say), not a host span that `loupe diff` would
+// call new; a call that queues nothing stays a runtime span.
+TEST(ImportKineto, ALaunchWithoutItsKernelIsStillALaunch) {
+  loupe::test::TempDir dir;
+  write_text(dir.file("k.json"), R"({"schemaVersion": 1, "traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 4, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 20, "dur": 4, "args": {"correlation": 6}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventQuery", "pid": 1, "tid": 1, "ts": 30, "dur": 1, "args": {"correlation": 7}}
+  ]})");
+  TraceModel m = import_and_load(dir.file("k.json"), dir.file("k.db"), ImportFormat::kineto);
+  std::vector<std::string> launches;
+  for (const Launches& l : m.launches) {
+    for (size_t i = 0; i < l.size(); ++i) {
+      launches.push_back(m.str(l.name[i]));
+      EXPECT_EQ(l.device[i], kUnknownDevice);
+      EXPECT_EQ(l.stream[i], kUnknownStream);
+    }
+  }
+  EXPECT_EQ(launches, (std::vector<std::string>{"cudaLaunchKernel", "cudaGraphLaunch"}));
+  std::vector<std::string> spans;
+  for (const auto& s : all_spans(m)) spans.push_back(s.name);
+  EXPECT_EQ(spans, std::vector<std::string>{"cudaEventQuery"});
+}
+
 TEST(ImportChrome, BareArrayBeginEndPairsInstantsAndCounters) {
   loupe::test::TempDir dir;
   write_text(dir.file("c.json"), R"([

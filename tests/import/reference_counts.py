@@ -84,7 +84,11 @@ def figures(path):
 
     steps = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
                 and str(e.get("name", "")).startswith("ProfilerStep#"))
-    launches = sum(1 for e in runtime if int(e.get("args", {}).get("correlation", -1)) in op_corrs)
+    # A call that started a device op is a launch; so is a kernel launch
+    # call whose kernel the trace lacks.
+    kernel_launch = ("LaunchKernel", "LaunchCooperativeKernel", "GraphLaunch")
+    launches = sum(1 for e in runtime if int(e.get("args", {}).get("correlation", -1)) in op_corrs
+                   or any(k in e.get("name", "") for k in kernel_launch))
     transfers = sum(1 for e in ops if e["cat"] == "gpu_memcpy"
                     and int(e["args"].get("correlation", -1)) in runtime_by_corr)
     peak = defaultdict(int)

@@ -59,7 +59,9 @@ EventDetails describe_event(const prof::TraceModel& model, LaneKind kind, uint32
       const prof::Launches& l = model.launches[table];
       d.title = model.str(l.name[i]);
       timing(l.start[i], l.dur[i]);
-      add("launches on", fmt::format("device {} stream {}", l.device[i], l.stream[i]));
+      add("launches on", l.device[i] == prof::kUnknownDevice
+                             ? std::string("a device the trace does not say (its operation is not in it)")
+                             : fmt::format("device {} stream {}", l.device[i], l.stream[i]));
       add("correlation", l.correlation[i] ? std::to_string(l.correlation[i]) : "");
       break;
     }

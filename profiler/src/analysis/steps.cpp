@@ -55,7 +55,7 @@ StepWork step_work(const Context& ctx, const StepRange& s) {
     }
     const Launches& l = *t.launches;
     for (size_t i = lower_bound_time(l.start, s.start); i < l.size() && l.start[i] < s.end; ++i) {
-      ++launched[l.device[i]];
+      if (l.device[i] != kUnknownDevice) ++launched[l.device[i]];
       const EventRef* op = ctx.op_of(l.correlation[i]);
       if (op == nullptr) continue;
       const DeviceOps& ops = ctx.model.device_ops[op->track];

@@ -107,6 +107,10 @@ bool contains(std::string_view s, std::string_view part) { return s.find(part) !
 
 bool is_sync_call(std::string_view name) { return name.ends_with("Synchronize"); }
 
+bool is_kernel_launch_call(std::string_view name) {
+  return contains(name, "LaunchKernel") || contains(name, "LaunchCooperativeKernel") || contains(name, "GraphLaunch");
+}
+
 bool is_blocking_copy_call(std::string_view name) {
   return (contains(name, "Memcpy") || contains(name, "memcpy")) && !contains(name, "Async");
 }
@@ -121,6 +125,17 @@ void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& o
   std::unordered_set<int64_t> matched_syncs;
   for (const ApiCall& call : calls) {
     auto it = call.correlation == kNone ? op_by_correlation.end() : op_by_correlation.find(call.correlation);
+    if (it == op_by_correlation.end() && is_kernel_launch_call(strings.text(call.name))) {
+      // A launch whose kernel the trace lacks is still a launch.
+      out.launches.push_back({.thread = call.thread,
+                              .start = call.start,
+                              .dur = call.dur,
+                              .name = call.name,
+                              .device = kUnknownDevice,
+                              .stream = kUnknownStream,
+                              .correlation = call.correlation == kNone ? 0 : uint64_t(call.correlation)});
+      continue;
+    }
     if (it == op_by_correlation.end()) {
       bool named = call.correlation != kNone && sync_correlations.count(call.correlation);
       if (named) matched_syncs.insert(call.correlation);

@@ -71,7 +71,8 @@ void add_host_instant(const ChromeEvent& e, LaneThreads& threads, ImportedTrace&
 void finish_mapping(const ChromeTrace& raw, const LaneThreads& threads, ImportedTrace& out);
 
 // Joins API calls to device ops by correlation id: a call that started an
-// op becomes a launch (and, for a copy, a transfer); a call that blocks on
+// op becomes a launch (and, for a copy, a transfer), as does a kernel
+// launch call whose op the trace lacks (on kUnknownDevice); a call that blocks on
 // the device (a *Synchronize, or one a sync record names) becomes a host
 // span of kind wait; any other call a runtime span. `sync_records` are the
 // correlation ids of sync records (kNone if they had none); those no call
@@ -86,6 +87,10 @@ void emit_device_ops(std::vector<PendingOp>& ops, ImportedTrace& out);
 // cudaDeviceSynchronize, cudaStreamSynchronize, cuCtxSynchronize,
 // hipEventSynchronize, ...: calls that block until the device catches up.
 bool is_sync_call(std::string_view name);
+// cudaLaunchKernel, cuLaunchKernel, hipExtModuleLaunchKernel,
+// cudaGraphLaunch, ...: calls that queue kernels, launches even when the
+// trace lacks their kernels.
+bool is_kernel_launch_call(std::string_view name);
 // cudaMemcpy, cuMemcpyHtoD_v2, hipMemcpy, hipMemcpyWithStream: copies whose
 // call returns only when the copy is done.
 bool is_blocking_copy_call(std::string_view name);

@@ -39,6 +39,12 @@ constexpr bool add_to_table_total(int64_t& total, int64_t value) {
   return true;
 }
 
+// The device and stream of a launch whose device operation the trace
+// lacks (a Kineto trace that recorded the launch call but not its kernel):
+// it is still a launch, on a device the trace does not say.
+inline constexpr uint32_t kUnknownDevice = 0xffffffff;
+inline constexpr uint32_t kUnknownStream = 0xffffffff;
+
 // Meta keys of an imported trace whose source numbers its host ops one by
 // one (Kineto's "External id"): how many numbers the trace holds, and how
 // many the numbering spans. A complete trace holds nearly all of them; one
