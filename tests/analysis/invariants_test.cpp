@@ -129,6 +129,29 @@ TEST_P(InvariantsOnFixtures, Hold) {
   check_trace(db, std::filesystem::path(GetParam()).filename().string());
 }
 
+// A report an expert signs, on every real trace: a warning or an error of
+// a rule whose cost is time is worth at least 1% of the window (the rules
+// graded by counts, recompile, memory, tiny-kernels, have their own
+// logic), and a trace that lacks device work gets no error from the rules
+// that read it.
+TEST_P(InvariantsOnFixtures, WarningsAreWorthAShareAndIncompleteTracesGetNoError) {
+  loupe::test::TempDir dir;
+  std::string db = dir.file("t.db");
+  import_trace(GetParam(), db, {});
+  AnalysisReport r = analyze(load_trace(db));
+  for (const Finding& f : r.findings) {
+    SCOPED_TRACE("[" + f.rule + "] " + f.title);
+    const bool by_time = f.rule == "transfer" || f.rule == "idle-gap" || f.rule == "communication" ||
+                         f.rule == "steps" || f.rule == "async-timing";
+    if (by_time && f.severity != Severity::info) {
+      EXPECT_GE(f.impact_fraction, 0.01);
+    }
+    if (!r.incomplete.empty() && by_time) {
+      EXPECT_NE(f.severity, Severity::error);
+    }
+  }
+}
+
 std::vector<std::string> all_fixtures() {
   std::vector<std::string> out;
   for (const char* folder : {LOUPE_FIXTURES_DIR, LOUPE_REPO_FIXTURES_DIR}) {
