@@ -47,7 +47,7 @@ void print_completeness(std::FILE* out, const prof::TraceInfo& info) {
                  : "");
   }
   for (const prof::Incompleteness& i : incomplete) {
-    fmt::print(out, "INCOMPLETE {}; cannot be trusted: {}\n", shown(i.missing), shown(i.untrusted));
+    fmt::print(out, "INCOMPLETE {}\n", shown(i.text()));
   }
 }
 

@@ -79,7 +79,7 @@ void mark_incomplete(const std::vector<Incompleteness>& incomplete, std::vector<
     if (rule == std::end(kRules) || !rule->reads_device_work) continue;
     if (f.severity == Severity::error) f.severity = Severity::warning;
     for (const Incompleteness& i : incomplete) {
-      f.evidence.push_back({"incomplete trace", fmt::format("{}; cannot be trusted: {}", i.missing, i.untrusted)});
+      f.evidence.push_back({"incomplete trace", i.text()});
     }
   }
 }

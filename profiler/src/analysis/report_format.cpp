@@ -78,7 +78,7 @@ std::string completeness_text(const AnalysisReport& r) {
   if (r.incomplete.empty()) return "completeness: no sign of missing events\n";
   std::string out;
   for (const Incompleteness& i : r.incomplete) {
-    out += fmt::format("incomplete trace: {}; cannot be trusted: {}\n", shown(i.missing), shown(i.untrusted));
+    out += fmt::format("incomplete trace: {}\n", shown(i.text()));
   }
   return out;
 }
@@ -218,7 +218,7 @@ std::string report_markdown(const AnalysisReport& r) {
   std::string out = fmt::format("### loupe: {} finding{} in `{}`\n\n", r.findings.size(),
                                 r.findings.size() == 1 ? "" : "s", shown(r.path));
   for (const Incompleteness& i : r.incomplete) {
-    out += fmt::format("> **Incomplete trace:** {}; cannot be trusted: {}\n\n", shown(i.missing), shown(i.untrusted));
+    out += fmt::format("> **Incomplete trace:** {}\n\n", shown(i.text()));
   }
   if (r.findings.empty()) return out + "No findings.\n";
   out += findings_markdown(r.findings);

@@ -90,8 +90,6 @@ int64_t first_window_start(const StepWork& work, int64_t start) {
   return holes.empty() ? work.first : holes.front().start;
 }
 
-}  // namespace
-
 // The first steps of a profile, while the host runs ahead filling the
 // launch queue (or a pipeline's first stages), take the host far less time
 // than their device windows, which hold the device catching up: neither
@@ -107,6 +105,8 @@ void mark_queue_fill(const Context& ctx, StepStats& st) {
   if (fill == st.steps.size()) return;
   for (size_t i = 0; i < fill; ++i) st.steps[i].queue_fill = true;
 }
+
+}  // namespace
 
 // A step's device time is not its host range: the host queues work that
 // the device runs later. Each step's device window runs from the end of
@@ -162,6 +162,14 @@ void measure_steps(const Context& ctx, AnalysisReport& report) {
 }
 
 namespace {
+
+// Slow: a judged time beyond step_spread times the median (what the title
+// counts, the impact adds up and the listed steps are named by). A queue
+// fill step is not judged, and nothing is an outlier among too few steps.
+bool is_slow(const Context& ctx, const StepStats& st, const StepStats::Step& s) {
+  return st.judged >= kMinStepsForSpread && !s.queue_fill &&
+         double(st.judged_ns(s)) > ctx.options.step_spread_warning * double(st.median_ns);
+}
 
 // What the step times were judged on, and which first steps only filled
 // the launch queue.
@@ -221,9 +229,9 @@ void device_split_evidence(const Context& ctx, const StepStats& st, Finding& f) 
   f.evidence.push_back({"device idle", share(idle)});
 }
 
-// The three longest steps by the judged time, "slow" only those beyond
-// step_spread times the median (the slowest of steady steps are ordinary).
-void slowest_evidence(const Context& ctx, const StepStats& st, bool judge, Finding& f) {
+// The three longest steps by the judged time, "slow" only those that are
+// (the slowest of steady steps are ordinary).
+void slowest_evidence(const Context& ctx, const StepStats& st, Finding& f) {
   std::vector<const StepStats::Step*> slowest;
   for (const StepStats::Step& s : st.steps) slowest.push_back(&s);
   size_t shown = std::min<size_t>(slowest.size(), 3);
@@ -232,8 +240,7 @@ void slowest_evidence(const Context& ctx, const StepStats& st, bool judge, Findi
   for (size_t i = 0; i < shown; ++i) {
     const StepStats::Step& s = *slowest[i];
     f.ranges.push_back({s.start, s.start + s.dur});
-    const bool slow =
-        judge && !s.queue_fill && double(st.judged_ns(s)) > ctx.options.step_spread_warning * double(st.median_ns);
+    const bool slow = is_slow(ctx, st, s);
     std::string what = ctx.devices.empty()
                            ? fmt::format("{}: compile {}", format_duration(s.dur), format_duration(s.compile_ns))
                            : fmt::format("{} on the device (host {}{}): idle {}, compute {}; compile {}",
@@ -251,15 +258,12 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   if (st.count == 0) return;
   const double outlier = ctx.options.step_spread_warning;
   const bool too_few = st.judged < kMinStepsForSpread;
-  // Slow: a judged time beyond step_spread times the median (what the
-  // title counts and the impact adds up). Nothing is an outlier among too
-  // few steps.
   int64_t host = 0, compile = 0, slow = 0;
   uint64_t outliers = 0;
   for (const StepStats::Step& s : st.steps) {
     host += s.dur;
     compile += s.compile_ns;
-    if (!too_few && !s.queue_fill && double(st.judged_ns(s)) > outlier * double(st.median_ns)) {
+    if (is_slow(ctx, st, s)) {
       slow += st.judged_ns(s) - st.median_ns;
       ++outliers;
     }
@@ -301,7 +305,7 @@ void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Fi
   f.evidence.push_back(
       {"host compiling", fmt::format("{} ({})", format_duration(compile),
                                      format_percent(double(compile) / double(std::max<int64_t>(host, 1))))});
-  slowest_evidence(ctx, st, !too_few, f);
+  slowest_evidence(ctx, st, f);
   if (too_few) {
     f.suggestion = "record more steps (a profiler schedule with more active steps) to see how step time varies";
   } else if (f.severity == Severity::warning || outliers > 0 || width > ctx.options.steady_width) {

@@ -277,6 +277,33 @@ std::string achieved_bandwidth(const TraceModel& m, const Group& g, const std::v
                      g.copy_ns > 0 ? "device copy time" : "host call time");
 }
 
+// A habit's figures: how often, how much, how blocking, what it cost.
+void figures_evidence(const Context& ctx, const Group& g, size_t in_steps, const std::string& idle,
+                      const std::vector<uint32_t>& devices, Finding& f) {
+  const bool has_steps = ctx.distinct_steps > 0;
+  f.evidence.push_back({"direction", std::string(name_of(g.direction))});
+  if (has_steps) {
+    f.evidence.push_back(
+        {"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), ctx.per_step(double(g.count)))});
+    f.evidence.push_back(
+        {"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
+  } else {
+    f.evidence.push_back({"count", fmt::format("{} (the trace has no steps: whether they recur in each step cannot be "
+                                               "told)",
+                                               format_count(g.count))});
+  }
+  f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
+                                             format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
+  f.evidence.push_back({"synchronous", fmt::format("{} of {}", format_count(g.sync), format_count(g.count))});
+  f.evidence.push_back(
+      {"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
+  f.evidence.push_back({"host time in the calls", format_duration(g.host_ns)});
+  f.evidence.push_back({"device idle caused", idle});
+  if (std::string bw = achieved_bandwidth(ctx.model, g, devices); !bw.empty()) {
+    f.evidence.push_back({"achieved bandwidth", bw});
+  }
+}
+
 void report_habit(const Context& ctx, HabitGroup& hg, std::vector<Finding>& out) {
   Group& g = hg.total;
   std::sort(g.steps.begin(), g.steps.end());
@@ -307,27 +334,7 @@ void report_habit(const Context& ctx, HabitGroup& hg, std::vector<Finding>& out)
                                                g.site.empty() ? "nothing recorded" : g.site)});
     site_evidence(ctx, hg, f);
   }
-  f.evidence.push_back({"direction", std::string(name_of(g.direction))});
-  if (has_steps) {
-    f.evidence.push_back(
-        {"count", fmt::format("{} ({:.2f} per step)", format_count(g.count), ctx.per_step(double(g.count)))});
-    f.evidence.push_back(
-        {"steps with one", fmt::format("{} of {}", format_count(in_steps), format_count(ctx.distinct_steps))});
-  } else {
-    f.evidence.push_back({"count", fmt::format("{} (the trace has no steps: whether they recur in each step cannot be "
-                                               "told)",
-                                               format_count(g.count))});
-  }
-  f.evidence.push_back({"bytes", fmt::format("{} ({} each on average)", format_bytes(g.bytes),
-                                             format_bytes(g.bytes / int64_t(std::max<uint64_t>(g.count, 1))))});
-  f.evidence.push_back({"synchronous", fmt::format("{} of {}", format_count(g.sync), format_count(g.count))});
-  f.evidence.push_back(
-      {"from pageable memory", fmt::format("{} of {}", format_count(g.pageable), format_count(g.count))});
-  f.evidence.push_back({"host time in the calls", format_duration(g.host_ns)});
-  f.evidence.push_back({"device idle caused", idle});
-  if (std::string bw = achieved_bandwidth(ctx.model, g, devices); !bw.empty()) {
-    f.evidence.push_back({"achieved bandwidth", bw});
-  }
+  figures_evidence(ctx, g, in_steps, idle, devices, f);
   // The viewer highlights the largest few.
   std::sort(g.ranges.begin(), g.ranges.end(),
             [](const TimeRange& a, const TimeRange& b) { return a.end - a.start > b.end - b.start; });

@@ -159,7 +159,8 @@ class ChromeEvents {
             fmt::format("\"ph\":\"X\",\"name\":{},\"cat\":\"launch\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
                         "\"args\":{{\"correlation\":{}}}",
                         names(l.name[i]), pid, l.thread, us(l.start[i]), us(l.dur[i]), l.correlation[i]));
-        if (l.correlation[i] != 0) {
+        // A launch whose device op the trace lacks has no flow to end.
+        if (l.correlation[i] != 0 && l.device[i] != kUnknownDevice) {
           w.event(
               fmt::format("\"ph\":\"s\",\"id\":{},\"name\":\"launch\",\"cat\":\"flow\",\"pid\":{},\"tid\":{},\"ts\":{}",
                           l.correlation[i], pid, l.thread, us(l.start[i])));

@@ -19,6 +19,8 @@ namespace loupe::prof {
 struct Incompleteness {
   std::string missing;
   std::string untrusted;
+  // Both, as every report words them.
+  std::string text() const { return missing + "; cannot be trusted: " + untrusted; }
 };
 
 // The host ops a trace's source numbered one by one (Kineto's External
