@@ -1449,7 +1449,8 @@ TEST_F(Rules, ACollectivesOperationComesFromItsLaunchingCallThenItsKernelName) {
                                       "unnamed: 1 kernel, median 10 ns, 10 ns, 10 ns exposed"}));
   // Not launched by the autograd engine: whether they reduce gradients
   // cannot be told, so the advice covers both.
-  EXPECT_NE(f[0]->suggestion.find("most of the exposed time in all-reduce (100 ns): only 0 of 1 launched in the "
+  EXPECT_NE(f[0]->suggestion.find("most of the exposed time in all-reduce (100 ns, all launched outside any marked "
+                                  "range): only 0 of 1 launched in the "
                                   "backward pass: if they reduce gradients after backward() returns"),
             std::string::npos)
       << f[0]->suggestion;
@@ -1498,6 +1499,92 @@ TEST_F(Rules, ManyShortAllReducesAStepAreToldToBucketAndOnlyThey) {
   EXPECT_NE(outside.find("only 0 of 80 launched in the backward pass"), std::string::npos) << outside;
   std::string few_short = advice(20, 10, false);
   EXPECT_EQ(few_short.find("fewer, larger"), std::string::npos) << few_short;
+}
+
+// Where a collective was launched decides the advice, and a pipeline the
+// trace already runs is never recommended. On thread 0, an all-to-all
+// launched at 10 inside `input` [0, 50) runs [100, 140) and one launched at
+// 210 inside `## forward ##` [200, 300) runs [400, 500), each inside its
+// `nccl:all_to_all` range (the collective's own, not a phase); compute
+// [0, 100) overlaps neither: 40 and 100 ns exposed, 140 in all.
+TEST_F(Rules, AnExchangeIsAdvisedByWhereItWasLaunchedAndNoPipelineInUseIsRecommended) {
+  auto advice = [&](const std::string& input, bool forward) {
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 100, 0, DeviceOpKind::kernel, "gemm");
+    t.span(0, 0, 50, input, SpanKind::user, 0);
+    t.span(0, 5, 20, "nccl:all_to_all", SpanKind::user, 1);
+    t.launch(0, 10, 5, 1, 0, 1, "cudaLaunchKernel");
+    t.op(0, 1, 100, 40, 1, DeviceOpKind::kernel, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)");
+    if (forward) {
+      t.span(0, 200, 100, "## forward ##", SpanKind::user, 0);
+      t.span(0, 205, 20, "nccl:all_to_all", SpanKind::user, 1);
+      t.launch(0, 210, 5, 2, 0, 1, "cudaLaunchKernel");
+      t.op(0, 1, 400, 100, 2, DeviceOpKind::kernel, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)");
+    }
+    AnalysisReport r = analyze(t.load());
+    auto f = by_rule(r, "communication");
+    return f.size() == 1 ? *f[0] : Finding{};
+  };
+  Finding pipelined = advice("## sparse_data_dist ##", true);
+  EXPECT_EQ(evidence(pipelined, "launched"),
+            "in `## forward ##` 100 ns exposed (all-to-all); in `## sparse_data_dist ##` 40 ns exposed (all-to-all)");
+  const std::string& both = pipelined.suggestion;
+  EXPECT_NE(both.find("all-to-all (140 ns, 100 ns of it launched in `## forward ##`): in the forward pass the next "
+                      "operation waits for an exchange's result"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("input-distribution pipeline (`## sparse_data_dist ##` ranges), which hides the input exchange, "
+                      "not this one"),
+            std::string::npos)
+      << both;
+  EXPECT_EQ(both.find("TrainPipelineSparseDist"), std::string::npos) << both;
+  // Only the pipelined input exchange: it is exposed despite the pipeline.
+  const std::string input_only = advice("## sparse_data_dist ##", false).suggestion;
+  EXPECT_NE(input_only.find("(40 ns, all launched in `## sparse_data_dist ##`): the trace shows an "
+                            "input-distribution pipeline"),
+            std::string::npos)
+      << input_only;
+  EXPECT_EQ(input_only.find("TrainPipelineSparseDist"), std::string::npos) << input_only;
+  // No pipeline in the trace: the forward's exchange is still told apart,
+  // and an input exchange alone is told to pipeline.
+  const std::string forward = advice("## load ##", true).suggestion;
+  EXPECT_NE(forward.find("in the forward pass the next operation waits"), std::string::npos) << forward;
+  EXPECT_EQ(forward.find("input-distribution pipeline"), std::string::npos) << forward;
+  const std::string unpipelined = advice("## load ##", false).suggestion;
+  EXPECT_NE(unpipelined.find("TrainPipelineSparseDist"), std::string::npos) << unpipelined;
+}
+
+// Collectives an optimizer step launched, and DDP's buffer broadcast in its
+// forward, get advice of their own. One all-gather launched inside
+// `## optimizer ##` runs [100, 150) with no compute beside it; a broadcast
+// launched inside `DistributedDataParallel.forward` runs [100, 130).
+TEST_F(Rules, OptimizerCollectivesAndDdpBufferBroadcastsAreNamed) {
+  auto advice = [&](const std::string& range, const std::string& call) {
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 50, 0, DeviceOpKind::kernel, "gemm");
+    t.span(0, 0, 50, range, SpanKind::user, 0);
+    t.span(0, 5, 20, call, SpanKind::user, 1);
+    t.launch(0, 10, 5, 1, 0, 1, "cudaLaunchKernel");
+    t.op(0, 1, 100, 50, 1, DeviceOpKind::kernel, "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)");
+    AnalysisReport r = analyze(t.load());
+    auto f = by_rule(r, "communication");
+    return f.size() == 1 ? f[0]->suggestion : std::string("<no finding>");
+  };
+  const std::string optimizer = advice("## optimizer ##", "nccl:_all_gather_base");
+  EXPECT_NE(optimizer.find("all-gather (50 ns, all launched in `## optimizer ##`): in the optimizer step a "
+                           "distributed optimizer gathers"),
+            std::string::npos)
+      << optimizer;
+  EXPECT_EQ(optimizer.find("FSDP"), std::string::npos) << optimizer;
+  const std::string ddp = advice("DistributedDataParallel.forward", "nccl:broadcast");
+  EXPECT_NE(ddp.find("DDP broadcasts the module's buffers"), std::string::npos) << ddp;
+  EXPECT_NE(ddp.find("broadcast_buffers=False"), std::string::npos) << ddp;
+  const std::string elsewhere = advice("## forward ##", "nccl:broadcast");
+  EXPECT_EQ(elsewhere.find("broadcast_buffers"), std::string::npos) << elsewhere;
+  const std::string fsdp = advice("FSDP::pre_forward", "nccl:_all_gather_base");
+  EXPECT_NE(fsdp.find("FSDP is in use (`FSDP::pre_forward` ranges)"), std::string::npos) << fsdp;
 }
 
 // A collective on a stream that also runs compute cannot overlap that

@@ -70,6 +70,14 @@ CollectiveOp collective_op_of_kernel(std::string_view name) {
   return op_in_words(name.substr(0, name.find_first_of("_(")));
 }
 
+// Whether a span is a range the program marked around part of its step:
+// a user range, not a step marker, a Python frame or the range a framework
+// records around the collective itself ("nccl:all_reduce").
+bool marks_a_phase(SpanKind kind, std::string_view name) {
+  return kind == SpanKind::user && !is_step_marker(name) && !is_python_frame(name) &&
+         collective_op_of_call(name) == CollectiveOp::unnamed && name != "record_param_comms";
+}
+
 }  // namespace
 
 std::string_view name_of(CollectiveOp op) {
@@ -89,14 +97,17 @@ std::string_view name_of(CollectiveOp op) {
 CollectiveLaunch collective_launch_of(const Context& ctx, const DeviceOps& s, size_t i) {
   CollectiveLaunch out;
   if (const EventRef* l = ctx.launch_of(s.correlation[i])) {
+    out.launched = true;
     const Launches& launches = ctx.model.launches[l->track];
     const ThreadActivity* th = ctx.thread(launches.thread);
     if (th != nullptr && th->spans != nullptr) {
       std::vector<uint32_t> open = th->code_spans_at(launches.start[l->index]);
       for (auto it = open.rbegin(); it != open.rend(); ++it) {  // innermost first
-        std::string_view name = ctx.model.str(th->spans->name[*it]);
+        const StringId id = th->spans->name[*it];
+        std::string_view name = ctx.model.str(id);
         if (out.op == CollectiveOp::unnamed) out.op = collective_op_of_call(name);
         if (name.starts_with("autograd::engine::evaluate_function")) out.in_backward = true;
+        if (marks_a_phase(th->spans->kind[*it], name)) out.range = id;
       }
     }
   }

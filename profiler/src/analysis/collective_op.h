@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string_view>
 
 #include "analysis/context.h"
@@ -23,12 +24,17 @@ std::string_view name_of(CollectiveOp op);
 
 // A collective kernel as its launch shows it: the operation (its launching
 // call's if a recorded range encloses the launch, else its kernel name's),
-// and whether PyTorch's autograd engine launched it, in the backward pass
+// whether PyTorch's autograd engine launched it, in the backward pass
 // (an `autograd::engine::evaluate_function` span encloses the launch), as
-// DDP's gradient hooks do.
+// DDP's gradient hooks do, and the outermost range the program marked
+// around the launch ("## forward ##", "## sparse_data_dist ##",
+// "DistributedDataParallel.forward"; not a step marker or a Python frame):
+// the part of the step that issued it.
 struct CollectiveLaunch {
   CollectiveOp op = CollectiveOp::unnamed;
   bool in_backward = false;
+  bool launched = false;          // the trace holds its launch
+  std::optional<StringId> range;  // none: no range encloses the launch
 };
 CollectiveLaunch collective_launch_of(const Context& ctx, const DeviceOps& s, size_t i);
 

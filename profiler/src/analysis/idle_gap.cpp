@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
@@ -10,6 +11,19 @@
 namespace loupe::prof::analysis {
 
 namespace {
+
+// What a gap was behind when the trace names nothing more precise than its
+// cause: a finding's cause line already says all such a group would.
+constexpr std::string_view kDispatching = "dispatching eager ops";
+constexpr std::string_view kLaunching = "launching";
+constexpr std::string_view kBetweenOps = "between ops";
+constexpr std::string_view kNothingRecorded = "nothing recorded";
+constexpr std::string_view kNoLaunch = "no launch recorded";
+
+bool names_nothing(std::string_view what) {
+  return what == kDispatching || what == kLaunching || what == kBetweenOps || what == kNothingRecorded ||
+         what == kNoLaunch;
+}
 
 std::string compile_detail(const Context& ctx, int64_t a, int64_t b) {
   for (const Compiles& c : ctx.model.compiles) {
@@ -83,7 +97,7 @@ int64_t eager_op_at(const Context& ctx, const ThreadActivity& t, int64_t time) {
 // loupe's runtime dispatching an op eagerly is launch work, op by op.
 void dispatching(const Context& ctx, const ThreadActivity& t, size_t span, IdleGap& g) {
   g.cause = GapCause::launch;
-  g.what = "dispatching eager ops";
+  g.what = kDispatching;
   g.detail = fmt::format("{} dispatching `{}`", thread_label(ctx, t.thread), ctx.model.str(t.spans->name[span]));
 }
 
@@ -173,7 +187,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
   }
   if (size_t n = t.launches_in(a, w.launched); n >= 2) {
     g.cause = GapCause::launch;
-    g.what = "launching";
+    g.what = kLaunching;
     g.detail = fmt::format("{} issued {} launches during the gap", thread, format_count(n));
     return;
   }
@@ -209,14 +223,14 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
   if (int64_t recorded = t.code_covered(a, b); recorded > 0 || ctx.step_at(t.thread, a) != nullptr) {
     g.cause = GapCause::between_ops;
     std::string chain = ctx.enclosing_chain(t.thread, a + (b - a) / 2);
-    g.what = chain.empty() ? "between ops" : fmt::format("between ops in `{}`", chain);
+    g.what = chain.empty() ? std::string(kBetweenOps) : fmt::format("{} in `{}`", kBetweenOps, chain);
     g.detail = fmt::format(
         "host {} on {}: {} of the wait inside recorded ops, the rest in code nothing records "
         "(Python, or the framework between ops)",
         g.what, thread, format_percent(double(recorded) / double(std::max<int64_t>(b - a, 1))));
     return;
   }
-  g.what = "nothing recorded";
+  g.what = kNothingRecorded;
   g.detail = fmt::format("nothing was recorded on {} while it was late", thread);
 }
 
@@ -251,7 +265,7 @@ IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t
             g.what, g.detail);
       }
     } else {
-      g.what = "no launch recorded";
+      g.what = kNoLaunch;
       g.detail = fmt::format("`{}` has no recorded launch: cannot tell whether the host or the device was late",
                              ctx.model.str(s.name[i]));
     }
@@ -451,9 +465,11 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
                           d.gaps.size() == 1 ? "" : "s", format_duration(opt.min_gap_ns));
     f.impact_ns = in_gaps;
     f.devices = {d.device};
-    f.evidence.push_back(
-        {"active window", fmt::format("{} ({} to {})", format_duration(window), format_duration(d.window_start),
-                                      format_duration(d.window_end))});
+    if (d.window_start != ctx.window_start || d.window_end != ctx.window_end) {  // else the report's
+      f.evidence.push_back(
+          {"active window", fmt::format("{} ({} to {})", format_duration(window), format_duration(d.window_start),
+                                        format_duration(d.window_end))});
+    }
     f.evidence.push_back({"busy (union of all streams)", format_duration(d.busy_ns)});
     f.evidence.push_back({"idle", fmt::format("{} ({})", format_duration(d.idle_ns), format_percent(fraction))});
     size_t dominant = size_t(GapCause::unknown);
@@ -465,8 +481,12 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
                                         format_percent(double(d.cause_ns[c]) / double(in_gaps)))});
     }
     std::vector<CauseGroup> groups = group_causes(d);
-    for (size_t i = 0; i < std::min<size_t>(groups.size(), size_t(std::max(opt.largest_gaps, 0))); ++i) {
+    const size_t listed = size_t(std::max(opt.largest_gaps, 0));
+    size_t behind = 0;
+    for (size_t i = 0; i < groups.size() && behind < listed; ++i) {
       const CauseGroup& c = groups[i];
+      if (c.ns == d.cause_ns[size_t(c.cause)] && names_nothing(*c.what)) continue;  // its cause line says it
+      ++behind;
       f.evidence.push_back(
           {fmt::format("behind {}", name_of(c.cause)),
            fmt::format("{}: {} in {} gap{} ({} of gap time)", *c.what, format_duration(c.ns), format_count(c.gaps),
@@ -474,7 +494,7 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
     }
     std::vector<const IdleGap*> largest;
     for (const IdleGap& g : d.gaps) largest.push_back(&g);
-    size_t shown = std::min<size_t>(largest.size(), size_t(std::max(opt.largest_gaps, 0)));
+    size_t shown = std::min(largest.size(), listed);
     std::partial_sort(largest.begin(), largest.begin() + long(shown), largest.end(),
                       [](const IdleGap* x, const IdleGap* y) { return x->end - x->start > y->end - y->start; });
     for (size_t i = 0; i < shown; ++i) {

@@ -128,7 +128,7 @@ struct TraceMetrics {
 struct AnalysisOptions {
   std::vector<std::string> rules;  // empty: all
   int64_t min_gap_ns = 20'000;     // idle-gap
-  int largest_gaps = 5;
+  int largest_gaps = 3;
   double idle_warning_fraction = 0.10, idle_error_fraction = 0.30;
   double cause_min_coverage = 0.5;
   int64_t kernel_wait_max_ns = 30'000;  // HTA's consecutive_kernel_delay
