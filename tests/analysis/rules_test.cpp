@@ -211,6 +211,53 @@ TEST_F(Rules, HostWorkGapSaysHowMuchOfItTheNamedCallsTook) {
             "`cudaLaunchKernel` of the op that ended it");
 }
 
+// Start-up is recognised by what fills the gap, summed by name: a 3.2 s and
+// a 0.8 s cudaFree (set-up calls of at least 100 ms) and the 3.7 s first
+// launch of `cudnn_k` (a first launch of at least 1 ms loads its module)
+// fill 7.7 s of the gap [100 ns, 10 s); a 2 ms cudaMalloc is named, not
+// counted. Each part alone is under half the gap: the same launch when the
+// kernel ran before, or the same 4 s of frees in 80 calls of 50 ms, as a
+// steady loop makes them, is not start-up.
+TEST_F(Rules, AGapThatStartUpFillsIsSummedByNameAndToldToProfileAfterWarmUp) {
+  constexpr int64_t kMs = 1'000'000;
+  auto gap = [&](bool first_launch, bool long_frees) {
+    auto t = trace();
+    t.device(0);
+    t.launch(0, 0, 5, 1);
+    t.op(0, 0, 0, 100, 1, DeviceOpKind::kernel, first_launch ? "k0" : "cudnn_k");
+    t.span(0, 50, 10'100 * kMs, "conv", SpanKind::runtime, 0);
+    if (long_frees) {
+      t.span(0, 200, 3'200 * kMs, "cudaFree", SpanKind::runtime, 1);
+      t.span(0, 3'300 * kMs, 800 * kMs, "cudaFree", SpanKind::runtime, 1);
+    } else {
+      for (int64_t k = 0; k < 80; ++k) t.span(0, 200 + k * 51 * kMs, 50 * kMs, "cudaFree", SpanKind::runtime, 1);
+    }
+    t.span(0, 6'200 * kMs, 2 * kMs, "cudaMalloc", SpanKind::runtime, 1);
+    t.launch(0, 6'300 * kMs, 3'700 * kMs, 2, 0, 0, "cudaLaunchKernel");  // returns at 10 s
+    t.op(0, 0, 10'000 * kMs, 100, 2, DeviceOpKind::kernel, "cudnn_k");
+    AnalysisReport r = analyze(t.load());
+    EXPECT_EQ(r.devices[0].gaps.size(), 1u);
+    return r;
+  };
+  AnalysisReport r = gap(true, true);
+  const IdleGap& g = r.devices[0].gaps[0];
+  EXPECT_EQ(g.cause, GapCause::host_work);
+  EXPECT_EQ(g.work, HostWork::start_up);
+  EXPECT_EQ(g.detail,
+            "start-up in `conv > cudaFree` on thread `main`: 7.700 s of the gap in calls only start-up makes that "
+            "long: cudaFree 4.000 s (2 calls), cudaLaunchKernel 3.700 s (the first launch of `cudnn_k`: its module "
+            "loading), cudaMalloc 2.000 ms");
+  auto f = by_rule(r, "idle-gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0]->suggestion.find("profile after warm-up steps"), std::string::npos) << f[0]->suggestion;
+  EXPECT_EQ(f[0]->suggestion.find("CUDA graph"), std::string::npos) << f[0]->suggestion;
+  for (auto [first_launch, long_frees] : {std::pair{false, true}, std::pair{true, false}}) {
+    AnalysisReport steady = gap(first_launch, long_frees);
+    EXPECT_NE(steady.devices[0].gaps[0].work, HostWork::start_up) << steady.devices[0].gaps[0].detail;
+    EXPECT_EQ(steady.devices[0].gaps[0].detail.find("start-up"), std::string::npos);
+  }
+}
+
 // A gap whose next op was queued before the gap began is the device's own
 // wait, whatever the host did meanwhile.
 TEST_F(Rules, GapWithItsNextOpAlreadyQueuedIsADeviceWait) {

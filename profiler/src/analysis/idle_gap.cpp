@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "analysis/rules.h"
+#include "analysis/runtime_calls.h"
 #include "loupe/prof/units.h"
 
 namespace loupe::prof::analysis {
@@ -19,6 +20,7 @@ constexpr std::string_view kLaunching = "launching";
 constexpr std::string_view kBetweenOps = "between ops";
 constexpr std::string_view kNothingRecorded = "nothing recorded";
 constexpr std::string_view kNoLaunch = "no launch recorded";
+constexpr std::string_view kStartUp = "start-up";
 
 bool names_nothing(std::string_view what) {
   return what == kDispatching || what == kLaunching || what == kBetweenOps || what == kNothingRecorded ||
@@ -101,24 +103,6 @@ void dispatching(const Context& ctx, const ThreadActivity& t, size_t span, IdleG
   g.detail = fmt::format("{} dispatching `{}`", thread_label(ctx, t.thread), ctx.model.str(t.spans->name[span]));
 }
 
-// A CUDA or HIP runtime or driver call, by what it does, from its name
-// (cudaLaunchKernel, hipLaunchKernel, cuLaunchKernel; cudaMalloc, cudaFree,
-// cuMemAlloc_v2, hipHostMalloc; cudaStreamCreate...); `code` for any other
-// name. Copies and waits are code here: a gap behind them is a sync, or the
-// copy is the work.
-HostWork api_call_kind(std::string_view name) {
-  const bool api = name.starts_with("cuda") || name.starts_with("hip") ||
-                   (name.size() > 2 && name.starts_with("cu") && name[2] >= 'A' && name[2] <= 'Z');
-  auto has = [&](std::string_view word) { return name.find(word) != std::string_view::npos; };
-  if (!api) return HostWork::code;
-  if (has("Launch")) return HostWork::launch_call;
-  if (has("Malloc") || has("Free") || has("HostAlloc") || has("HostRegister") || has("MemAlloc") || has("MemCreate") ||
-      has("MemMap"))
-    return HostWork::memory_call;
-  if (has("Memcpy") || has("Memset") || has("Synchronize") || has("Wait") || has("Query")) return HostWork::code;
-  return HostWork::runtime_call;
-}
-
 // The host's work inside `span` at `time`: the input pipeline when a
 // DataLoader range is open (PyTorch names its iterator's ranges
 // "enumerate(DataLoader)#..."), else what the innermost span's name says.
@@ -126,7 +110,7 @@ HostWork span_work(const Context& ctx, const ThreadActivity& t, size_t span, int
   for (uint32_t i : t.code_spans_at(time)) {
     if (ctx.model.str(t.spans->name[i]).find("DataLoader") != std::string::npos) return HostWork::input_pipeline;
   }
-  return api_call_kind(ctx.model.str(t.spans->name[span]));
+  return runtime_call_kind(ctx.model.str(t.spans->name[span]));
 }
 
 // How much of [a, b) the thread spent in spans named `name` whose chain of
@@ -155,7 +139,26 @@ struct HostWindow {
   int64_t launched = 0;  // when the launch call began
   const Launches* launches = nullptr;
   size_t launch = 0;  // the call, in `launches`
+  FirstRuns* first_runs = nullptr;
 };
+
+// A host window that start-up calls fill (runtime_calls.h): named by the
+// calls, summed by name, and by where the longest began.
+bool start_up(const Context& ctx, const HostWindow& w, int64_t at_least, IdleGap& g) {
+  const ThreadActivity& t = *w.thread;
+  const RuntimeCalls calls = runtime_calls_in(ctx, t, *w.first_runs, w.start, w.end);
+  if (calls.start_up_ns < at_least) return false;
+  const CallsOfName* longest = &calls.by_name.front();
+  for (const CallsOfName& c : calls.by_name) {
+    if (c.start_up_ns > longest->start_up_ns) longest = &c;
+  }
+  g.cause = GapCause::host_work;
+  g.work = HostWork::start_up;
+  g.what = fmt::format("{} in `{}`", kStartUp, ctx.enclosing_chain(t.thread, longest->first_call_at));
+  g.detail = fmt::format("{} on {}: {} of the gap in calls only start-up makes that long: {}", g.what,
+                         thread_label(ctx, t.thread), format_duration(calls.start_up_ns), runtime_calls_text(calls, 4));
+  return true;
+}
 
 void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
   const ThreadActivity& t = *w.thread;
@@ -174,6 +177,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     g.detail = fmt::format("{} on {}", g.what, thread);
     return;
   }
+  if (start_up(ctx, w, at_least, g)) return;
   if (int64_t call = w.end - w.launched; call >= at_least) {
     if (int64_t eager = eager_op_at(ctx, t, w.launched); eager >= 0) return dispatching(ctx, t, size_t(eager), g);
     // The launch call itself took the time (module loading on a first
@@ -181,7 +185,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     std::string chain = ctx.enclosing_chain(t.thread, w.launched);
     g.cause = GapCause::host_work;
     g.what = fmt::format("{}{}{}", chain, chain.empty() ? "" : " > ", ctx.model.str(w.launches->name[w.launch]));
-    g.work = api_call_kind(ctx.model.str(w.launches->name[w.launch]));
+    g.work = runtime_call_kind(ctx.model.str(w.launches->name[w.launch]));
     g.detail = fmt::format("host in `{}` on {}: one {} call", g.what, thread, format_duration(call));
     return;
   }
@@ -236,7 +240,7 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
 
 // What kept the device idle in [a, b): docs/analyses.md gives the order of
 // priority and why.
-IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t b) {
+IdleGap classify(const Context& ctx, const DeviceActivity& d, FirstRuns& first_runs, int64_t a, int64_t b) {
   IdleGap g{a, b, GapCause::unknown, "", ""};
   OpAt next = first_op_from(d, b);  // the op that ended the gap
   if (next.stream == nullptr) return g;
@@ -289,7 +293,7 @@ IdleGap classify(const Context& ctx, const DeviceActivity& d, int64_t a, int64_t
     return g;
   }
   const ThreadActivity* t = ctx.thread(launches.thread);
-  if (t != nullptr) host_side(ctx, {t, a, returned, launched, &launches, l->index}, g);
+  if (t != nullptr) host_side(ctx, {t, a, returned, launched, &launches, l->index, &first_runs}, g);
   return g;
 }
 
@@ -307,6 +311,7 @@ std::string thread_label(const Context& ctx, uint32_t thread) {
 
 void measure_idle(const Context& ctx, AnalysisReport& report) {
   const AnalysisOptions& opt = ctx.options;
+  FirstRuns first_runs(ctx);
   for (const DeviceActivity& d : ctx.devices) {
     DeviceIdle di;
     di.device = d.device;
@@ -318,7 +323,7 @@ void measure_idle(const Context& ctx, AnalysisReport& report) {
     di.collective_ns = d.collectives.length();
     di.compute_collective_overlap_ns = di.collective_ns - IntervalSet::subtract(d.collectives, d.compute).length();
     for (const Interval& gap : d.busy.gaps(d.window_start, d.window_end, opt.min_gap_ns)) {
-      IdleGap g = classify(ctx, d, gap.start, gap.end);
+      IdleGap g = classify(ctx, d, first_runs, gap.start, gap.end);
       di.cause_ns[size_t(g.cause)] += g.end - g.start;
       di.gaps.push_back(std::move(g));
     }
@@ -424,6 +429,12 @@ std::string host_work_suggestion(HostWork work, std::string_view leaf) {
           "query: streams, events, handles, device properties): make such calls once, before the loop; in the "
           "first steps they are start-up, which warm-up steps keep out of a profile",
           leaf);
+    case HostWork::start_up:
+      return "the device waited for the program's start-up, not for its steady state: a kernel's first launch "
+             "loads its module (CUDA and HIP load modules lazily), and creating the context or a library's handle "
+             "(cuDNN, cuBLAS) and the first reservations of memory take seconds once; profile after warm-up steps "
+             "(torch.profiler.schedule(wait=1, warmup=1, active=3) records from the third step), and set "
+             "CUDA_MODULE_LOADING=EAGER to load every module at start-up instead of at each first launch";
     case HostWork::code:
       return fmt::format(
           "move that host work (`{}`) off the critical path: make it cheaper, or run it ahead of the device on "

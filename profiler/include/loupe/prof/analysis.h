@@ -48,10 +48,12 @@ constexpr size_t kGapCauses = 7;
 std::string_view name_of(GapCause c);
 
 // In a host-work gap, what the host's work was, which decides the advice:
-// the program's own code, its input pipeline (a DataLoader range open), or
+// the program's own code, its input pipeline (a DataLoader range open),
 // one CUDA/HIP runtime or driver call (a launch, an allocation or release
-// of memory, another runtime call), told by the call's name.
-enum class HostWork : uint8_t { code, input_pipeline, launch_call, memory_call, runtime_call };
+// of memory, another runtime call), told by the call's name, or the
+// program's start-up (first launches loading modules, set-up calls of a
+// tenth of a second or more: docs/analyses.md).
+enum class HostWork : uint8_t { code, input_pipeline, launch_call, memory_call, runtime_call, start_up };
 
 struct IdleGap {
   int64_t start = 0, end = 0;
