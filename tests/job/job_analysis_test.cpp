@@ -408,8 +408,16 @@ TEST_F(JobAnalysis, DiffOfTwoJobsShowsTheStragglerMove) {
 
 // Two real ranks of a 128-rank NCCL job (HTA's sampled traces): 126 ranks
 // are missing, and neither trace says which collective its NCCL kernels
-// ran (no "Collective name" on any event), so there is nothing to compare,
-// and the report says why rather than guessing.
+// ran (no "Collective name" on any event), so no collective can be matched
+// across ranks: the report says why rather than guessing, and compares the
+// two ranks on what each one's own trace shows. The figures, computed from
+// the raw JSON (the ops each ProfilerStep's launches queued; each step's
+// device window runs from the previous one's end, the first from the
+// step's start, to the later of its ops' end and its own), per step 551
+// and 552: rank 0 windows 607.312 and 622.977 ms, compute 106.252 and
+// 104.068 ms, exposed NCCL time 172.259 and 164.724 ms; rank 1 607.904 and
+// 630.689 ms, 135.548 and 136.425 ms, 134.336 and 169.187 ms. Both traces
+// are sampled (2,402 of 170,156 host ops kept on rank 0): incomplete.
 TEST_F(JobAnalysis, RealRanksWhoseKernelsCarryNoCollectiveArgumentsAreNamed) {
   const std::string dir_in = LOUPE_JOB_FIXTURES "/hta-sampled";
   uint64_t kernels = 0;  // NCCL kernels in the raw JSON of both ranks
@@ -431,13 +439,46 @@ TEST_F(JobAnalysis, RealRanksWhoseKernelsCarryNoCollectiveArgumentsAreNamed) {
   EXPECT_EQ(job.world_size, 128);
   JobReport r = analyze_job(job_dir);
   EXPECT_TRUE(r.ranks.empty());
-  EXPECT_TRUE(r.findings.empty());
-  ASSERT_EQ(r.problems.size(), 2u);
+  EXPECT_EQ(r.own_traces, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(r.steps, 2);
+  ASSERT_EQ(r.problems.size(), 3u);
   EXPECT_EQ(r.problems[0], "ranks 2-127: no trace in the job (126 of 128)");
   EXPECT_NE(r.problems[1].find("ranks 0 and 1: no collectives in the trace: its 20 NCCL kernels carry no "
                                "collective arguments"),
             std::string::npos)
       << r.problems[1];
+  EXPECT_NE(r.problems[1].find("compared on their own traces only"), std::string::npos) << r.problems[1];
+  EXPECT_NE(r.problems[2].find("ranks 0 and 1: incomplete traces (rank 0: host ops: the trace holds 2,402 of the "
+                               "170,156"),
+            std::string::npos)
+      << r.problems[2];
+  ASSERT_EQ(r.figures.size(), 2u);
+  auto near = [](int64_t ns, double us) { return std::abs(double(ns) / 1e3 - us) <= 1.0; };
+  const double kStep[2] = {(607.312 + 622.977) / 2 * 1e3, (607.904 + 630.689) / 2 * 1e3};
+  const double kCompute[2] = {(106.252 + 104.068) / 2 * 1e3, (135.548 + 136.425) / 2 * 1e3};
+  const double kExposed[2] = {(172.259 + 164.724) / 2 * 1e3, (134.336 + 169.187) / 2 * 1e3};
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(r.figures[i].rank, int64_t(i));
+    EXPECT_FALSE(r.figures[i].matched);
+    EXPECT_TRUE(near(r.figures[i].step_ns, kStep[i])) << r.figures[i].step_ns;
+    EXPECT_TRUE(near(r.figures[i].compute_ns, kCompute[i])) << r.figures[i].compute_ns;
+    EXPECT_TRUE(near(r.figures[i].communication_ns, kExposed[i])) << r.figures[i].communication_ns;
+  }
+  // Rank 1 computes longest in both steps; the exposed time is the median
+  // rank's per step, summed: (172.259 + 134.336) / 2 + (164.724 + 169.187) / 2.
+  std::map<std::string, const Finding*> by_rule;
+  for (const Finding& f : r.findings) by_rule[f.rule] = &f;
+  ASSERT_EQ(by_rule.size(), 2u);
+  ASSERT_TRUE(by_rule.count("imbalance"));
+  EXPECT_EQ(by_rule["imbalance"]->ranks, (std::vector<int64_t>{1}));
+  ASSERT_TRUE(by_rule.count("collectives"));
+  EXPECT_TRUE(near(by_rule["collectives"]->impact_ns, (172.259 + 134.336) / 2 * 1e3 + (164.724 + 169.187) / 2 * 1e3));
+  for (const Finding& f : r.findings) EXPECT_NE(f.severity, Severity::error) << f.title;
+  const nlohmann::json doc = nlohmann::json::parse(format_job_json(r));
+  EXPECT_EQ(doc["own_traces"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(doc["rank_figures"][0]["matched"], false);
+  EXPECT_FALSE(doc["rank_figures"][0].contains("wait_ns"));  // not known without matched collectives
 }
 
 // `loupe synth --ranks` and `loupe analyze job/ --format json` agree on

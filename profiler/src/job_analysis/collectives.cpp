@@ -111,6 +111,12 @@ Finding exposed_finding(const JobContext& ctx, const JobReport& report) {
   f.evidence.push_back({"exposed per step, by rank",
                         fmt::format("from {} (rank {}) to {} (rank {})", format_duration(least->communication_ns),
                                     least->rank, format_duration(most->communication_ns), most->rank)});
+  if (report.kinds.empty()) {
+    f.evidence.push_back(
+        {"collectives", fmt::format("{} NCCL kernels without collective arguments: which collective each ran, and its "
+                                    "size and bandwidth, cannot be told from these traces",
+                                    format_count(ctx.unmatched_collective_kernels))});
+  }
   for (size_t i = 0; i < report.kinds.size() && i < 5; ++i) {
     const CollectiveStats& k = report.kinds[i];
     f.evidence.push_back(
@@ -120,9 +126,13 @@ Finding exposed_finding(const JobContext& ctx, const JobReport& report) {
                      k.bus_bandwidth > 0 ? format_byte_rate(k.bus_bandwidth) : "cannot tell (kind or size unknown)")});
   }
   f.suggestion =
-      "where the wait dominates, the ranks arrive at different times: see the straggler and imbalance findings; "
-      "where the transfer dominates, overlap it with compute (smaller DDP buckets, FSDP prefetching) or compare "
-      "its bus bandwidth with the link's";
+      report.kinds.empty()
+          ? "each rank's trace cannot split its exposed time into the wait for the last rank and the transfer: record "
+            "the collectives' arguments (PyTorch's profiler writes them from 2.1 on) so that they can be matched "
+            "across ranks; meanwhile the imbalance finding shows which rank computes longest"
+          : "where the wait dominates, the ranks arrive at different times: see the straggler and imbalance findings; "
+            "where the transfer dominates, overlap it with compute (smaller DDP buckets, FSDP prefetching) or compare "
+            "its bus bandwidth with the link's";
   return f;
 }
 
@@ -137,7 +147,8 @@ void rule_collectives(const JobContext& ctx, JobReport& report) {
   }
   bool any_steps =
       std::any_of(ctx.ranks.begin(), ctx.ranks.end(), [](const RankSummary& s) { return !s.steps.empty(); });
-  if (!report.kinds.empty() && any_steps) report.findings.push_back(exposed_finding(ctx, report));
+  const bool any_collectives = !report.kinds.empty() || ctx.unmatched_collective_kernels > 0;
+  if (any_collectives && any_steps) report.findings.push_back(exposed_finding(ctx, report));
 }
 
 }  // namespace loupe::prof::job

@@ -35,12 +35,14 @@ std::map<size_t, uint64_t> slowest_counts(const JobContext& ctx, const std::map<
 void rule_imbalance(JobContext& ctx, JobReport& report) {
   std::map<int64_t, StepCompute> steps;
   for (size_t r = 0; r < ctx.ranks.size(); ++r) {
-    std::vector<int64_t> compute;
+    std::vector<int64_t> compute, times;
     for (const RankSummary::Step& s : ctx.ranks[r].steps) {
       steps[s.number].by_rank.push_back({s.compute_ns, r});
       compute.push_back(s.compute_ns);
+      times.push_back(s.time_ns);
     }
     report.figures[r].compute_ns = quantile(std::move(compute), 0.5);
+    report.figures[r].step_ns = quantile(std::move(times), 0.5);
   }
   std::erase_if(steps, [](const auto& s) { return s.second.by_rank.size() < 2; });
   if (steps.empty()) return;
@@ -81,6 +83,11 @@ void rule_imbalance(JobContext& ctx, JobReport& report) {
                                   [](const auto& a, const auto& b) { return a.compute_ns < b.compute_ns; });
   f.evidence.push_back({fmt::format("fastest: rank {}", fastest->rank),
                         fmt::format("median compute {} per step", format_duration(fastest->compute_ns))});
+  auto [quickest, slowest_step] = std::minmax_element(
+      report.figures.begin(), report.figures.end(), [](const auto& a, const auto& b) { return a.step_ns < b.step_ns; });
+  f.evidence.push_back(
+      {"step time, by rank", fmt::format("median from {} (rank {}) to {} (rank {})", format_duration(quickest->step_ns),
+                                         quickest->rank, format_duration(slowest_step->step_ns), slowest_step->rank)});
   f.suggestion =
       "even out the work per rank (the same batch size and sequence lengths on every rank, a balanced pipeline "
       "split); what the slowest rank computes longer shows in its own trace";

@@ -75,6 +75,9 @@ struct JobContext {
   // steps) or, without steps, single collectives.
   bool by_step = false;
   double imbalance_fraction = 0;  // set by rule_imbalance: median compute spread over median compute
+  // NCCL kernels of ranks whose collectives could not be matched (no
+  // collective arguments): communication the kinds cannot describe.
+  uint64_t unmatched_collective_kernels = 0;
 
   int64_t window() const { return std::max<int64_t>(window_end - window_start, 1); }
   // A rank's trace time on the aligned timeline.

@@ -62,6 +62,40 @@ JobMetrics job_metrics(const job::JobContext& ctx, const JobReport& r) {
   return m;
 }
 
+std::vector<int64_t> ranks_of(const std::vector<std::pair<int64_t, std::string>>& incomplete) {
+  std::vector<int64_t> out;
+  out.reserve(incomplete.size());
+  for (const auto& [rank, missing] : incomplete) out.push_back(rank);
+  return out;
+}
+
+// Ranks whose own traces are incomplete (completeness.h): what the first
+// lacks, and that the figures from their device work cannot be trusted.
+std::string incomplete_problem(const std::vector<std::pair<int64_t, std::string>>& incomplete) {
+  return fmt::format(
+      "{}: incomplete trace{} (rank {}: {}); the figures from their device work (compute, exposed communication, "
+      "waits) cannot be trusted",
+      ranks_label(ranks_of(incomplete)), incomplete.size() == 1 ? "" : "s", incomplete.front().first,
+      incomplete.front().second);
+}
+
+// The findings' shares of the window, the metrics, and the findings by
+// impact: the report's last figures, from the context its rules judged.
+// With ranks whose traces are incomplete, no finding is an error, and
+// each says which ranks.
+void judge(const job::JobContext& ctx, const std::vector<std::pair<int64_t, std::string>>& incomplete,
+           JobReport& report) {
+  for (Finding& f : report.findings) {
+    f.impact_fraction = double(f.impact_ns) / double(ctx.window());
+    if (incomplete.empty()) continue;
+    if (f.severity == Severity::error) f.severity = Severity::warning;
+    f.evidence.push_back({"incomplete traces", ranks_label(ranks_of(incomplete))});
+  }
+  report.metrics = job_metrics(ctx, report);
+  std::stable_sort(report.findings.begin(), report.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.impact_ns > b.impact_ns; });
+}
+
 std::vector<JobCollective> timeline_of(job::JobContext& ctx) {
   std::vector<JobCollective> out;
   out.reserve(ctx.matched.size());
@@ -80,7 +114,9 @@ std::vector<JobCollective> timeline_of(job::JobContext& ctx) {
   return out;
 }
 
-std::string silent_problem(const std::vector<int64_t>& silent, uint64_t kernels) {
+// Ranks without collectives: why, and what becomes of them (compared on
+// their own traces when no two ranks' collectives matched).
+std::string silent_problem(const std::vector<int64_t>& silent, uint64_t kernels, bool compared) {
   std::string why = kernels == 0
                         ? "no collectives in the trace"
                         : fmt::format(
@@ -88,6 +124,13 @@ std::string silent_problem(const std::vector<int64_t>& silent, uint64_t kernels)
                               "(PyTorch's profiler writes them from 2.1 on), so which collective each is cannot "
                               "be told from this trace",
                               kernels);
+  if (compared) {
+    return fmt::format(
+        "{}: {}; compared on their own traces only (steps, compute, exposed communication): aligning the clocks, "
+        "the waits for the last rank, the stragglers and the collectives' kinds and bandwidth need collectives "
+        "matched across ranks",
+        ranks_label(silent), why);
+  }
   return fmt::format("{}: {}; nothing to compare with the other ranks, left out of the cross-rank analyses",
                      ranks_label(silent), why);
 }
@@ -140,8 +183,11 @@ struct JobReducer::State {
   std::vector<job::TimeSum> arrival_sums;
   std::vector<size_t> pending;  // ranks not aligned yet, collectives kept
   std::vector<std::string> unreadable, other_runs;
-  std::vector<int64_t> silent;                                 // ranks without collectives
-  uint64_t silent_kernels = 0;                                 // their NCCL kernels
+  std::vector<RankSummary> silent;  // ranks without collectives
+  uint64_t silent_kernels = 0;      // their NCCL kernels
+  bool silent_compared = false;     // compared on their own traces
+  // Ranks whose traces lack device work, and the first thing each lacks.
+  std::vector<std::pair<int64_t, std::string>> incomplete;
   std::vector<std::pair<int64_t, TraceMetrics>> rank_metrics;  // every rank added, in order
 
   State(const Job& j, const JobAnalysisOptions& o) : job(j), options(o) {}
@@ -152,6 +198,7 @@ struct JobReducer::State {
   void align_pending();
   std::vector<int64_t> waits() const;
   std::vector<std::string> problems() const;
+  void compare_own_traces(JobReport& report);
 };
 
 void JobReducer::State::fold(size_t r) {
@@ -229,9 +276,10 @@ void JobReducer::add(RankSummary summary) {
                                summary.rank, st.rank_metrics.back().first));
   }
   st.rank_metrics.emplace_back(summary.rank, summary.metrics);
+  if (!summary.incomplete.empty()) st.incomplete.emplace_back(summary.rank, summary.incomplete.front());
   if (summary.collectives.empty()) {
-    st.silent.push_back(summary.rank);
     st.silent_kernels += summary.collective_kernels;
+    st.silent.push_back(std::move(summary));
     return;
   }
   if (!st.ctx.ranks.empty()) {
@@ -264,8 +312,13 @@ std::vector<std::string> JobReducer::State::problems() const {
   }
   for (const JobFailure& f : job.failures) out.push_back(fmt::format("{}: not imported: {}", f.source, f.error));
   out.insert(out.end(), other_runs.begin(), other_runs.end());
-  if (!silent.empty()) out.push_back(silent_problem(silent, silent_kernels));
+  if (!silent.empty()) {
+    std::vector<int64_t> ranks;
+    for (const RankSummary& s : silent) ranks.push_back(s.rank);
+    out.push_back(silent_problem(ranks, silent_kernels, silent_compared));
+  }
   if (std::string why = unaligned_problem(ctx); !why.empty()) out.push_back(why);
+  if (!incomplete.empty()) out.push_back(incomplete_problem(incomplete));
   return out;
 }
 
@@ -300,18 +353,50 @@ JobReport JobReducer::finish() {
   report.origin_wall_ns = ctx.origin_wall_ns;
   report.collectives = ctx.matched.size();
   place_window(ctx, report);
-  if (ctx.ranks.size() >= 2) {
-    job::rule_stragglers(ctx, report);
-    job::rule_collectives(ctx, report);
-    job::rule_imbalance(ctx, report);
+  if (ctx.ranks.size() < 2 && ctx.ranks.size() + st.silent.size() >= 2) {
+    st.compare_own_traces(report);
+  } else {
+    if (ctx.ranks.size() >= 2) {
+      job::rule_stragglers(ctx, report);
+      job::rule_collectives(ctx, report);
+      job::rule_imbalance(ctx, report);
+    }
+    judge(ctx, st.incomplete, report);
   }
-  for (Finding& f : report.findings) f.impact_fraction = double(f.impact_ns) / double(ctx.window());
-  report.metrics = job_metrics(ctx, report);
   if (st.options.keep_timeline) report.timeline = timeline_of(ctx);
-  std::stable_sort(report.findings.begin(), report.findings.end(),
-                   [](const Finding& a, const Finding& b) { return a.impact_ns > b.impact_ns; });
   report.problems = st.problems();
   return report;
+}
+
+// Fewer than two ranks' collectives matched (their NCCL kernels carry no
+// collective arguments, as in HTA's sampled traces): the ranks are still
+// compared on what each one's own trace shows, each on its own clock, by
+// step number: their compute (imbalance) and their exposed communication.
+// Whatever needs the collectives matched (clocks, waits, stragglers,
+// kinds) is left out, and the problems say so.
+void JobReducer::State::compare_own_traces(JobReport& report) {
+  job::JobContext own{.options = options};
+  own.ranks = silent;  // copies: without collectives a summary is small
+  own.ranks.insert(own.ranks.end(), ctx.ranks.begin(), ctx.ranks.end());
+  std::sort(own.ranks.begin(), own.ranks.end(),
+            [](const RankSummary& a, const RankSummary& b) { return a.rank < b.rank; });
+  std::vector<int64_t> numbers;
+  report.figures.clear();
+  for (const RankSummary& s : own.ranks) {
+    own.window_end = std::max(own.window_end, s.window_end - s.window_start);
+    own.unmatched_collective_kernels += s.collective_kernels;
+    report.own_traces.push_back(s.rank);
+    report.figures.push_back({.rank = s.rank, .matched = false});
+    for (const RankSummary::Step& step : s.steps) numbers.push_back(step.number);
+  }
+  std::sort(numbers.begin(), numbers.end());
+  report.steps = std::unique(numbers.begin(), numbers.end()) - numbers.begin();
+  report.window_ns = own.window_end;
+  own.by_step = report.steps > 0;
+  job::rule_collectives(own, report);
+  job::rule_imbalance(own, report);
+  silent_compared = true;
+  judge(own, incomplete, report);
 }
 
 JobReport reduce_job(const Job& job, std::vector<RankSummary> ranks, std::vector<std::string> problems,

@@ -63,23 +63,36 @@ std::string kinds_text(const JobReport& r) {
 
 std::string figures_text(const JobReport& r) {
   if (r.figures.empty() || r.figures.size() > kRanksListed) return "";
-  std::string out = fmt::format("\n  {:<6} {:>14} {:>16} {:>14} {:>10}\n", "rank", "compute/step", "exposed comm/step",
-                                "waited", "last at");
+  std::string out = fmt::format("\n  {:<6} {:>12} {:>14} {:>17} {:>14} {:>10}\n", "rank", "step", "compute/step",
+                                "exposed comm/step", "waited", "last at");
   for (const RankFigures& f : r.figures) {
-    out += fmt::format("  {:<6} {:>14} {:>16} {:>14} {:>10}\n", f.rank, format_duration(f.compute_ns),
-                       format_duration(f.communication_ns), format_duration(f.wait_ns), format_count(f.last_arrivals));
+    // Without its collectives matched, what a rank waited is not known.
+    out += fmt::format("  {:<6} {:>12} {:>14} {:>17} {:>14} {:>10}\n", f.rank, format_duration(f.step_ns),
+                       format_duration(f.compute_ns), format_duration(f.communication_ns),
+                       f.matched ? format_duration(f.wait_ns) : "-", f.matched ? format_count(f.last_arrivals) : "-");
   }
   return out;
+}
+
+// The report's first line: how many ranks were compared, and how.
+std::string header_text(const JobReport& r) {
+  if (!r.own_traces.empty()) {
+    return fmt::format(
+        "{}: {} of {} ranks compared on their own traces (no collectives matched across ranks), {} steps, window {} "
+        "(the longest rank's; clocks not aligned)\n",
+        shown(r.dir), r.own_traces.size(), r.world_size, r.steps, format_duration(r.window_ns));
+  }
+  return fmt::format("{}: {} of {} ranks analysed, {} steps, {} collectives matched across ranks, window {}\n",
+                     shown(r.dir), r.ranks.size(), r.world_size, r.steps, format_count(r.collectives),
+                     format_duration(r.window_ns));
 }
 
 }  // namespace
 
 std::string format_job_text(const JobReport& r) {
-  std::string out = fmt::format(
-      "{}: {} of {} ranks analysed, {} steps, {} collectives matched across ranks, window {}\n", shown(r.dir),
-      r.ranks.size(), r.world_size, r.steps, format_count(r.collectives), format_duration(r.window_ns));
+  std::string out = header_text(r);
   for (const std::string& p : r.problems) out += fmt::format("  ! {}\n", shown(p));
-  out += clocks_text(r);
+  if (r.own_traces.empty()) out += clocks_text(r);
   out += kinds_text(r);
   out += figures_text(r);
   out += fmt::format("\n{} finding{}\n", r.findings.size(), r.findings.size() == 1 ? "" : "s");
@@ -91,13 +104,10 @@ std::string format_job_json(const JobReport& r) {
   using nlohmann::json;
   uint64_t replaced = 0;
   auto utf8 = [&](const std::string& s) { return valid_utf8(s, &replaced); };
-  json doc = {{"schema", kReportSchemaVersion},
-              {"job", utf8(r.dir)},
-              {"world_size", r.world_size},
-              {"ranks", r.ranks},
-              {"steps", r.steps},
-              {"collectives", r.collectives},
-              {"window_ns", r.window_ns},
+  json doc = {{"schema", kReportSchemaVersion}, {"job", utf8(r.dir)},
+              {"world_size", r.world_size},     {"ranks", r.ranks},
+              {"own_traces", r.own_traces},     {"steps", r.steps},
+              {"collectives", r.collectives},   {"window_ns", r.window_ns},
               {"problems", json::array()}};
   for (const std::string& p : r.problems) doc["problems"].push_back(utf8(p));
   doc["metrics"] = {{"straggler_fraction", r.metrics.straggler_fraction},
@@ -125,11 +135,16 @@ std::string format_job_json(const JobReport& r) {
                      {"bus_bandwidth", k.bus_bandwidth}});
   }
   for (const RankFigures& f : r.figures) {
-    figures.push_back({{"rank", f.rank},
-                       {"compute_ns", f.compute_ns},
-                       {"communication_ns", f.communication_ns},
-                       {"wait_ns", f.wait_ns},
-                       {"last_arrivals", f.last_arrivals}});
+    json row = {{"rank", f.rank},
+                {"step_ns", f.step_ns},
+                {"compute_ns", f.compute_ns},
+                {"communication_ns", f.communication_ns},
+                {"matched", f.matched}};
+    if (f.matched) {  // else not known
+      row["wait_ns"] = f.wait_ns;
+      row["last_arrivals"] = f.last_arrivals;
+    }
+    figures.push_back(row);
   }
   doc["clocks"] = clocks;
   doc["collective_kinds"] = kinds;
@@ -140,8 +155,11 @@ std::string format_job_json(const JobReport& r) {
 }
 
 std::string format_job_markdown(const JobReport& r) {
-  std::string out = fmt::format("### loupe: {} finding{} in job `{}` ({} of {} ranks)\n\n", r.findings.size(),
-                                r.findings.size() == 1 ? "" : "s", shown(r.dir), r.ranks.size(), r.world_size);
+  const std::string ranks =
+      r.own_traces.empty() ? fmt::format("{} of {} ranks", r.ranks.size(), r.world_size)
+                           : fmt::format("{} of {} ranks, each on its own trace", r.own_traces.size(), r.world_size);
+  std::string out = fmt::format("### loupe: {} finding{} in job `{}` ({})\n\n", r.findings.size(),
+                                r.findings.size() == 1 ? "" : "s", shown(r.dir), ranks);
   for (const std::string& p : r.problems) out += fmt::format("- {}\n", shown(p));
   if (!r.problems.empty()) out += "\n";
   if (r.findings.empty()) return out + "No findings.\n";

@@ -79,6 +79,7 @@ std::vector<RankSummary::Step> steps_of(const StepStats& stats) {
     out.compute_ns = std::max(out.compute_ns, s.compute_ns);
     out.communication_ns = std::max(out.communication_ns, s.communication_ns);
     out.idle_ns = std::max(out.idle_ns, s.idle_ns);
+    out.time_ns = std::max(out.time_ns, stats.judged_ns(s));
   }
   std::vector<RankSummary::Step> out;
   out.reserve(by_number.size());
@@ -164,6 +165,7 @@ RankSummary summarize_rank(const std::string& trace, int64_t rank, int64_t world
   s.steps = steps_of(report.steps);
   s.kernels = kernels_of(m, s.collective_kernels);
   s.idle = idle_of(report);
+  for (const Incompleteness& i : report.incomplete) s.incomplete.push_back(i.missing);
   for (size_t i = 0; i < report.findings.size() && i < kFindingsKept; ++i) {
     s.findings.emplace_back(report.findings[i].title, report.findings[i].impact_ns);
   }

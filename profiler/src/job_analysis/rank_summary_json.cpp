@@ -53,7 +53,7 @@ std::string rank_summary_to_json(const RankSummary& s) {
   for (const RankSummary::Collective& c : s.collectives)
     collectives.push_back({c.kind, c.step, c.index, c.start, c.end});
   for (const RankSummary::Step& st : s.steps) {
-    steps.push_back({st.number, st.compute_ns, st.communication_ns, st.idle_ns});
+    steps.push_back({st.number, st.compute_ns, st.communication_ns, st.idle_ns, st.time_ns});
   }
   json doc = {{"rank", s.rank},
               {"host", s.host},
@@ -66,7 +66,8 @@ std::string rank_summary_to_json(const RankSummary& s) {
               {"steps", steps},
               {"kernels", named_times(s.kernels)},
               {"idle", named_times(s.idle)},
-              {"findings", named_times(s.findings)}};
+              {"findings", named_times(s.findings)},
+              {"incomplete", s.incomplete}};
   each_metric(s.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
   // A trace's names need not be UTF-8: replaced rather than refused, as
   // the reports do.
@@ -95,12 +96,13 @@ RankSummary rank_summary_from_json(const std::string& text) {
           {kind, c.at(1).get<int64_t>(), c.at(2).get<int64_t>(), c.at(3).get<int64_t>(), c.at(4).get<int64_t>()});
     }
     for (const json& st : doc.at("steps")) {
-      s.steps.push_back(
-          {st.at(0).get<int64_t>(), st.at(1).get<int64_t>(), st.at(2).get<int64_t>(), st.at(3).get<int64_t>()});
+      s.steps.push_back({st.at(0).get<int64_t>(), st.at(1).get<int64_t>(), st.at(2).get<int64_t>(),
+                         st.at(3).get<int64_t>(), st.at(4).get<int64_t>()});
     }
     s.kernels = named_times_of(doc.at("kernels"));
     s.idle = named_times_of(doc.at("idle"));
     s.findings = named_times_of(doc.at("findings"));
+    for (const json& i : doc.at("incomplete")) s.incomplete.push_back(i.get<std::string>());
     const json& metrics = doc.at("metrics");
     each_metric(s.metrics, [&](const char* name, auto& v) { v = metrics.at(name).get<std::decay_t<decltype(v)>>(); });
     return s;

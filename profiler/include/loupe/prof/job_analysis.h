@@ -57,11 +57,13 @@ struct RankSummary {
   struct Step {
     int64_t number = 0;
     int64_t compute_ns = 0, communication_ns = 0, idle_ns = 0;  // as StepStats splits the device window
+    int64_t time_ns = 0;  // the step's time as its own analysis judges it (StepStats::judged_ns)
   };
   std::vector<Step> steps;                                // by number
   std::vector<std::pair<std::string, int64_t>> kernels;   // compute kernel time by name, largest first (at most 64)
   std::vector<std::pair<std::string, int64_t>> idle;      // device idle by cause (GapCause names)
   std::vector<std::pair<std::string, int64_t>> findings;  // its own findings' titles and impacts, largest first (3)
+  std::vector<std::string> incomplete;                    // what its trace lacks (Incompleteness::missing)
   TraceMetrics metrics;                                   // its own analysis's, for a trace's budgets on every rank
 };
 
@@ -103,10 +105,14 @@ struct CollectiveStats {
 // One rank's figures over the steps.
 struct RankFigures {
   int64_t rank = 0;
+  int64_t step_ns = 0;           // median step time
   int64_t compute_ns = 0;        // median per step
   int64_t communication_ns = 0;  // median exposed communication per step
-  int64_t wait_ns = 0;           // total time it waited in collectives for a later rank
-  uint64_t last_arrivals = 0;    // collectives it reached last
+  // Whether its collectives were matched with other ranks': only then are
+  // the two below known.
+  bool matched = true;
+  int64_t wait_ns = 0;         // total time it waited in collectives for a later rank
+  uint64_t last_arrivals = 0;  // collectives it reached last
 };
 
 // The figures a job's budgets limit (budget.h).
@@ -144,12 +150,16 @@ struct JobAnalysisOptions {
 struct JobReport {
   std::string dir;
   int64_t world_size = 0;
-  std::vector<int64_t> ranks;          // analysed, in order
+  std::vector<int64_t> ranks;  // analysed across ranks (their collectives matched), in order
+  // When fewer than two ranks' collectives could be matched: the ranks
+  // compared on what each one's own trace shows (steps, compute, exposed
+  // communication), on their own clocks. Empty otherwise.
+  std::vector<int64_t> own_traces;
   std::vector<std::string> problems;   // ranks missing, unreadable or without collectives, and what that means
   std::vector<RankClock> clocks;       // per analysed rank
   int64_t steps = 0;                   // distinct step numbers with matched collectives
   uint64_t collectives = 0;            // matched across ranks
-  int64_t window_ns = 0;               // the job's extent on the aligned timeline
+  int64_t window_ns = 0;               // the job's extent on the aligned timeline (own_traces: the longest rank's)
   int64_t origin_wall_ns = 0;          // the aligned timeline's time 0: the reference rank's origin
   std::vector<CollectiveStats> kinds;  // by total transfer time, largest first
   std::vector<RankFigures> figures;    // per analysed rank
