@@ -47,7 +47,6 @@ bool FirstRuns::first_run(uint64_t correlation) {
 
 RuntimeCalls runtime_calls_in(const Context& ctx, const ThreadActivity& t, FirstRuns& first, int64_t a, int64_t b) {
   std::map<std::string_view, CallsOfName> by_name;
-  std::map<std::string_view, int64_t> longest;  // of each name's start-up calls
   auto add = [&](std::string_view name, int64_t start, int64_t end, bool start_up, std::string_view kernel) {
     const int64_t inside = std::min(b, end) - std::max(a, start);
     if (inside <= 0) return;
@@ -57,8 +56,8 @@ RuntimeCalls runtime_calls_in(const Context& ctx, const ThreadActivity& t, First
     ++c.calls;
     if (!start_up) return;
     c.start_up_ns += inside;
-    if (int64_t& l = longest[name]; inside > l) {
-      l = inside;
+    if (inside > c.longest_start_up_ns) {
+      c.longest_start_up_ns = inside;
       c.first_kernel = kernel;
       c.first_call_at = std::max(a, start);
     }

@@ -50,9 +50,12 @@ struct CallsOfName {
   std::string_view name;
   int64_t ns = 0;  // inside the window
   size_t calls = 0;
-  int64_t start_up_ns = 0;        // of first launches and set-up calls (kModuleLoadNs, kSetUpCallNs)
-  std::string_view first_kernel;  // the kernel of its longest first launch, if any
-  int64_t first_call_at = 0;      // when its longest start-up call began
+  int64_t start_up_ns = 0;  // of first launches and set-up calls (kModuleLoadNs, kSetUpCallNs)
+  // The longest of those calls: its time in the window, when it began, and
+  // its kernel if it was a first launch.
+  int64_t longest_start_up_ns = 0;
+  int64_t first_call_at = 0;
+  std::string_view first_kernel;
 };
 struct RuntimeCalls {
   std::vector<CallsOfName> by_name;  // most time first
