@@ -270,6 +270,31 @@ TEST(ImportKineto, HostOpNumberingCountsWhatIsHeldOfWhatWasNumbered) {
   EXPECT_EQ(numbering(op(1, "7")), " of ");  // one op says nothing
 }
 
+// A copy's duration is the bytes over Kineto's own "memory bandwidth
+// (GB/s)" when that lies within the microsecond a whole-microsecond "dur"
+// was cut from (torchrec's 128-byte copy: "dur": 1, 0.06451612903225806
+// GB/s, 1.984 us measured); a bandwidth that disagrees, "N/A" or a trace
+// with nanoseconds already leave the written duration.
+TEST(ImportKineto, ACopyTakesItsMeasuredDurationFromKinetosBandwidth) {
+  loupe::test::TempDir dir;
+  auto copy = [](int correlation, const std::string& ts, const std::string& dur, const std::string& bandwidth) {
+    return std::string(R"j({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, )j") +
+           R"j("tid": 7, "ts": )j" + ts + R"j(, "dur": )j" + dur +
+           R"j(, "args": {"device": 0, "stream": 7, "correlation": )j" + std::to_string(correlation) +
+           R"j(, "bytes": 128, "memory bandwidth (GB/s)": )j" + bandwidth + "}}";
+  };
+  const std::string measured_1984 = "0.06451612903225806";                           // 128 bytes over 1984 ns
+  write_text(dir.file("k.json"), R"({"schemaVersion": 1, "traceEvents": [)" +        //
+                                     copy(1, "100", "1", measured_1984) + "," +      // cut down to 1 us
+                                     copy(2, "200", "1", "0.0256") + "," +           // 5000 ns: not within 1 us
+                                     copy(3, "300", "1", R"("N/A")") + "," +         // no measured time
+                                     copy(4, "400", "1.984", measured_1984) + "," +  // nanoseconds written
+                                     copy(5, "500", "2", measured_1984) + "]}");     // shorter than written
+  TraceModel m = import_and_load(dir.file("k.json"), dir.file("k.db"), ImportFormat::kineto);
+  ASSERT_EQ(m.device_ops.size(), 1u);
+  EXPECT_EQ(m.device_ops[0].dur, (std::vector<int64_t>{1984, 1000, 1000, 1984, 2000}));
+}
+
 // A kernel launch whose kernel the trace lacks is still a launch (on a
 // device the trace does not say), not a host span that `loupe diff` would
 // call new; a call that queues nothing stays a runtime span.

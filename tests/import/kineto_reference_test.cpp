@@ -34,15 +34,15 @@ struct Reference {
 // Output of tests/import/reference_counts.py, one line per fixture.
 const std::vector<Reference>& references() {
   static const std::vector<Reference> refs = {
-      {"a100_alexnet.json.gz", 79, 16, 3, 244403360, 0, 0, 0, 0, 98, 16, 0, {{0, 66141000}}, {}},
-      {"a100_event_sync.json.gz", 4, 1, 0, 0, 1, 0, 0, 1, 5, 1, 0, {{0, 51000}}, {}},
-      {"a100_event_sync_multistream.json.gz", 3, 0, 3, 0, 0, 0, 0, 0, 6, 0, 0, {{0, 372000}}, {}},
+      {"a100_alexnet.json.gz", 79, 16, 3, 244403360, 0, 0, 0, 0, 98, 16, 0, {{0, 66151429}}, {}},
+      {"a100_event_sync.json.gz", 4, 1, 0, 0, 1, 0, 0, 1, 5, 1, 0, {{0, 51048}}, {}},
+      {"a100_event_sync_multistream.json.gz", 3, 0, 3, 0, 0, 0, 0, 0, 6, 0, 0, {{0, 372680}}, {}},
       {"a100_nccl.json.gz", 2700, 960, 114, 0, 0, 307323096, 0, 3, 3774, 960, 0, {{0, 157500014}}, {}},
-      {"compare_base.json.gz", 6, 6, 6, 7790604, 0, 1802240, 0, 2, 2, 0, 0, {{1, 1694000}}, {}},
-      {"compare_test.json.gz", 5, 6, 6, 7790604, 0, 1802240, 0, 2, 2, 0, 0, {{1, 1690000}}, {}},
+      {"compare_base.json.gz", 6, 6, 6, 7790604, 0, 1802240, 0, 2, 2, 0, 0, {{1, 1697690}}, {}},
+      {"compare_test.json.gz", 5, 6, 6, 7790604, 0, 1802240, 0, 2, 2, 0, 0, {{1, 1693690}}, {}},
       {"cpu_only.json.gz", 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, {}, {}},
       {"mi250_minitoy_train.json.gz", 14, 2, 0, 5120, 0, 0, 0, 2, 16, 2, 0, {{2, 149042}}, {}},
-      {"sampled_rank0.json.gz", 1154, 40, 10, 4866112, 6115, 209194904, 0, 2, 1204, 40, 0, {{0, 547656000}}, {}},
+      {"sampled_rank0.json.gz", 1154, 40, 10, 4866112, 6115, 209194904, 0, 2, 1204, 40, 0, {{0, 547669941}}, {}},
       {"v100_train_5steps.json.gz",
        19370,
        2040,
@@ -55,7 +55,7 @@ const std::vector<Reference>& references() {
        22290,
        2040,
        26770,
-       {{1, 1000613000}},
+       {{1, 1002113087}},
        {{1, 6629508096}}},
   };
   return refs;

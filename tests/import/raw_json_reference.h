@@ -2,7 +2,8 @@
 // tests: nlohmann's SAX parser (numbers as their original text, never a
 // double) and string arithmetic for microseconds -> nanoseconds. It
 // shares no code with the importer. It computes each device's busy time,
-// the union of its kernel, memcpy and memset intervals, in integer ns, and
+// the union of its kernel, memcpy and memset intervals, in integer ns (a
+// copy's duration from Kineto's own bandwidth where it records one), and
 // how many ProfilerStep#N annotations overlap any of those intervals (the
 // steps with device work).
 #pragma once
@@ -10,6 +11,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -108,7 +110,7 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
 
  private:
   struct Event {
-    std::string cat, name, ts, dur, pid, device;
+    std::string cat, name, ts, dur, pid, device, bytes, bandwidth;
   };
 
   bool value(const std::string& text) {
@@ -119,8 +121,10 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
       if (key_ == "ts") event_.ts = text;
       if (key_ == "dur") event_.dur = text;
       if (key_ == "pid") event_.pid = text;
-    } else if (depth_ == 4 && in_args_ && key_ == "device") {
-      event_.device = text;
+    } else if (depth_ == 4 && in_args_) {
+      if (key_ == "device") event_.device = text;
+      if (key_ == "bytes") event_.bytes = text;
+      if (key_ == "memory bandwidth (GB/s)") event_.bandwidth = text;
     }
     return true;
   }
@@ -133,7 +137,21 @@ class KinetoBusyReference : public nlohmann::json_sax<nlohmann::json> {
     if (event_.cat != "kernel" && event_.cat != "gpu_memcpy" && event_.cat != "gpu_memset") return;
     int64_t device = std::stoll(event_.device.empty() ? event_.pid : event_.device);
     int64_t start = micros_text_to_ns(event_.ts);
-    intervals_[device].push_back({start, start + micros_text_to_ns(event_.dur)});
+    intervals_[device].push_back({start, start + duration_ns()});
+  }
+
+  // A device op's duration. A copy's or set's "memory bandwidth (GB/s)"
+  // is Kineto's bytes over the nanoseconds CUPTI measured: the duration it
+  // gives back stands when it lies within the microsecond an older Kineto
+  // cut "dur" down to.
+  int64_t duration_ns() const {
+    int64_t written = micros_text_to_ns(event_.dur);
+    auto is_number = [](const std::string& t) { return !t.empty() && t[0] >= '0' && t[0] <= '9'; };
+    if (!is_number(event_.bytes) || !is_number(event_.bandwidth)) return written;
+    long double bytes = std::stold(event_.bytes), gbps = std::stold(event_.bandwidth);
+    if (bytes <= 0 || gbps <= 0) return written;
+    auto measured = int64_t(std::llround(bytes / gbps));
+    return measured < written + 1000 ? std::max(written, measured) : written;
   }
 
   int depth_ = 0;

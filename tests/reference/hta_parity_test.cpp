@@ -108,6 +108,22 @@ int64_t hta_stream(const json& args) {
   return s.is_number_integer() ? s.get<int64_t>() : -1;
 }
 
+// Each copy's and set's "dur" as written, by correlation: HTA takes it as
+// it stands, where loupe takes the measured duration from Kineto's own
+// bandwidth (whole-microsecond "dur" is cut down by up to 1 us).
+std::map<uint64_t, int64_t> written_copy_durations(const std::string& path) {
+  json doc = json::parse(loupe::test::gunzip_file(path));
+  std::map<uint64_t, int64_t> out;
+  for (const json& e : doc["traceEvents"]) {
+    std::string cat = e.value("cat", "");
+    if (e.value("ph", "") != "X" || (cat != "gpu_memcpy" && cat != "gpu_memset")) continue;
+    const json args = e.value("args", json::object());
+    if (args.contains("correlation") && e.contains("dur"))
+      out[args["correlation"].get<uint64_t>()] = micros_to_ns(e["dur"]);
+  }
+  return out;
+}
+
 // Read from the raw file: loupe keeps these records only as host waits.
 std::vector<SyncRecord> sync_records(const std::string& path, int64_t origin) {
   json doc = json::parse(loupe::test::gunzip_file(path));
@@ -165,8 +181,9 @@ struct ViewOp {
 
 struct HtaRules {
   Rounding rounding;
-  std::optional<int64_t> last_step_start;  // when HTA drops the last step
-  bool with_sync_records = false;          // temporal breakdown and overlap: yes; idle breakdown: no
+  std::optional<int64_t> last_step_start;                 // when HTA drops the last step
+  bool with_sync_records = false;                         // temporal breakdown and overlap: yes; idle breakdown: no
+  const std::map<uint64_t, int64_t>* copy_dur = nullptr;  // HTA's copy durations, by correlation
 };
 
 // The model's launch start per correlation id, rounded as HTA does.
@@ -192,8 +209,12 @@ std::vector<ViewOp> kept_ops(const TraceModel& m, const HtaRules& rules) {
     for (size_t i = 0; i < s.size(); ++i) {
       auto it = launched.find(s.correlation[i]);
       if (!kept(rules, it == launched.end() ? std::nullopt : std::optional(it->second))) continue;
-      ops.push_back({s.device, s.stream, rules.rounding.up(s.start[i]), rules.rounding.down(s.end(i)), s.kind[i],
-                     s.name[i], s.correlation[i]});
+      int64_t end = s.end(i);
+      if (auto w = rules.copy_dur->find(s.correlation[i]);
+          s.kind[i] != DeviceOpKind::kernel && w != rules.copy_dur->end())
+        end = s.start[i] + w->second;
+      ops.push_back({s.device, s.stream, rules.rounding.up(s.start[i]), rules.rounding.down(end), s.kind[i], s.name[i],
+                     s.correlation[i]});
     }
   }
   return ops;
@@ -333,8 +354,9 @@ TEST_P(HtaParity, AgreesOnceHtaRulesAreApplied) {
       hta.sync_records > 0 ? sync_records(path, rounding.origin) : std::vector<SyncRecord>{};
   EXPECT_EQ(syncs.size(), hta.sync_records) << "cuda_sync records on a stream";
 
-  AnalysisReport temporal = analyze_idle(hta_view(model, {rounding, last_step, true}, syncs));
-  AnalysisReport per_stream = analyze_idle(hta_view(model, {rounding, last_step, false}, syncs));
+  const std::map<uint64_t, int64_t> copy_dur = written_copy_durations(path);
+  AnalysisReport temporal = analyze_idle(hta_view(model, {rounding, last_step, true, &copy_dur}, syncs));
+  AnalysisReport per_stream = analyze_idle(hta_view(model, {rounding, last_step, false, &copy_dur}, syncs));
   // HTA reports per rank, loupe per device: each fixture's rank drives one GPU.
   ASSERT_LE(temporal.devices.size(), 1u);
   if (!hta.temporal) {

@@ -48,6 +48,7 @@ struct ChromeEvent {
   int64_t total_allocated = kNone, total_reserved = kNone;  // [memory] totals
   int64_t addr = kNone;                                     // Addr
   int64_t step = kNone;                                     // step_num (JAX StepTraceAnnotation)
+  double bandwidth = 0;                                     // GB/s, Kineto's "memory bandwidth (GB/s)"; 0 when absent
   StringId arg_kind = 0;                                    // cuda_sync_kind, kind, memcpy_details or memset_details
   StringId arg_name = 0;                                    // args.name (metadata value, XLA module name)
   uint32_t comm = 0;  // a collective's arguments: 1 + index into the trace's comms; 0 when none

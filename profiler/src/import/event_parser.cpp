@@ -111,20 +111,6 @@ struct EventParser::Impl {
             if (kind_arg.empty()) kind_arg = string_of(v, "args.kind", &batch_->owned);
             continue;
           }
-          if (k == "Addr") {
-            e.addr = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "size") {
-            e.bytes = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 5:
-          if (k == "bytes" || k == "Bytes") {
-            e.bytes = lenient_int(v).value_or(kNone);
-            continue;
-          }
           break;
         case 6:
           if (k == "device") {
@@ -153,10 +139,6 @@ struct EventParser::Impl {
           }
           if (k == "stream_id") {
             e.stream = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "num_bytes") {
-            e.bytes = lenient_int(v).value_or(kNone);
             continue;
           }
           break;
@@ -191,21 +173,46 @@ struct EventParser::Impl {
             kind_arg = string_of(v, "args.memcpy_details", &batch_->owned);
             continue;
           }
-          if (k == "Total Reserved") {
-            e.total_reserved = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 15:
-          if (k == "Total Allocated") {
-            e.total_allocated = lenient_int(v).value_or(kNone);
-            continue;
-          }
           break;
         default: break;
       }
-      if (read_comm_arg(k, v, is_string)) continue;
+      if (read_memory_arg(k, v, type, e) || read_comm_arg(k, v, is_string)) continue;
       if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
+    }
+  }
+
+  // An argument about bytes (a copy's size and bandwidth, an allocation's
+  // address and totals) into `e`; false for any other.
+  static bool read_memory_arg(std::string_view k, od::value& v, od::json_type type, ChromeEvent& e) {
+    switch (k.size()) {
+      case 4:
+        if (k == "size") e.bytes = lenient_int(v).value_or(kNone);
+        else if (k == "Addr") e.addr = lenient_int(v).value_or(kNone);
+        else return false;
+        return true;
+      case 5:
+        if (k != "bytes" && k != "Bytes") return false;
+        e.bytes = lenient_int(v).value_or(kNone);
+        return true;
+      case 9:
+        if (k != "num_bytes") return false;
+        e.bytes = lenient_int(v).value_or(kNone);
+        return true;
+      case 14:
+        if (k != "Total Reserved") return false;
+        e.total_reserved = lenient_int(v).value_or(kNone);
+        return true;
+      case 15:
+        if (k != "Total Allocated") return false;
+        e.total_allocated = lenient_int(v).value_or(kNone);
+        return true;
+      case 23: {
+        if (k != "memory bandwidth (GB/s)") return false;
+        double gbps = 0;  // "N/A" when CUPTI measured no time
+        if (type == od::json_type::number && v.get_double().get(gbps) == simdjson::SUCCESS) e.bandwidth = gbps;
+        return true;
+      }
+      default: return false;
     }
   }
 
