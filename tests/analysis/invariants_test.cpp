@@ -61,6 +61,12 @@ void check_finding(const Finding& f, const AnalysisReport& r, const AnalysisOpti
   if (f.severity != Severity::info && f.rule == "communication") {
     EXPECT_GE(f.impact_fraction, o.communication_warning_fraction) << "a warning worth less than its share";
   }
+  if (f.severity != Severity::info && f.rule == "copies") {
+    EXPECT_GE(f.impact_fraction, o.copy_warning_fraction) << "a warning worth less than its share";
+  }
+  if (f.rule == "copies") {
+    EXPECT_GE(f.impact_fraction, o.copy_shown_fraction) << "a copies finding under the share worth showing";
+  }
   if (f.title.find("launch-bound") != std::string::npos) {
     EXPECT_GE(f.impact_fraction, o.launch_bound_fraction) << "launch-bound while the device seldom waited";
   }

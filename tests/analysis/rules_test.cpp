@@ -1661,6 +1661,106 @@ TEST_F(Rules, NoCollectivesNoCommunicationFinding) {
   EXPECT_TRUE(by_rule(analyze(t.load()), "communication").empty());
 }
 
+// ---- copies -----------------------------------------------------------------
+
+// By hand, on a device busy its whole window [0, 1000): kernels [0, 300),
+// [420, 700), [880, 1000) on stream 0; a DtoD copy [300, 420) from
+// aten::clone (120 alone) and one [700, 750) from aten::contiguous (50
+// alone) on stream 0; an upload [650, 800) on stream 1, which runs no
+// kernel (alone [700, 800) = 100); a memset [800, 880) with no launch (80
+// alone). Copy-only time is [300, 420) + [700, 880) = 300 ns, 30% of the
+// window, on a device that sets the pace: a warning.
+TEST_F(Rules, CopiesWithNoKernelBesideThemAreNamedWithTheirSources) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 300);
+  t.op(0, 0, 420, 280);
+  t.op(0, 0, 880, 120);
+  t.copy(0, 0, 300, 120, CopyKind::device_to_device, 4096, 1);
+  t.copy(0, 0, 700, 50, CopyKind::device_to_device, 1024, 2);
+  t.copy(0, 1, 650, 150, CopyKind::host_to_device, 8192, 3);
+  t.op(0, 0, 800, 80, 0, DeviceOpKind::memset, "Memset");
+  t.span(0, 280, 20, "aten::clone", SpanKind::runtime);
+  t.launch(0, 285, 5, 1);
+  t.span(0, 680, 10, "aten::contiguous", SpanKind::runtime);
+  t.launch(0, 685, 5, 2);
+  t.span(0, 600, 20, "copy_batch", SpanKind::user);
+  t.launch(0, 605, 5, 3, 0, 1);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "copies");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 300);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_NE(f[0]->title.find("300 ns copying with no kernel running (30.0% of the window); the largest share, 120 "
+                             "ns, DtoD from `aten::clone`"),
+            std::string::npos)
+      << f[0]->title;
+  EXPECT_EQ(evidence(*f[0], "device busy"), "100.0% of its window");
+  EXPECT_EQ(evidence(*f[0], "DtoD"), "170 ns alone, 2 ops, 5.0 KiB");
+  EXPECT_EQ(evidence(*f[0], "HtoD"), "100 ns alone, 1 op, 8.0 KiB");
+  EXPECT_EQ(evidence(*f[0], "memset"), "80 ns alone, 1 op, 0 B");
+  EXPECT_EQ(evidence_all(*f[0], "from"),
+            (std::vector<std::string>{"`aten::clone`: DtoD 120 ns alone, 1 op, 4.0 KiB",
+                                      "`copy_batch`: HtoD 100 ns alone, 1 op, 8.0 KiB",
+                                      "`no recorded launch`: memset 80 ns alone, 1 op, 0 B",
+                                      "`aten::contiguous`: DtoD 50 ns alone, 1 op, 1.0 KiB"}));
+  // Advice for each kind with a quarter of the time or more; the upload
+  // already ran on a stream of its own, so moving it would change nothing.
+  EXPECT_NE(f[0]->suggestion.find("device-to-device copies compute nothing"), std::string::npos) << f[0]->suggestion;
+  EXPECT_NE(f[0]->suggestion.find("the HtoD copies already run on streams with no kernels"), std::string::npos)
+      << f[0]->suggestion;
+  EXPECT_EQ(f[0]->suggestion.find("pin_memory"), std::string::npos) << f[0]->suggestion;
+  EXPECT_NE(f[0]->suggestion.find("set gradients to None"), std::string::npos) << f[0]->suggestion;
+}
+
+// The same copy on a device busy 30% of its window [0, 1000) (kernels
+// [0, 100) and [900, 1000), a DtoD copy [100, 200)): 10% of the window is
+// copy-only, but the host sets the pace, so fewer copies would not shorten
+// the run yet: information. An upload on the kernels' own stream gets the
+// advice to overlap it.
+TEST_F(Rules, CopiesOnADeviceThatWaitsForTheHostAreMinor) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100);
+  t.op(0, 0, 900, 100);
+  t.copy(0, 0, 100, 100, CopyKind::host_to_device, 64);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "copies");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 100);
+  EXPECT_EQ(f[0]->severity, Severity::info);
+  EXPECT_EQ(f[0]->suggestion.rfind("minor while the host sets the pace: the device is busy 30.0% of its window", 0), 0u)
+      << f[0]->suggestion;
+  EXPECT_NE(f[0]->suggestion.find("pin_memory"), std::string::npos) << f[0]->suggestion;
+}
+
+// Copy-only time under copy_shown (1% of the window) is no finding; between
+// it and copy_warning (5%) on a busy device, information; copies that
+// kernels overlap cost nothing.
+TEST_F(Rules, CopiesAreShownAndWarnedAtTheirShareOfTheWindow) {
+  auto run = [&](int64_t copy_ns) {
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 500);
+    t.copy(0, 0, 500, copy_ns, CopyKind::device_to_device, 64);
+    t.op(0, 0, 500 + copy_ns, 500 - copy_ns);
+    t.copy(0, 1, 0, 400, CopyKind::device_to_device, 64);  // under a kernel: free
+    return analyze(t.load());
+  };
+  EXPECT_TRUE(by_rule(run(9), "copies").empty());  // 0.9% of the 1000 ns window
+  const AnalysisReport three = run(30);
+  auto minor = by_rule(three, "copies");
+  ASSERT_EQ(minor.size(), 1u);
+  EXPECT_EQ(minor[0]->impact_ns, 30);
+  EXPECT_EQ(minor[0]->severity, Severity::info);
+  EXPECT_EQ(minor[0]->suggestion.rfind("minor: 3.0% of the window, under the 5.0% at which this rule warns", 0), 0u)
+      << minor[0]->suggestion;
+  const AnalysisReport five = run(50);
+  auto warned = by_rule(five, "copies");
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0]->severity, Severity::warning);
+}
+
 // The median of an even count is the mean of the middle two; two steps are
 // too few to tell how step time varies, whatever their durations.
 TEST_F(Rules, TwoStepsAreTooFewAndTheirMedianIsTheMean) {

@@ -32,6 +32,10 @@ class TraceBuilder {
           DeviceOpKind kind = DeviceOpKind::kernel, const std::string& name = "k") {
     w_.add(DeviceOpRow{dev, stream, start, dur, kind, str(name), 0, CopyKind::none, corr});
   }
+  void copy(uint32_t dev, uint32_t stream, int64_t start, int64_t dur, CopyKind kind, int64_t bytes,
+            uint64_t corr = 0) {
+    w_.add(DeviceOpRow{dev, stream, start, dur, DeviceOpKind::memcpy, str("Memcpy"), bytes, kind, corr});
+  }
   void launch(uint32_t thread, int64_t start, int64_t dur, uint64_t corr, uint32_t dev = 0, uint32_t stream = 0,
               const std::string& name = "launch") {
     w_.add(LaunchRow{thread, start, dur, str(name), dev, stream, corr});

@@ -66,6 +66,7 @@ constexpr RuleEntry kRules[] = {
     {"no-accelerator", rule_no_accelerator, false},
     {"steps", rule_steps, true},
     {"communication", rule_communication, true},
+    {"copies", rule_copies, true},
 };
 
 // On an incomplete trace, a finding whose figures need all device work
@@ -159,6 +160,12 @@ const std::vector<Parameter>& parameters() {
       param("communication_warning",
             "communication: exposed collective time, as a share of the window, that makes a warning",
             &AnalysisOptions::communication_warning_fraction),
+      param("copy_shown", "copies: copy-only device time, as a share of the window, worth a finding",
+            &AnalysisOptions::copy_shown_fraction),
+      param("copy_warning", "copies: copy-only device time, as a share of the window, that makes a warning",
+            &AnalysisOptions::copy_warning_fraction),
+      param("device_bound", "copies: share of its window a device is busy at which it sets the pace",
+            &AnalysisOptions::device_bound_fraction),
   };
   return table;
 }

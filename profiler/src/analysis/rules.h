@@ -23,6 +23,7 @@ void rule_async_timing(const Context& ctx, const AnalysisReport& report, std::ve
 void rule_no_accelerator(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_communication(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_copies(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 
 // What the trace lacks (completeness.h): its metadata's signs and the
 // graph replays its events show.

@@ -148,6 +148,9 @@ struct AnalysisOptions {
   double step_spread_warning = 1.5;              // steps: p90 / median
   double steady_width = 0.10;                    // steps: (p90 - p10) / median under which steps are steady
   double communication_warning_fraction = 0.10;  // communication: exposed share of the window
+  double copy_shown_fraction = 0.01;             // copies: copy-only share of the window worth a finding
+  double copy_warning_fraction = 0.05;           // copies: copy-only share that makes a warning
+  double device_bound_fraction = 0.5;            // copies: busy share at which the device sets the pace
 };
 
 // Every threshold above by name, for `--set name=value` and budget files.
