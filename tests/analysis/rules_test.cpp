@@ -457,6 +457,55 @@ TEST_F(Rules, HostWorkAdviceFollowsWhatTheHostWasIn) {
   }
 }
 
+// A host slow at everything: bookkeeping ops (20 calls each of aten::view
+// at 10 us, aten::empty at 45 us and aten::t at 40 us, against typical
+// medians of 1, 3 and 5 us: 10x, 15x and 8x) run a median 10.0x slower than
+// a typical profiled run, so the host work behind a gap is said to be the
+// host's, not `load_batch`'s alone. At 4x (4, 12, 20 us), or with two ops
+// of 20 calls and one of 19, nothing is said.
+TEST_F(Rules, AHostSlowAtEveryOpIsSaidToBeSlowNotOneOp) {
+  struct Case {
+    int64_t view_ns, empty_ns, t_ns;
+    size_t t_calls;
+    bool slow;
+  };
+  for (const Case& c : {Case{10'000, 45'000, 40'000, 20, true}, Case{4'000, 12'000, 20'000, 20, false},
+                        Case{10'000, 45'000, 40'000, 19, false}}) {
+    SCOPED_TRACE(c.view_ns);
+    auto t = trace();
+    t.device(0);
+    t.op(0, 0, 0, 100, 1);
+    t.launch(0, 0, 5, 1);
+    t.span(0, 150, 800, "load_batch", SpanKind::user, 0);
+    t.launch(0, 990, 5, 2);
+    t.op(0, 0, 1000, 100, 2);
+    int64_t at = 2'000;
+    for (size_t i = 0; i < 20; ++i) {
+      t.span(1, at, c.view_ns, "aten::view", SpanKind::runtime, 0);
+      t.span(1, at += 100'000, c.empty_ns, "aten::empty", SpanKind::runtime, 0);
+      if (i < c.t_calls) t.span(1, at += 100'000, c.t_ns, "aten::t", SpanKind::runtime, 0);
+      at += 100'000;
+    }
+    AnalysisOptions o;
+    o.min_gap_ns = 100;
+    AnalysisReport r = analyze(t.load(), o);
+    auto f = by_rule(r, "idle-gap");
+    ASSERT_EQ(f.size(), 1u);
+    if (!c.slow) {
+      EXPECT_EQ(evidence(*f[0], "host speed"), "<missing host speed>");
+      EXPECT_EQ(f[0]->suggestion.rfind("move that host work (`load_batch`)", 0), 0u) << f[0]->suggestion;
+      continue;
+    }
+    EXPECT_EQ(evidence(*f[0], "host speed"),
+              "bookkeeping ops 10.0x a typical profiled run's time (60 calls): aten::view median 10.000 us (typical "
+              "1.000 us), aten::empty median 45.000 us (typical 3.000 us), aten::t median 40.000 us (typical 5.000 "
+              "us)");
+    EXPECT_EQ(f[0]->suggestion.rfind("the host ran every op slowly", 0), 0u) << f[0]->suggestion;
+    EXPECT_NE(f[0]->suggestion.find("CPU contention"), std::string::npos) << f[0]->suggestion;
+    EXPECT_NE(f[0]->suggestion.find("then, move that host work (`load_batch`)"), std::string::npos) << f[0]->suggestion;
+  }
+}
+
 // loupe's runtime dispatching an op eagerly (its `eager <op>` span) is
 // launch work, whether the span or the launch call inside it took the time.
 TEST_F(Rules, EagerDispatchIsLaunchWork) {

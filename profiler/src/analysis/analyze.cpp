@@ -124,6 +124,10 @@ const std::vector<Parameter>& parameters() {
       param("min_gap", "idle-gap: shortest device gap reported (ns; units allowed)", &AnalysisOptions::min_gap_ns,
             true),
       param("largest_gaps", "idle-gap: how many of the largest gaps a finding lists", &AnalysisOptions::largest_gaps),
+      param("host_slowdown",
+            "idle-gap: how many times a typical profiled run's time the host's bookkeeping ops (aten::view...) take "
+            "when the host itself is slow",
+            &AnalysisOptions::host_slowdown),
       param("idle_warning", "idle-gap: idle fraction of the window that makes a warning",
             &AnalysisOptions::idle_warning_fraction),
       param("idle_error", "idle-gap: idle fraction of the window that makes an error",

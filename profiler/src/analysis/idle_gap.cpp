@@ -5,6 +5,7 @@
 #include <map>
 #include <string_view>
 
+#include "analysis/host_speed.h"
 #include "analysis/rules.h"
 #include "analysis/runtime_calls.h"
 #include "loupe/prof/units.h"
@@ -445,21 +446,50 @@ std::string host_work_suggestion(HostWork work, std::string_view leaf) {
   return "";
 }
 
+// The host-work group that explains the most gap time, or nullptr.
+const CauseGroup* largest_host_work(const std::vector<CauseGroup>& groups) {
+  for (const CauseGroup& c : groups) {
+    if (c.cause == GapCause::host_work) return &c;
+  }
+  return nullptr;
+}
+
 std::string suggestion(GapCause dominant, const std::vector<CauseGroup>& groups) {
-  if (dominant == GapCause::host_work) {
-    for (const CauseGroup& c : groups) {
-      if (c.cause != GapCause::host_work) continue;
-      const size_t last = c.what->rfind(" > ");
-      return host_work_suggestion(c.work, last == std::string::npos ? *c.what : c.what->substr(last + 3));
-    }
+  const CauseGroup* c = largest_host_work(groups);
+  if (dominant == GapCause::host_work && c != nullptr) {
+    const size_t last = c->what->rfind(" > ");
+    return host_work_suggestion(c->work, last == std::string::npos ? *c->what : c->what->substr(last + 3));
   }
   return std::string(suggestion_for(dominant));
+}
+
+// A host that runs even its bookkeeping ops many times slower than a
+// typical run is slow at everything: the steady host time the device
+// waited for is then first the host's, not one op's. Start-up is not
+// steady time, and is advised on as such.
+bool slow_host_explains(const HostSpeed& speed, const AnalysisOptions& opt, GapCause dominant,
+                        const std::vector<CauseGroup>& groups) {
+  if (!speed.judged || speed.slowdown < opt.host_slowdown) return false;
+  if (dominant != GapCause::host_work && dominant != GapCause::between_ops) return false;
+  const CauseGroup* c = largest_host_work(groups);
+  return c == nullptr || c->work != HostWork::start_up;
+}
+
+std::string slow_host_suggestion(const HostSpeed& speed, const std::string& then) {
+  return fmt::format(
+      "the host ran every op slowly: its bookkeeping ops, which do the same few microseconds of work in any "
+      "program, took {:.1f}x a typical profiled run's time, so the host time the device waited for is no one op's "
+      "fault; look first for CPU contention (more busy threads than cores: a process per GPU, each with DataLoader "
+      "workers and OpenMP or MKL threads; pin each rank to its own cores) or a slow or throttled CPU, and for the "
+      "profiler's own cost (with_stack, record_shapes and profile_memory add time to every op); then, {}",
+      speed.slowdown, then);
 }
 
 }  // namespace
 
 void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out) {
   const AnalysisOptions& opt = ctx.options;
+  const HostSpeed speed = host_speed(ctx.model);
   for (const DeviceIdle& d : report.devices) {
     if (d.gaps.empty()) continue;
     int64_t window = d.window_end - d.window_start;
@@ -516,6 +546,12 @@ void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector
                                         g.detail.empty() ? "" : ", ", g.detail)});
     }
     f.suggestion = suggestion(GapCause(dominant), groups);
+    if (slow_host_explains(speed, opt, GapCause(dominant), groups)) {
+      f.evidence.push_back({"host speed", fmt::format("bookkeeping ops {:.1f}x a typical profiled run's time ({} "
+                                                      "calls): {}",
+                                                      speed.slowdown, format_count(speed.calls), speed.detail)});
+      f.suggestion = slow_host_suggestion(speed, f.suggestion);
+    }
     out.push_back(std::move(f));
   }
 }

@@ -132,6 +132,7 @@ struct AnalysisOptions {
   int64_t min_gap_ns = 20'000;     // idle-gap
   int largest_gaps = 3;
   double idle_warning_fraction = 0.10, idle_error_fraction = 0.30;
+  double host_slowdown = 5.0;  // idle-gap: times a typical run's bookkeeping-op time at which the host is slow
   double cause_min_coverage = 0.5;
   int64_t kernel_wait_max_ns = 30'000;  // HTA's consecutive_kernel_delay
   int64_t warmup_steps = 1;             // recompile
