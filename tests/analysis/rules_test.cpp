@@ -806,6 +806,35 @@ TEST_F(Rules, PageableUploadTitleCountsOnlyThePageableOnes) {
   EXPECT_EQ(evidence(*f[0], "from pageable memory"), "4 of 8");
 }
 
+// An upload from pageable memory holds the host while it stages, whenever
+// the device then runs the copy: here each call [100, 300) of a step
+// returns before its copy [320, 380) starts (on stream 1), and the step's
+// kernel [400, 900) follows. The device is idle through the calls of steps
+// 1 to 3 (the previous kernel ended at -100 of the step); step 0's call
+// lies before the device's window, which opens at the first copy (320):
+// 3 x 200 ns. No idle follows a copy that started after its call returned.
+TEST_F(Rules, APageableUploadCostsTheIdleWhileItStages) {
+  auto t = trace();
+  t.device(0);
+  uint32_t site = t.callsite("loader.py", 12);
+  for (int s = 0; s < 4; ++s) {
+    const int64_t base = s * 1000;
+    const uint64_t copy = 2 * uint64_t(s) + 1, kernel = copy + 1;
+    t.step(0, s, base, 1000);
+    t.transfer(0, base + 100, 200, CopyKind::host_to_device, false, HostMemory::pageable, site, 4096, 0, copy);
+    t.copy(0, 1, base + 320, 60, CopyKind::host_to_device, 4096, copy);
+    t.launch(0, base + 390, 5, kernel);
+    t.op(0, 0, base + 400, 500, kernel);
+  }
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "transfer");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->impact_ns, 3 * 200);
+  EXPECT_EQ(f[0]->title,
+            "upload from pageable host memory at loader.py:12 every step: 4 times, device idle 600 ns during and "
+            "after them");
+}
+
 // ---- memory -----------------------------------------------------------------
 
 TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {

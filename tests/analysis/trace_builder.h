@@ -45,8 +45,8 @@ class TraceBuilder {
     w_.add(HostSpanRow{thread, start, dur, str(name), kind, depth, callsite});
   }
   void transfer(uint32_t thread, int64_t start, int64_t dur, CopyKind dir, bool sync, HostMemory mem, uint32_t site,
-                int64_t bytes = 4, uint32_t dev = 0) {
-    w_.add(TransferRow{thread, start, dur, dev, dir, bytes, sync, false, mem, site, 0});
+                int64_t bytes = 4, uint32_t dev = 0, uint64_t corr = 0) {
+    w_.add(TransferRow{thread, start, dur, dev, dir, bytes, sync, false, mem, site, corr});
   }
   void memory(uint32_t dev, int64_t time, MemoryEventKind kind, int64_t bytes, uint64_t addr, int64_t allocated,
               int64_t reserved, uint32_t site = 0) {

@@ -149,6 +149,18 @@ std::optional<Interval> caused_window(const Context& ctx, const DeviceActivity& 
   return Interval{from, to};
 }
 
+// An upload from pageable memory holds the host for as long as the driver
+// stages the data (CUDA copies pageable memory into its own pinned buffer
+// before the call returns, as loupe's runtime does), whenever the device
+// then starts the copy: while the call runs, the thread queues nothing,
+// and device idle inside the call is the upload's.
+std::optional<Interval> staging_window(const DeviceActivity& d, const Transfers& t, size_t i) {
+  if (t.direction[i] != CopyKind::host_to_device || t.host_memory[i] != HostMemory::pageable) return std::nullopt;
+  const int64_t from = std::max(t.start[i], d.window_start), to = std::min(t.end(i), d.window_end);
+  if (to <= from) return std::nullopt;
+  return Interval{from, to};
+}
+
 std::string times(uint64_t n) { return fmt::format("{} time{}", format_count(n), n == 1 ? "" : "s"); }
 
 // How many of a call site's copies were of the kind the title names: a
@@ -201,6 +213,7 @@ std::map<std::pair<std::string, CopyKind>, Group> copies_by_site(const Context& 
       if (const DeviceActivity* d = ctx.device(t.device[i])) {
         g.device_traced = true;
         if (std::optional<Interval> w = caused_window(ctx, *d, t, i)) g.windows[t.device[i]].push_back(*w);
+        if (std::optional<Interval> w = staging_window(*d, t, i)) g.windows[t.device[i]].push_back(*w);
       }
       g.ranges.push_back({t.start[i], t.end(i)});
       if (std::find(g.threads.begin(), g.threads.end(), t.thread) == g.threads.end()) g.threads.push_back(t.thread);
@@ -319,8 +332,11 @@ void report_habit(const Context& ctx, HabitGroup& hg, std::vector<Finding>& out)
   // Without operations on the device (JAX on its CPU backend records none)
   // there is no device time to measure idle against.
   std::string idle = g.device_traced ? format_duration(idle_ns) : "cannot tell: no operations of its device are traced";
-  std::string idle_after = g.device_traced ? fmt::format("device idle {} after them", idle)
-                                           : "device idle after them cannot be told (no device operations traced)";
+  // A pageable upload's cost begins inside the call, while it stages.
+  const std::string_view when_idle = g.pageable > 0 ? "during and after them" : "after them";
+  std::string idle_after = g.device_traced
+                               ? fmt::format("device idle {} {}", idle, when_idle)
+                               : fmt::format("device idle {} cannot be told (no device operations traced)", when_idle);
   Finding f;
   f.rule = "transfer";
   f.devices = devices;
