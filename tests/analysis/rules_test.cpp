@@ -614,6 +614,11 @@ TEST_F(Rules, SyncReadEveryStep) {
   // host, back from the read, launched the next step's kernel: 150 ns, 9
   // times. The last read is at the end of the device's window.
   EXPECT_EQ(f[0]->impact_ns, 9 * 150);
+  EXPECT_EQ(f[0]->title.rfind("synchronous device-to-host read at train.cpp:88 every step: 10 times, device idle "
+                              "1.350 us after them",
+                              0),
+            0u)
+      << f[0]->title;  // a read into pageable memory stages nothing: its cost is after it
   EXPECT_EQ(evidence(*f[0], "call site"), "train.cpp:88");
   EXPECT_EQ(evidence(*f[0], "count"), "10 (1.00 per step)");
   EXPECT_EQ(f[0]->severity, Severity::warning);

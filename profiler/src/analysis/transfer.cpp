@@ -333,7 +333,8 @@ void report_habit(const Context& ctx, HabitGroup& hg, std::vector<Finding>& out)
   // there is no device time to measure idle against.
   std::string idle = g.device_traced ? format_duration(idle_ns) : "cannot tell: no operations of its device are traced";
   // A pageable upload's cost begins inside the call, while it stages.
-  const std::string_view when_idle = g.pageable > 0 ? "during and after them" : "after them";
+  const bool stages = g.direction == CopyKind::host_to_device && g.pageable > 0;
+  const std::string_view when_idle = stages ? "during and after them" : "after them";
   std::string idle_after = g.device_traced
                                ? fmt::format("device idle {} {}", idle, when_idle)
                                : fmt::format("device idle {} cannot be told (no device operations traced)", when_idle);
