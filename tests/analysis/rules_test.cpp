@@ -424,6 +424,8 @@ TEST_F(Rules, HostWorkAdviceFollowsWhatTheHostWasIn) {
        "not a launch, a copy or an allocation"},
       {"aten::to", "cudaMemcpy", "", HostWork::code, "move that host work (`cudaMemcpy`)"},
       {"train", "custom_op", "", HostWork::code, "move that host work (`custom_op`)"},
+      {"c10d::allreduce_", "nccl:all_reduce", "", HostWork::code,
+       "the host was issuing collectives (`nccl:all_reduce`)"},
       {"train", "aten::add_", "hipLaunchKernel", HostWork::launch_call, "loads the kernel's module"},
       {"train", "aten::add_", "cudaLaunchKernel", HostWork::launch_call, "the host was inside `cudaLaunchKernel`"},
   };
@@ -455,6 +457,30 @@ TEST_F(Rules, HostWorkAdviceFollowsWhatTheHostWasIn) {
       EXPECT_EQ(f[0]->suggestion.find("DataLoader"), std::string::npos);
     }
   }
+}
+
+// The cause of a host-side gap ends at the span that covers the wait: the
+// gap [100, 1000) begins while the thread is still in `nccl:all_reduce`
+// [60, 150) inside `backward` [50, 1050), and the launch that ends it
+// returns at 995; `nccl:all_reduce` holds 50 of the 895 ns, `backward` all.
+TEST_F(Rules, AGapIsBehindTheSpanThatCoversItNotWhatWasOpenAsItBegan) {
+  auto t = trace();
+  t.device(0);
+  t.op(0, 0, 0, 100, 1);
+  t.launch(0, 0, 5, 1);
+  t.span(0, 50, 1000, "backward", SpanKind::user, 0);
+  t.span(0, 60, 90, "nccl:all_reduce", SpanKind::user, 1);
+  t.launch(0, 990, 5, 2);
+  t.op(0, 0, 1000, 100, 2);
+  AnalysisOptions o;
+  o.min_gap_ns = 100;
+  AnalysisReport r = analyze(t.load(), o);
+  ASSERT_EQ(r.devices[0].gaps.size(), 1u);
+  EXPECT_EQ(r.devices[0].gaps[0].cause, GapCause::host_work);
+  EXPECT_EQ(r.devices[0].gaps[0].what, "backward");
+  auto f = by_rule(r, "idle-gap");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->suggestion.rfind("move that host work (`backward`)", 0), 0u) << f[0]->suggestion;
 }
 
 // A host slow at everything: bookkeeping ops (20 calls each of aten::view

@@ -94,6 +94,8 @@ std::string_view name_of(CollectiveOp op) {
   return "?";
 }
 
+bool is_collective_call(std::string_view name) { return collective_op_of_call(name) != CollectiveOp::unnamed; }
+
 CollectiveLaunch collective_launch_of(const Context& ctx, const DeviceOps& s, size_t i) {
   CollectiveLaunch out;
   if (const EventRef* l = ctx.launch_of(s.correlation[i])) {

@@ -38,4 +38,8 @@ struct CollectiveLaunch {
 };
 CollectiveLaunch collective_launch_of(const Context& ctx, const DeviceOps& s, size_t i);
 
+// Whether a host span is the call a framework records around a collective
+// ("nccl:all_reduce", "c10d::allreduce_"): host time spent issuing it.
+bool is_collective_call(std::string_view name);
+
 }  // namespace loupe::prof::analysis

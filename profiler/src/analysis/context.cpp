@@ -224,9 +224,10 @@ void Context::drop_stub_steps() {
   });
 }
 
-std::vector<uint32_t> ThreadActivity::code_spans_at(int64_t t) const {
+std::vector<uint32_t> ThreadActivity::code_spans_at(int64_t t, uint32_t max_depth) const {
   std::vector<uint32_t> out;
-  for (const std::vector<uint32_t>& at : code_by_depth) {
+  for (size_t depth = 0; depth < code_by_depth.size() && depth <= max_depth; ++depth) {
+    const std::vector<uint32_t>& at = code_by_depth[depth];
     auto it = std::partition_point(at.begin(), at.end(), [&](uint32_t i) { return spans->start[i] <= t; });
     if (it == at.begin()) continue;
     uint32_t i = *(it - 1);
@@ -353,11 +354,11 @@ std::string shorten_chain(const std::vector<std::string_view>& names) {
 
 }  // namespace
 
-std::string Context::enclosing_chain(uint32_t thread_id, int64_t t) const {
+std::string Context::enclosing_chain(uint32_t thread_id, int64_t t, uint32_t max_depth) const {
   const ThreadActivity* th = thread(thread_id);
   if (th == nullptr || th->spans == nullptr) return "";
   std::vector<std::string_view> names;
-  for (uint32_t i : th->code_spans_at(t)) {
+  for (uint32_t i : th->code_spans_at(t, max_depth)) {
     const std::string& name = model.str(th->spans->name[i]);
     if (!is_step_marker(name)) names.push_back(name);  // a different name each step: not where, but when
   }

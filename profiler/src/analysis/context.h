@@ -4,6 +4,7 @@
 // intervals, and the steps.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,8 +78,9 @@ struct ThreadActivity {
   // sorted by start and by end, and binary search finds the one at a time.
   std::vector<std::vector<uint32_t>> code_by_depth;
 
-  // The spans that mark code open at time t, outermost first.
-  std::vector<uint32_t> code_spans_at(int64_t t) const;
+  // The spans that mark code open at time t, outermost first, down to
+  // max_depth.
+  std::vector<uint32_t> code_spans_at(int64_t t, uint32_t max_depth = UINT32_MAX) const;
   // The deepest span that marks code, other than a step marker, covering
   // at least `need` ns of [a, b); -1 if none.
   int64_t deepest_code_span_covering(int64_t a, int64_t b, int64_t need, const TraceModel& model) const;
@@ -122,8 +124,9 @@ class Context {
   // Where an event happened when the trace has no call site for it: the
   // chain of spans that enclose it on its thread, outermost first, step
   // markers left out ("## forward ## > aten::to > aten::copy_"); "" when
-  // nothing encloses it.
-  std::string enclosing_chain(uint32_t thread, int64_t t) const;
+  // nothing encloses it. With max_depth, the chain stops at that depth: a
+  // span's own chain, without what was open inside it at that moment.
+  std::string enclosing_chain(uint32_t thread, int64_t t, uint32_t max_depth = UINT32_MAX) const;
   // Whether the thread was inside an op or a range at time t (a span that
   // marks code other than a Python frame or a step marker): working, not
   // merely running Python, which an idle thread waiting on a lock does.

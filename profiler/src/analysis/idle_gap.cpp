@@ -5,6 +5,7 @@
 #include <map>
 #include <string_view>
 
+#include "analysis/collective_op.h"
 #include "analysis/host_speed.h"
 #include "analysis/rules.h"
 #include "analysis/runtime_calls.h"
@@ -126,7 +127,9 @@ int64_t time_in_chain(const Context& ctx, const ThreadActivity& t, const std::st
     for (; it != at.end() && t.spans->start[*it] < b; ++it) {
       if (t.spans->name[*it] != name) continue;
       const int64_t from = std::max(a, t.spans->start[*it]);
-      if (ctx.enclosing_chain(t.thread, from) == chain) total += std::min(b, t.spans->end(*it)) - from;
+      if (ctx.enclosing_chain(t.thread, from, t.spans->depth[*it]) == chain) {
+        total += std::min(b, t.spans->end(*it)) - from;
+      }
     }
   }
   return total;
@@ -200,7 +203,9 @@ void host_side(const Context& ctx, const HostWindow& w, IdleGap& g) {
     if (is_eager_span(ctx, *t.spans, size_t(span))) return dispatching(ctx, t, size_t(span), g);
     const int64_t inside = std::max(a, t.spans->start[size_t(span)]);
     g.cause = GapCause::host_work;
-    g.what = ctx.enclosing_chain(t.thread, inside);
+    // The chain ends at the span that covers the wait: what was open inside
+    // it at one moment (a brief op the thread was leaving) is not the cause.
+    g.what = ctx.enclosing_chain(t.thread, inside, t.spans->depth[size_t(span)]);
     g.work = span_work(ctx, t, size_t(span), inside);
     g.detail = fmt::format("host in `{}` on {}", g.what, thread);
     // The named calls explain most of the wait, not always all of it (a 6 s
@@ -437,6 +442,14 @@ std::string host_work_suggestion(HostWork work, std::string_view leaf) {
              "(torch.profiler.schedule(wait=1, warmup=1, active=3) records from the third step), and set "
              "CUDA_MODULE_LOADING=EAGER to load every module at start-up instead of at each first launch";
     case HostWork::code:
+      if (is_collective_call(leaf)) {
+        return fmt::format(
+            "the host was issuing collectives (`{}`): each call costs host time before its kernel is queued, so "
+            "many small ones (a collective per gradient) keep the device waiting; fewer, larger ones (DDP's "
+            "gradient buckets, a larger bucket_cap_mb, a flat buffer) cut the calls: the communication finding "
+            "counts them per step",
+            leaf);
+      }
       return fmt::format(
           "move that host work (`{}`) off the critical path: make it cheaper, or run it ahead of the device on "
           "another thread; if it is the framework issuing the step's operations, replay them as a CUDA graph "
