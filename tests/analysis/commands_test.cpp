@@ -1,6 +1,7 @@
 // Budgets, diffs, the Chrome export and the findings as text, as library calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "loupe/prof/budget.h"
@@ -49,7 +50,7 @@ TEST(Budget, MalformedBudgetsNameTheLineAndProblem) {
 
 TEST(Budget, ChecksAgainstTheReport) {
   AnalysisReport r;
-  r.metrics.recompiles_after_warmup = 2;
+  r.metrics.recompiles = 2;
   r.metrics.idle_fraction = 0.10;
   Budget b = parse_budget("recompiles_after_warmup = 0\nidle_fraction_max = 0.15\n", "b");
   auto results = check_budget(b, r);
@@ -60,6 +61,74 @@ TEST(Budget, ChecksAgainstTheReport) {
   std::string junit = budget_junit(results, "t.db");
   EXPECT_NE(junit.find("tests=\"2\" failures=\"1\""), std::string::npos);
   EXPECT_NE(junit.find("<failure message=\"recompiles_after_warmup is 2, over the budget of 0\""), std::string::npos);
+}
+
+TEST(Budget, EachBudgetedMetricHasItsKeyAndEarlierNamesStillRead) {
+  // Every key `loupe check --help` lists is `<metric>_max` of a budgeted metric.
+  size_t budgeted = 0;
+  for (const auto& m : trace_metrics()) budgeted += m.budgeted;
+  for (const auto& m : job_metrics()) budgeted += m.budgeted;
+  ASSERT_EQ(budget_keys().size(), budgeted);
+  for (const BudgetKey& k : budget_keys()) {
+    EXPECT_EQ(k.key, k.metric + "_max");
+    EXPECT_EQ(parse_budget(k.key + " = 1\n", "b").limits.at(0).metric, k.metric);
+  }
+  // A duration: ns, or a string with a unit; the earlier key in ms.
+  Budget now = parse_budget("step_time_max = \"120ms\"\nrecompiles_max = 0\n", "b");
+  Budget ns = parse_budget("step_time_max = 120000000\n", "b");
+  Budget before = parse_budget("step_time_ms_max = 120\nrecompiles_after_warmup = 0\n", "b");
+  EXPECT_DOUBLE_EQ(now.limits[0].max, 1.2e8);
+  EXPECT_DOUBLE_EQ(ns.limits[0].max, 1.2e8);
+  EXPECT_DOUBLE_EQ(before.limits[0].max, 1.2e8);
+  EXPECT_EQ(before.limits[0].key, "step_time_ms_max");  // printed as the file writes it
+  EXPECT_EQ(before.limits[1].metric, "recompiles");
+  EXPECT_NE(budget_error("recompiles_max = \"3ms\"\n").find("must be a non-negative number"), std::string::npos);
+  EXPECT_NE(budget_error("step_time_max = \"3 parsecs\"\n").find("a string with a unit"), std::string::npos);
+
+  AnalysisReport r;
+  r.metrics.step_time = 1.5e8;
+  r.metrics.transfer_bytes_per_step = 3 * 1024 * 1024;
+  auto results = check_budget(parse_budget("step_time_ms_max = 120\ntransfer_bytes_per_step_max = 1024\n", "b"), r);
+  EXPECT_FALSE(results[0].passed);
+  EXPECT_EQ(results[0].actual_text, "150.000 ms");
+  EXPECT_EQ(results[0].limit_text, "120.000 ms");
+  EXPECT_EQ(results[1].actual_text, "3.0 MiB");
+  EXPECT_EQ(results[1].limit_text, "1.0 KiB");
+}
+
+TEST(Budget, AJobsKeyOnATraceIsRefused) {
+  AnalysisReport r;
+  EXPECT_THROW(check_budget(parse_budget("straggler_fraction_max = 0.1\n", "b"), r), BudgetError);
+}
+
+TEST(Metrics, TheJsonReportCarriesEveryMetricByItsName) {
+  AnalysisReport r;
+  r.metrics.kernels = 7;
+  r.metrics.step_time = 2.5e6;
+  nlohmann::json doc = nlohmann::json::parse(report_json(r));
+  EXPECT_EQ(doc["schema"], kReportSchemaVersion);
+  EXPECT_EQ(doc["metrics"].size(), trace_metrics().size());
+  for (const auto& m : trace_metrics()) {
+    ASSERT_TRUE(doc["metrics"].contains(m.name)) << m.name;
+    EXPECT_DOUBLE_EQ(doc["metrics"][m.name].get<double>(), m.value(r.metrics)) << m.name;
+  }
+  EXPECT_EQ(doc["metrics"]["kernels"], 7);
+  EXPECT_DOUBLE_EQ(metric_value(r.metrics, "step_time"), 2.5e6);
+  EXPECT_THROW(metric_value(r.metrics, "speed"), std::invalid_argument);
+}
+
+TEST(Metrics, DiffRowsFollowTheListAndEarlierNamesStillRead) {
+  TraceMetrics b, h;
+  b.kernels = 10;
+  h.kernels = 15;
+  std::vector<DiffRow> rows = metric_rows(b, h, 0.01);
+  std::vector<std::string> names = trace_diff_metrics();
+  ASSERT_EQ(rows.size(), names.size());
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].name, names[i]);
+  EXPECT_EQ(std::find(names.begin(), names.end(), "step_time_mad"), names.end());  // not compared
+  EXPECT_TRUE(fail_on_crossed(parse_fail_on("kernel_count:+4"), rows, nullptr));
+  EXPECT_EQ(parse_fail_on("kernel_count:+4").metric, "kernels");
+  EXPECT_THROW(parse_fail_on("recompiles_after_warmup:+0"), std::invalid_argument);  // a budget key's old name
 }
 
 TEST(Diff, ATraceAgainstItselfChangesNothing) {

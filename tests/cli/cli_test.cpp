@@ -175,7 +175,7 @@ TEST_F(Commands, AnalyzeNamesTheMistakesWithCallSites) {
   auto json = loupe({"analyze", path, "--format", "json"});
   ASSERT_EQ(json.exit_code, 0);
   auto doc = nlohmann::json::parse(json.out);
-  EXPECT_EQ(doc["schema"], 1);
+  EXPECT_EQ(doc["schema"], 2);
   EXPECT_GE(doc["findings"].size(), 3u);
   EXPECT_EQ(doc["metrics"]["steps"], 30);
   auto md = loupe({"analyze", path, "--format", "markdown", "--rules", "recompile,transfer"});
@@ -247,18 +247,18 @@ TEST_F(Commands, SummaryTablesAsTextCsvAndJson) {
 
 TEST_F(Commands, CheckExitCodesAndJUnit) {
   std::string path = recorded();
-  std::string strict = write("strict.toml", "recompiles_after_warmup = 0\nsync_transfers_per_step_max = 0\n");
-  std::string loose = write("loose.toml", "recompiles_after_warmup = 1000\nidle_fraction_max = 1.0\n");
+  std::string strict = write("strict.toml", "recompiles_max = 0\nsync_transfers_per_step_max = 0\n");
+  std::string loose = write("loose.toml", "recompiles_max = 1000\nidle_fraction_max = 1.0\n");
   std::string junit = dir.file("junit.xml");
   auto fail = loupe({"check", path, "--budget", strict, "--junit", junit});
   EXPECT_EQ(fail.exit_code, 1) << fail.out << fail.err;
-  EXPECT_NE(fail.out.find("FAIL  recompiles_after_warmup"), std::string::npos) << fail.out;
+  EXPECT_NE(fail.out.find("FAIL  recompiles_max"), std::string::npos) << fail.out;
   EXPECT_NE(fail.out.find("2 of 2 budgets exceeded"), std::string::npos);
   EXPECT_NE(loupe::test::slurp(junit).find("failures=\"2\""), std::string::npos);
   auto pass = loupe({"check", path, "--budget", loose});
   EXPECT_EQ(pass.exit_code, 0) << pass.out;
   EXPECT_NE(pass.out.find("0 of 2 budgets exceeded"), std::string::npos);
-  auto bad = loupe({"check", path, "--budget", write("bad.toml", "recompiles_after_warmup = 0\nspeed = 1\n")});
+  auto bad = loupe({"check", path, "--budget", write("bad.toml", "recompiles_max = 0\nspeed = 1\n")});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(lines(bad.err), 1) << bad.err;
   EXPECT_NE(bad.err.find("bad.toml:2: unknown budget 'speed'"), std::string::npos) << bad.err;

@@ -157,7 +157,7 @@ TEST_P(KinetoReference, ImportAgreesWithIndependentCounts) {
   EXPECT_EQ(report.metrics.steps, loupe::test::reference_steps_with_device_work(fixture(ref.file)));
   int64_t highest_peak = 0;
   for (auto [device, peak_of_device] : ref.peak_bytes) highest_peak = std::max(highest_peak, peak_of_device);
-  EXPECT_EQ(report.metrics.peak_memory_bytes, highest_peak);
+  EXPECT_EQ(report.metrics.peak_memory, highest_peak);
   EXPECT_EQ(report.metrics.kernels, ref.kernels);
 }
 

@@ -77,8 +77,8 @@ TEST_F(JobAnalysis, SyntheticJobFindingsMatchThePlantedAnswers) {
 
   EXPECT_TRUE(r.problems.empty()) << r.problems.front();
   EXPECT_EQ(r.ranks.size(), 8u);
-  EXPECT_EQ(r.steps, p.steps);
-  EXPECT_EQ(r.collectives, uint64_t(p.steps * per_step));
+  EXPECT_EQ(r.metrics.steps, uint64_t(p.steps));
+  EXPECT_EQ(r.metrics.collectives, uint64_t(p.steps * per_step));
   ASSERT_EQ(r.clocks.size(), 8u);
   for (int64_t k = 0; k < ranks; ++k) {
     EXPECT_TRUE(r.clocks[k].aligned);
@@ -233,7 +233,7 @@ TEST_F(JobAnalysis, RealGlooJobAlignsOnTheAllReducesAndNamesTheLateRank) {
   std::string job_dir = dir.file("gloo");
   import_job(sources, job_dir);
   JobReport r = analyze_job(job_dir);
-  EXPECT_EQ(r.collectives, 3u);
+  EXPECT_EQ(r.metrics.collectives, 3u);
   ASSERT_EQ(r.clocks.size(), 2u);
   EXPECT_EQ(r.clocks[1].offset_ns, offset);
   EXPECT_EQ(r.clocks[1].residual_ns, std::max(offset - differences[0], differences[2] - offset));
@@ -305,7 +305,7 @@ TEST_F(JobAnalysis, TheStreamingReduceAlignsThroughALaterRankAndCountsOnlyShared
   EXPECT_EQ(r.clocks[1].matched, 3u);
   EXPECT_EQ(r.clocks[2].via, 0);
   EXPECT_EQ(r.clocks[2].offset_ns, -3'000);
-  EXPECT_EQ(r.collectives, 7u);  // b's third has one rank
+  EXPECT_EQ(r.metrics.collectives, 7u);  // b's third has one rank
   ASSERT_EQ(r.figures.size(), 3u);
   EXPECT_EQ(r.figures[0].wait_ns, 4 * 20'000);
   EXPECT_EQ(r.figures[1].wait_ns, 3 * 2'000);
@@ -440,7 +440,7 @@ TEST_F(JobAnalysis, RealRanksWhoseKernelsCarryNoCollectiveArgumentsAreNamed) {
   JobReport r = analyze_job(job_dir);
   EXPECT_TRUE(r.ranks.empty());
   EXPECT_EQ(r.own_traces, (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(r.steps, 2);
+  EXPECT_EQ(r.metrics.steps, 2u);
   ASSERT_EQ(r.problems.size(), 3u);
   EXPECT_EQ(r.problems[0], "ranks 2-127: no trace in the job (126 of 128)");
   EXPECT_NE(r.problems[1].find("ranks 0 and 1: no collectives in the trace: its 20 NCCL kernels carry no "

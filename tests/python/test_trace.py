@@ -152,12 +152,12 @@ class Analyses(Workdir):
     def test_check_is_loupe_check(self):
         budget = os.path.join(self.tmp.name, "budget.toml")
         with open(budget, "w") as f:
-            f.write("idle_fraction_max = 0.05\nstep_time_ms_max = 1000000\n")
+            f.write("idle_fraction_max = 0.05\nstep_time_max = \"1000s\"\n")
         results = loupe.open(self.synth).check(budget)
         cli = run_cli("check", self.synth, "--budget", budget, check=False).stdout.splitlines()
         verdicts = [line.split()[:2] for line in cli if line.startswith(("pass", "FAIL"))]
         self.assertEqual([["pass" if r.passed else "FAIL", r.key] for r in results], verdicts)
-        as_dict = loupe.open(self.synth).check({"idle_fraction_max": 0.05, "step_time_ms_max": 1000000})
+        as_dict = loupe.open(self.synth).check({"idle_fraction_max": 0.05, "step_time_max": "1000s"})
         self.assertEqual([(r.key, r.passed, r.actual) for r in as_dict], [(r.key, r.passed, r.actual) for r in results])
 
     def test_a_malformed_budget_raises_budget_error(self):

@@ -174,26 +174,6 @@ const std::vector<Parameter>& parameters() {
   return table;
 }
 
-double parse_value(const std::string& text, bool duration) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(fmt::format("'{}' is not a number", text));
-  }
-  std::string unit = text.substr(used);
-  if (unit.empty()) return v;
-  if (unit == "%") return v / 100.0;
-  if (duration) {
-    if (unit == "ns") return v;
-    if (unit == "us") return v * 1e3;
-    if (unit == "ms") return v * 1e6;
-    if (unit == "s") return v * 1e9;
-  }
-  throw std::invalid_argument(fmt::format("unknown unit '{}' in '{}'", unit, text));
-}
-
 }  // namespace
 
 std::vector<AnalysisParameter> analysis_parameters() {
@@ -206,7 +186,7 @@ std::vector<AnalysisParameter> analysis_parameters() {
 void set_analysis_parameter(AnalysisOptions& options, const std::string& name, const std::string& value) {
   for (const Parameter& p : parameters()) {
     if (name != p.name) continue;
-    double v = parse_value(value, p.duration);
+    double v = parse_number(value, p.duration);
     if (!(v >= 0) || !std::isfinite(v))
       throw std::invalid_argument(fmt::format("{} must be a non-negative number", name));
     if (v > p.max) throw std::invalid_argument(fmt::format("{} = {} is too large", name, value));
@@ -256,8 +236,8 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   // The figures budgets and diffs compare.
   TraceMetrics& mt = report.metrics;
   mt.steps = ctx.distinct_steps;
-  mt.step_time_median_ns = double(report.steps.median_ns);
-  mt.step_time_mad_ns = double(report.steps.mad_ns);
+  mt.step_time = double(report.steps.median_ns);
+  mt.step_time_mad = double(report.steps.mad_ns);
   int64_t idle = 0, window_sum = 0;
   for (const DeviceIdle& d : report.devices) {
     idle += d.idle_ns;
@@ -267,7 +247,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   for (const Compiles& c : model.compiles) {
     for (size_t i = 0; i < c.size(); ++i) mt.compiles += c.kind[i] == CompileKind::miss;
   }
-  mt.recompiles_after_warmup = recompiles_after_warmup(ctx);
+  mt.recompiles = recompiles_after_warmup(ctx);
   uint64_t sync = 0;
   int64_t bytes = 0;
   for (const Transfers& t : model.transfers) {
@@ -283,7 +263,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
     for (int64_t a : me.allocated) peak = std::max(peak, a);
     const Device* d = model.device(me.device);
     double fraction = d && d->memory_capacity > 0 ? double(peak) / double(d->memory_capacity) : 0;
-    if (peak > mt.peak_memory_bytes) mt.peak_memory_bytes = peak;
+    mt.peak_memory = std::max(mt.peak_memory, peak);
     mt.peak_memory_fraction = std::max(mt.peak_memory_fraction, fraction);
   }
   mt.tiny_kernel_fraction = tiny_kernel_fraction(ctx);
@@ -291,6 +271,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
     mt.device_ops += s.size();
     for (DeviceOpKind k : s.kind) mt.kernels += k == DeviceOpKind::kernel;
   }
+  mt.kernels_per_step = ctx.per_step(double(mt.kernels));
   return report;
 }
 

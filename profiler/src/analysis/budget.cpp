@@ -4,6 +4,8 @@
 
 #include <toml++/toml.h>
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include "loupe/prof/input_file.h"
 #include "loupe/prof/units.h"
@@ -12,54 +14,61 @@ namespace loupe::prof {
 
 namespace {
 
-// A budget key: a trace's has `actual`, a job's has none (job_analysis
-// computes it).
-struct KeyDef {
-  const char* key;
-  const char* description;
-  double (*actual)(const AnalysisReport&);
-  std::string (*format)(double);
-};
+// `<metric>_max` for each budgeted metric of a trace's or a job's list.
+template <typename Metrics>
+void add_keys(std::span<const MetricDef<Metrics>> metrics, bool job, std::vector<BudgetKey>& out) {
+  for (const MetricDef<Metrics>& m : metrics) {
+    if (m.budgeted) out.push_back({std::string(m.name) + "_max", m.name, m.description, m.unit, job});
+  }
+}
 
-std::string fmt_count(double v) { return fmt::format("{:g}", v); }
-std::string fmt_fraction(double v) { return format_percent(v); }
-std::string fmt_ms(double v) { return fmt::format("{:.3f} ms", v); }
-
-const std::vector<KeyDef>& key_defs() {
-  static const std::vector<KeyDef> defs = {
-      {"recompiles_after_warmup", "compiles of jitted functions after the warm-up steps",
-       [](const AnalysisReport& r) { return double(r.metrics.recompiles_after_warmup); }, fmt_count},
-      {"idle_fraction_max", "device idle time over the active window (all devices)",
-       [](const AnalysisReport& r) { return r.metrics.idle_fraction; }, fmt_fraction},
-      {"sync_transfers_per_step_max", "synchronous transfers per step",
-       [](const AnalysisReport& r) { return r.metrics.sync_transfers_per_step; }, fmt_count},
-      {"peak_memory_fraction_max", "peak allocated memory over device capacity",
-       [](const AnalysisReport& r) { return r.metrics.peak_memory_fraction; }, fmt_fraction},
-      {"tiny_kernel_fraction_max", "kernels shorter than their launch, over all kernels",
-       [](const AnalysisReport& r) { return r.metrics.tiny_kernel_fraction; }, fmt_fraction},
-      {"step_time_ms_max", "median step time in milliseconds",
-       [](const AnalysisReport& r) { return r.metrics.step_time_median_ns / 1e6; }, fmt_ms},
-      {"transfer_bytes_per_step_max", "bytes copied between host and device per step",
-       [](const AnalysisReport& r) { return r.metrics.transfer_bytes_per_step; }, fmt_count},
-      {"straggler_fraction_max", "a job's: the time the job lost waiting for its straggler, over its window", nullptr,
-       fmt_fraction},
-      {"collective_wait_fraction_max",
-       "a job's: the time ranks waited in collectives for later ranks, over all ranks' time", nullptr, fmt_fraction},
-      {"exposed_communication_fraction_max",
-       "a job's: communication no compute hides (median rank, per step) summed, over the window", nullptr,
-       fmt_fraction},
-      {"imbalance_fraction_max", "a job's: the median spread of the ranks' compute per step, over the median compute",
-       nullptr, fmt_fraction},
-      {"ranks_left_out_max", "a job's: ranks missing, unreadable or left out of the comparison", nullptr, fmt_count},
-  };
+const std::vector<BudgetKey>& key_defs() {
+  static const std::vector<BudgetKey> defs = [] {
+    std::vector<BudgetKey> out;
+    add_keys(trace_metrics(), false, out);
+    add_keys(job_metrics(), true, out);
+    return out;
+  }();
   return defs;
 }
 
-const KeyDef* find_key(const std::string& key) {
-  for (const KeyDef& d : key_defs()) {
-    if (key == d.key) return &d;
+// The key's definition, by its name or an earlier one (and the factor
+// from the earlier one's unit); nullptr when unknown.
+const BudgetKey* find_key(const std::string& key, double* scale = nullptr) {
+  std::string name = key;
+  if (scale) *scale = 1;
+  for (const MetricAlias& a : metric_aliases()) {
+    if (key != a.old_name) continue;
+    name = a.name;
+    if (scale) *scale = a.scale;
+  }
+  for (const BudgetKey& d : key_defs()) {
+    if (name == d.key) return &d;
   }
   return nullptr;
+}
+
+std::string format_value(MetricUnit unit, double v) {
+  switch (unit) {
+    case MetricUnit::count: return fmt::format("{:g}", v);
+    case MetricUnit::ns: return fmt::format("{:.3f} ms", v / 1e6);
+    case MetricUnit::bytes: return format_bytes(int64_t(std::llround(v)));
+    case MetricUnit::fraction: return format_percent(v);
+  }
+  return fmt::format("{:g}", v);
+}
+
+// A limit as the file writes it: a number in the metric's unit (or the
+// earlier key's), or for a duration a string with a unit ("120ms").
+std::optional<double> limit_value(const toml::node& node, const BudgetKey& d, double scale) {
+  if (std::optional<double> v = node.value<double>()) return *v * scale;
+  std::optional<std::string> text = node.value<std::string>();
+  if (!text || d.unit != MetricUnit::ns) return std::nullopt;
+  try {
+    return parse_number(*text, true);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
 }
 
 std::string xml_escape(const std::string& s) {
@@ -78,11 +87,7 @@ std::string xml_escape(const std::string& s) {
 
 }  // namespace
 
-std::vector<BudgetKey> budget_keys() {
-  std::vector<BudgetKey> out;
-  for (const KeyDef& d : key_defs()) out.push_back({d.key, d.description, d.actual == nullptr});
-  return out;
-}
+std::vector<BudgetKey> budget_keys() { return key_defs(); }
 
 Budget parse_budget(const std::string& text, const std::string& source) {
   toml::table doc;
@@ -117,16 +122,19 @@ Budget parse_budget(const std::string& text, const std::string& source) {
       }
       continue;
     }
-    if (find_key(key) == nullptr) {
+    double scale = 1;
+    const BudgetKey* d = find_key(key, &scale);
+    if (d == nullptr) {
       std::string known;
-      for (const KeyDef& d : key_defs()) known += (known.empty() ? "" : ", ") + std::string(d.key);
+      for (const BudgetKey& known_key : key_defs()) known += (known.empty() ? "" : ", ") + known_key.key;
       throw BudgetError(fmt::format("{}:{}: unknown budget '{}' (known: {})", source, line, key, known));
     }
-    std::optional<double> v = node.value<double>();
-    if (!v || !(*v >= 0)) {
-      throw BudgetError(fmt::format("{}:{}: budget '{}' must be a non-negative number", source, line, key));
+    std::optional<double> v = limit_value(node, *d, scale);
+    if (!v || !(*v >= 0) || !std::isfinite(*v)) {
+      throw BudgetError(fmt::format("{}:{}: budget '{}' must be a non-negative number{}", source, line, key,
+                                    d->unit == MetricUnit::ns ? " (of ns, or a string with a unit: \"120ms\")" : ""));
     }
-    b.limits.push_back({key, *v});
+    b.limits.push_back({key, d->metric, *v, d->job});
     lines.push_back(line);
   }
   // toml++ iterates keys sorted by name; report them in the file's order.
@@ -162,19 +170,21 @@ std::vector<BudgetResult> check_budget(const Budget& budget, const TraceModel& m
 std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisReport& report) {
   std::vector<BudgetResult> out;
   for (const Budget::Limit& l : budget.limits) {
-    const KeyDef* d = find_key(l.key);
-    if (d->actual == nullptr) {
-      throw BudgetError(fmt::format("'{}' is a job's budget: give `loupe check` a job's folder", l.key));
-    }
-    double actual = d->actual(report);
-    out.push_back({l.key, l.max, actual, actual <= l.max, d->format(actual), d->format(l.max)});
+    if (l.job) throw BudgetError(fmt::format("'{}' is a job's budget: give `loupe check` a job's folder", l.key));
+    out.push_back(budget_result(l, metric_value(report.metrics, l.metric)));
   }
   return out;
 }
 
-std::string format_budget_value(const std::string& key, double value) {
-  const KeyDef* d = find_key(key);
-  return d ? d->format(value) : fmt_count(value);
+BudgetResult budget_result(const Budget::Limit& limit, double actual, const std::string& where) {
+  const BudgetKey* d = find_key(limit.key);
+  MetricUnit unit = d ? d->unit : MetricUnit::count;
+  return {limit.key,
+          limit.max,
+          actual,
+          actual <= limit.max,
+          format_value(unit, actual) + where,
+          format_value(unit, limit.max)};
 }
 
 std::string budget_junit(const std::vector<BudgetResult>& results, const std::string& trace) {

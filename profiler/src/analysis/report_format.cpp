@@ -169,20 +169,8 @@ std::string report_json(const AnalysisReport& r) {
                   {"p10_ns", r.steps.p10_ns},
                   {"p90_ns", r.steps.p90_ns},
                   {"mad_ns", r.steps.mad_ns}};
-  const TraceMetrics& m = r.metrics;
-  doc["metrics"] = {{"steps", m.steps},
-                    {"step_time_median_ns", m.step_time_median_ns},
-                    {"step_time_mad_ns", m.step_time_mad_ns},
-                    {"idle_fraction", m.idle_fraction},
-                    {"compiles", m.compiles},
-                    {"recompiles_after_warmup", m.recompiles_after_warmup},
-                    {"sync_transfers_per_step", m.sync_transfers_per_step},
-                    {"transfer_bytes_per_step", m.transfer_bytes_per_step},
-                    {"peak_memory_bytes", m.peak_memory_bytes},
-                    {"peak_memory_fraction", m.peak_memory_fraction},
-                    {"tiny_kernel_fraction", m.tiny_kernel_fraction},
-                    {"kernels", m.kernels},
-                    {"device_ops", m.device_ops}};
+  doc["metrics"] = json::object();
+  for_each_metric(r.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
   if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
   return doc.dump(2) + "\n";
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "loupe/prof/report_format.h"
 #include "loupe/prof/safe_text.h"
 #include "loupe/prof/units.h"
 
@@ -17,8 +18,8 @@ namespace {
 // Relative standard error of a median step time: 1.2533 sigma / sqrt(n),
 // with sigma estimated as 1.4826 MAD (both exact for normal data).
 double median_relative_error(const TraceMetrics& m) {
-  if (m.steps < 2 || m.step_time_median_ns <= 0) return 0;
-  return 1.2533 * 1.4826 * m.step_time_mad_ns / m.step_time_median_ns / std::sqrt(double(m.steps));
+  if (m.steps < 2 || m.step_time <= 0) return 0;
+  return 1.2533 * 1.4826 * m.step_time_mad / m.step_time / std::sqrt(double(m.steps));
 }
 
 DiffRow plain_row(std::string name, std::string unit, double base, double head) {
@@ -89,18 +90,6 @@ std::string percent_text(const DiffRow& r) {
   return fmt::format("{:+.1f}%", r.delta_fraction * 100);
 }
 
-constexpr const char* kMetricNames[] = {"step_time",
-                                        "idle_fraction",
-                                        "compiles",
-                                        "recompiles",
-                                        "sync_transfers_per_step",
-                                        "transfer_bytes_per_step",
-                                        "peak_memory",
-                                        "kernel_count",
-                                        "kernels_per_step",
-                                        "tiny_kernel_fraction",
-                                        "steps"};
-
 }  // namespace
 
 double diff_noise_fraction(const TraceMetrics& b, const TraceMetrics& h) {
@@ -116,7 +105,39 @@ DiffRow diff_row(std::string name, std::string unit, double base, double head, b
   return r;
 }
 
-std::span<const char* const> trace_diff_metrics() { return kMetricNames; }
+namespace {
+
+template <typename Metrics>
+std::vector<DiffRow> rows_of(std::span<const MetricDef<Metrics>> defs, const Metrics& base, const Metrics& head,
+                             double noise) {
+  std::vector<DiffRow> rows;
+  for (const MetricDef<Metrics>& m : defs) {
+    if (m.compare == MetricCompare::not_compared) continue;
+    rows.push_back(diff_row(m.name, std::string(name_of(m.unit)), m.value(base), m.value(head),
+                            m.compare == MetricCompare::timed, noise));
+  }
+  return rows;
+}
+
+template <typename Metrics>
+std::vector<std::string> compared(std::span<const MetricDef<Metrics>> defs) {
+  std::vector<std::string> names;
+  for (const MetricDef<Metrics>& m : defs) {
+    if (m.compare != MetricCompare::not_compared) names.emplace_back(m.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::vector<DiffRow> metric_rows(const TraceMetrics& base, const TraceMetrics& head, double noise) {
+  return rows_of(trace_metrics(), base, head, noise);
+}
+std::vector<DiffRow> metric_rows(const JobMetrics& base, const JobMetrics& head, double noise) {
+  return rows_of(job_metrics(), base, head, noise);
+}
+std::vector<std::string> trace_diff_metrics() { return compared(trace_metrics()); }
+std::vector<std::string> job_diff_metrics() { return compared(job_metrics()); }
 
 TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const TraceModel& head,
                       const AnalysisReport& h) {
@@ -124,26 +145,7 @@ TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const Tra
   d.noise_fraction = diff_noise_fraction(b.metrics, h.metrics);
   const TraceMetrics &mb = b.metrics, &mh = h.metrics;
   auto steps_or_1 = [](const TraceMetrics& m) { return double(std::max<uint64_t>(m.steps, 1)); };
-  struct Spec {
-    const char* name;
-    const char* unit;
-    double base, head;
-    bool timed;
-  };
-  const Spec specs[] = {
-      {"step_time", "ns", mb.step_time_median_ns, mh.step_time_median_ns, true},
-      {"idle_fraction", "fraction", mb.idle_fraction, mh.idle_fraction, true},
-      {"compiles", "count", double(mb.compiles), double(mh.compiles), false},
-      {"recompiles", "count", double(mb.recompiles_after_warmup), double(mh.recompiles_after_warmup), false},
-      {"sync_transfers_per_step", "count", mb.sync_transfers_per_step, mh.sync_transfers_per_step, false},
-      {"transfer_bytes_per_step", "bytes", mb.transfer_bytes_per_step, mh.transfer_bytes_per_step, false},
-      {"peak_memory", "bytes", double(mb.peak_memory_bytes), double(mh.peak_memory_bytes), false},
-      {"kernel_count", "count", double(mb.kernels), double(mh.kernels), false},
-      {"kernels_per_step", "count", double(mb.kernels) / steps_or_1(mb), double(mh.kernels) / steps_or_1(mh), false},
-      {"tiny_kernel_fraction", "fraction", mb.tiny_kernel_fraction, mh.tiny_kernel_fraction, false},
-      {"steps", "count", double(mb.steps), double(mh.steps), false},
-  };
-  for (const Spec& s : specs) d.metrics.push_back(diff_row(s.name, s.unit, s.base, s.head, s.timed, d.noise_fraction));
+  d.metrics = metric_rows(mb, mh, d.noise_fraction);
   d.device_ops = name_rows(per_name(base, base.device_ops, steps_or_1(mb)),
                            per_name(head, head.device_ops, steps_or_1(mh)), d.noise_fraction);
   d.host_spans = name_rows(per_name(base, base.host_spans, steps_or_1(mb)),
@@ -151,9 +153,9 @@ TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const Tra
   return d;
 }
 
-FailOn parse_fail_on(const std::string& text, std::span<const char* const> metrics) {
+FailOn parse_fail_on(const std::string& text, std::span<const std::string> metrics) {
   std::string known;
-  for (const char* n : metrics) known += (known.empty() ? "" : ", ") + std::string(n);
+  for (const std::string& n : metrics) known += (known.empty() ? "" : ", ") + n;
   size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon + 1 >= text.size()) {
     throw std::invalid_argument(
@@ -162,6 +164,10 @@ FailOn parse_fail_on(const std::string& text, std::span<const char* const> metri
   FailOn f;
   f.text = text;
   f.metric = text.substr(0, colon);
+  for (const MetricAlias& a : metric_aliases()) {
+    bool renamed = f.metric == a.old_name && std::find(metrics.begin(), metrics.end(), a.name) != metrics.end();
+    if (renamed) f.metric = a.name;
+  }
   if (std::find(metrics.begin(), metrics.end(), f.metric) == metrics.end()) {
     throw std::invalid_argument(
         fmt::format("--fail-on '{}': unknown metric '{}' (metrics: {})", text, f.metric, known));
@@ -297,12 +303,9 @@ std::string diff_json(const TraceDiff& d, const std::string& base, const std::st
   // JSON must be valid UTF-8; names from the traces may not be.
   uint64_t replaced = 0;
   auto rows = [&](const std::vector<DiffRow>& v) { return json::parse(diff_rows_json(v, &replaced)); };
-  json doc = {{"schema", 1},
-              {"base", valid_utf8(base, &replaced)},
-              {"head", valid_utf8(head, &replaced)},
-              {"noise_fraction", d.noise_fraction},
-              {"metrics", rows(d.metrics)},
-              {"device_ops", rows(d.device_ops)},
+  json doc = {{"schema", kReportSchemaVersion},      {"base", valid_utf8(base, &replaced)},
+              {"head", valid_utf8(head, &replaced)}, {"noise_fraction", d.noise_fraction},
+              {"metrics", rows(d.metrics)},          {"device_ops", rows(d.device_ops)},
               {"host_spans", rows(d.host_spans)}};
   if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
   return doc.dump(2) + "\n";

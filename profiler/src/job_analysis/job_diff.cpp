@@ -8,38 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "loupe/prof/job_analysis.h"
+#include "loupe/prof/report_format.h"
 #include "loupe/prof/safe_text.h"
 #include "loupe/prof/units.h"
 
 namespace loupe::prof {
 
 namespace {
-
-constexpr const char* kJobMetrics[] = {"step_time",
-                                       "compute_per_step",
-                                       "straggler_fraction",
-                                       "collective_wait_fraction",
-                                       "exposed_communication_fraction",
-                                       "imbalance_fraction",
-                                       "collectives",
-                                       "steps",
-                                       "ranks_left_out"};
-
-// The median over the ranks of one figure.
-template <typename F>
-double median_over_ranks(const std::vector<std::pair<int64_t, TraceMetrics>>& ranks, F figure) {
-  std::vector<int64_t> v;
-  v.reserve(ranks.size());
-  for (const auto& [rank, m] : ranks) v.push_back(int64_t(std::llround(figure(m))));
-  return double(quantile(std::move(v), 0.5));
-}
-
-double median_compute(const JobReport& r) {
-  std::vector<int64_t> v;
-  v.reserve(r.figures.size());
-  for (const RankFigures& f : r.figures) v.push_back(f.compute_ns);
-  return double(quantile(std::move(v), 0.5));
-}
 
 // The largest noise any rank in both jobs gives.
 double noise_of(const JobReport& b, const JobReport& h) {
@@ -92,28 +67,11 @@ void by_change(std::vector<DiffRow>& rows) {
 
 }  // namespace
 
-std::span<const char* const> job_diff_metrics() { return kJobMetrics; }
-
 JobDiff diff_jobs(const JobReport& b, const JobReport& h) {
   JobDiff d;
   d.noise_fraction = noise_of(b, h);
   const double n = d.noise_fraction;
-  auto step_time = [](const TraceMetrics& m) { return m.step_time_median_ns; };
-  const JobMetrics &mb = b.metrics, &mh = h.metrics;
-  d.metrics = {
-      diff_row("step_time", "ns", median_over_ranks(b.rank_metrics, step_time),
-               median_over_ranks(h.rank_metrics, step_time), true, n),
-      diff_row("compute_per_step", "ns", median_compute(b), median_compute(h), true, n),
-      diff_row("straggler_fraction", "fraction", mb.straggler_fraction, mh.straggler_fraction, true, n),
-      diff_row("collective_wait_fraction", "fraction", mb.collective_wait_fraction, mh.collective_wait_fraction, true,
-               n),
-      diff_row("exposed_communication_fraction", "fraction", mb.exposed_communication_fraction,
-               mh.exposed_communication_fraction, true, n),
-      diff_row("imbalance_fraction", "fraction", mb.imbalance_fraction, mh.imbalance_fraction, true, n),
-      diff_row("collectives", "count", double(b.collectives), double(h.collectives), false, n),
-      diff_row("steps", "count", double(b.steps), double(h.steps), false, n),
-      diff_row("ranks_left_out", "count", double(mb.ranks_left_out), double(mh.ranks_left_out), false, n),
-  };
+  d.metrics = metric_rows(b.metrics, h.metrics, n);
   d.collectives = collective_rows(b, h, n);
   d.ranks = rank_rows(b, h, n);
   by_change(d.collectives);
@@ -145,7 +103,7 @@ std::string job_diff_markdown(const JobDiff& d, const std::string& base, const s
 std::string job_diff_json(const JobDiff& d, const std::string& base, const std::string& head) {
   using nlohmann::json;
   uint64_t replaced = 0;
-  json doc = {{"schema", 1},
+  json doc = {{"schema", kReportSchemaVersion},
               {"base", valid_utf8(base, &replaced)},
               {"head", valid_utf8(head, &replaced)},
               {"noise_fraction", d.noise_fraction},

@@ -46,9 +46,19 @@ std::string apart(const RankSummary& reference, const RankSummary& s) {
   return "";
 }
 
-// The figures a job's budgets limit, from the findings and the figures.
-JobMetrics job_metrics(const job::JobContext& ctx, const JobReport& r) {
-  JobMetrics m;
+// The median over values rounded to ns.
+template <typename T, typename F>
+double median_of(const std::vector<T>& items, F figure) {
+  std::vector<int64_t> v;
+  v.reserve(items.size());
+  for (const T& item : items) v.push_back(int64_t(std::llround(double(figure(item)))));
+  return double(quantile(std::move(v), 0.5));
+}
+
+// The job's metrics (metrics.h) from the findings and the figures; its
+// steps and collectives are counted where they are matched.
+void measure(const job::JobContext& ctx, JobReport& r) {
+  JobMetrics& m = r.metrics;
   double window = double(ctx.window());
   for (const Finding& f : r.findings) {
     if (f.rule == "straggler") m.straggler_fraction = std::max(m.straggler_fraction, double(f.impact_ns) / window);
@@ -59,7 +69,8 @@ JobMetrics job_metrics(const job::JobContext& ctx, const JobReport& r) {
   if (!r.figures.empty()) m.collective_wait_fraction = double(waited) / (window * double(r.figures.size()));
   m.imbalance_fraction = ctx.imbalance_fraction;
   m.ranks_left_out = uint64_t(std::max<int64_t>(r.world_size - int64_t(r.ranks.size()), 0));
-  return m;
+  m.step_time = median_of(r.rank_metrics, [](const auto& rank) { return rank.second.step_time; });
+  m.compute_per_step = median_of(r.figures, [](const RankFigures& f) { return f.compute_ns; });
 }
 
 std::vector<int64_t> ranks_of(const std::vector<std::pair<int64_t, std::string>>& incomplete) {
@@ -91,7 +102,7 @@ void judge(const job::JobContext& ctx, const std::vector<std::pair<int64_t, std:
     if (f.severity == Severity::error) f.severity = Severity::warning;
     f.evidence.push_back({"incomplete traces", ranks_label(ranks_of(incomplete))});
   }
-  report.metrics = job_metrics(ctx, report);
+  measure(ctx, report);
   std::stable_sort(report.findings.begin(), report.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.impact_ns > b.impact_ns; });
 }
@@ -165,8 +176,8 @@ void place_window(job::JobContext& ctx, JobReport& report) {
     if (m.step() != kNoStep) steps.push_back(m.step());
   }
   std::sort(steps.begin(), steps.end());
-  report.steps = std::unique(steps.begin(), steps.end()) - steps.begin();
-  ctx.by_step = report.steps > 0;
+  report.metrics.steps = std::unique(steps.begin(), steps.end()) - steps.begin();
+  ctx.by_step = report.metrics.steps > 0;
 }
 
 }  // namespace
@@ -351,7 +362,7 @@ JobReport JobReducer::finish() {
   }
   report.clocks = ctx.clocks;
   report.origin_wall_ns = ctx.origin_wall_ns;
-  report.collectives = ctx.matched.size();
+  report.metrics.collectives = ctx.matched.size();
   place_window(ctx, report);
   if (ctx.ranks.size() < 2 && ctx.ranks.size() + st.silent.size() >= 2) {
     st.compare_own_traces(report);
@@ -390,9 +401,9 @@ void JobReducer::State::compare_own_traces(JobReport& report) {
     for (const RankSummary::Step& step : s.steps) numbers.push_back(step.number);
   }
   std::sort(numbers.begin(), numbers.end());
-  report.steps = std::unique(numbers.begin(), numbers.end()) - numbers.begin();
+  report.metrics.steps = std::unique(numbers.begin(), numbers.end()) - numbers.begin();
   report.window_ns = own.window_end;
-  own.by_step = report.steps > 0;
+  own.by_step = report.metrics.steps > 0;
   job::rule_collectives(own, report);
   job::rule_imbalance(own, report);
   silent_compared = true;

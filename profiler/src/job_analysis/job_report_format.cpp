@@ -80,10 +80,10 @@ std::string header_text(const JobReport& r) {
     return fmt::format(
         "{}: {} of {} ranks compared on their own traces (no collectives matched across ranks), {} steps, window {} "
         "(the longest rank's; clocks not aligned)\n",
-        shown(r.dir), r.own_traces.size(), r.world_size, r.steps, format_duration(r.window_ns));
+        shown(r.dir), r.own_traces.size(), r.world_size, r.metrics.steps, format_duration(r.window_ns));
   }
   return fmt::format("{}: {} of {} ranks analysed, {} steps, {} collectives matched across ranks, window {}\n",
-                     shown(r.dir), r.ranks.size(), r.world_size, r.steps, format_count(r.collectives),
+                     shown(r.dir), r.ranks.size(), r.world_size, r.metrics.steps, format_count(r.metrics.collectives),
                      format_duration(r.window_ns));
 }
 
@@ -104,17 +104,12 @@ std::string format_job_json(const JobReport& r) {
   using nlohmann::json;
   uint64_t replaced = 0;
   auto utf8 = [&](const std::string& s) { return valid_utf8(s, &replaced); };
-  json doc = {{"schema", kReportSchemaVersion}, {"job", utf8(r.dir)},
-              {"world_size", r.world_size},     {"ranks", r.ranks},
-              {"own_traces", r.own_traces},     {"steps", r.steps},
-              {"collectives", r.collectives},   {"window_ns", r.window_ns},
-              {"problems", json::array()}};
+  json doc = {
+      {"schema", kReportSchemaVersion}, {"job", utf8(r.dir)},       {"world_size", r.world_size}, {"ranks", r.ranks},
+      {"own_traces", r.own_traces},     {"window_ns", r.window_ns}, {"problems", json::array()}};
   for (const std::string& p : r.problems) doc["problems"].push_back(utf8(p));
-  doc["metrics"] = {{"straggler_fraction", r.metrics.straggler_fraction},
-                    {"collective_wait_fraction", r.metrics.collective_wait_fraction},
-                    {"exposed_communication_fraction", r.metrics.exposed_communication_fraction},
-                    {"imbalance_fraction", r.metrics.imbalance_fraction},
-                    {"ranks_left_out", r.metrics.ranks_left_out}};
+  doc["metrics"] = json::object();
+  for_each_metric(r.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
   json clocks = json::array(), kinds = json::array(), figures = json::array();
   for (const RankClock& c : r.clocks) {
     clocks.push_back({{"rank", c.rank},

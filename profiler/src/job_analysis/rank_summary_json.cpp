@@ -21,24 +21,6 @@ json named_times(const NamedTimes& v) {
   return out;
 }
 
-// TraceMetrics, field by field, in one place for both directions.
-template <typename Metrics, typename F>
-void each_metric(Metrics& m, F&& f) {
-  f("steps", m.steps);
-  f("step_time_median_ns", m.step_time_median_ns);
-  f("step_time_mad_ns", m.step_time_mad_ns);
-  f("idle_fraction", m.idle_fraction);
-  f("compiles", m.compiles);
-  f("recompiles_after_warmup", m.recompiles_after_warmup);
-  f("sync_transfers_per_step", m.sync_transfers_per_step);
-  f("transfer_bytes_per_step", m.transfer_bytes_per_step);
-  f("peak_memory_bytes", m.peak_memory_bytes);
-  f("peak_memory_fraction", m.peak_memory_fraction);
-  f("tiny_kernel_fraction", m.tiny_kernel_fraction);
-  f("kernels", m.kernels);
-  f("device_ops", m.device_ops);
-}
-
 NamedTimes named_times_of(const json& v) {
   NamedTimes out;
   for (const json& e : v) out.emplace_back(e.at(0).get<std::string>(), e.at(1).get<int64_t>());
@@ -68,7 +50,7 @@ std::string rank_summary_to_json(const RankSummary& s) {
               {"idle", named_times(s.idle)},
               {"findings", named_times(s.findings)},
               {"incomplete", s.incomplete}};
-  each_metric(s.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
+  for_each_metric(s.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
   // A trace's names need not be UTF-8: replaced rather than refused, as
   // the reports do.
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -104,7 +86,8 @@ RankSummary rank_summary_from_json(const std::string& text) {
     s.findings = named_times_of(doc.at("findings"));
     for (const json& i : doc.at("incomplete")) s.incomplete.push_back(i.get<std::string>());
     const json& metrics = doc.at("metrics");
-    each_metric(s.metrics, [&](const char* name, auto& v) { v = metrics.at(name).get<std::decay_t<decltype(v)>>(); });
+    for_each_metric(s.metrics,
+                    [&](const char* name, auto& v) { v = metrics.at(name).get<std::decay_t<decltype(v)>>(); });
     return s;
   } catch (const json::exception& e) {
     throw JobError(fmt::format("not a rank's summary: {}", e.what()));

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace loupe::prof {
 
@@ -42,5 +44,25 @@ std::string format_count(uint64_t n) {
 }
 
 std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+
+double parse_number(const std::string& text, bool duration) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("'{}' is not a number", text));
+  }
+  std::string unit = text.substr(used);
+  if (unit.empty()) return v;
+  if (unit == "%") return v / 100.0;
+  if (duration) {
+    if (unit == "ns") return v;
+    if (unit == "us") return v * 1e3;
+    if (unit == "ms") return v * 1e6;
+    if (unit == "s") return v * 1e9;
+  }
+  throw std::invalid_argument(fmt::format("unknown unit '{}' in '{}'", unit, text));
+}
 
 }  // namespace loupe::prof

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loupe/prof/completeness.h"
+#include "loupe/prof/metrics.h"
 #include "loupe/prof/trace_model.h"
 
 namespace loupe::prof {
@@ -111,20 +112,6 @@ struct StepStats {
   uint64_t linked = 0;  // steps with a launch linked to a device operation
   // A step's time as judged: its device window or its host range.
   int64_t judged_ns(const Step& s) const { return on_device ? s.device_end - s.device_start : s.dur; }
-};
-
-// The figures `loupe check` budgets and `loupe diff` compares.
-struct TraceMetrics {
-  uint64_t steps = 0;
-  double step_time_median_ns = 0, step_time_mad_ns = 0;
-  double idle_fraction = 0;  // idle over window, summed over devices
-  uint64_t compiles = 0, recompiles_after_warmup = 0;
-  double sync_transfers_per_step = 0;  // per step, or in total without steps
-  double transfer_bytes_per_step = 0;
-  int64_t peak_memory_bytes = 0;    // the highest peak of any device
-  double peak_memory_fraction = 0;  // of that device's capacity (0 if unknown)
-  double tiny_kernel_fraction = 0;  // of kernel launches
-  uint64_t kernels = 0, device_ops = 0;
 };
 
 struct AnalysisOptions {

@@ -1,13 +1,15 @@
 // Performance budgets for CI: limits on a run's metrics, read from TOML,
 // checked against an analysis report (`loupe check`).
 //
-//   recompiles_after_warmup = 0
+//   recompiles_max = 0
 //   idle_fraction_max = 0.15
 //   sync_transfers_per_step_max = 0
 //   peak_memory_fraction_max = 0.9
 //   tiny_kernel_fraction_max = 0.5
-//   step_time_ms_max = 25.0
+//   step_time_max = "25ms"
 //   straggler_fraction_max = 0.02   # a job's (loupe check job/)
+//
+// A key is `<metric>_max` for each budgeted metric (metrics.h).
 //   [thresholds]            # optional: analysis parameters by name
 //   min_gap = "50us"
 #pragma once
@@ -29,8 +31,10 @@ class BudgetError : public std::runtime_error {
 
 struct Budget {
   struct Limit {
-    std::string key;  // as written in the file
-    double max = 0;
+    std::string key;     // as written in the file
+    std::string metric;  // the metric it limits
+    double max = 0;      // in the metric's unit
+    bool job = false;    // a job's metric
   };
   std::vector<Limit> limits;                                    // in file order
   std::vector<std::pair<std::string, std::string>> thresholds;  // analysis parameters
@@ -40,8 +44,9 @@ struct Budget {
 // what its ranks do together (job_analysis.h checks them); the others
 // limit one trace, and on a job every rank.
 struct BudgetKey {
-  const char* key;
+  std::string key, metric;
   const char* description;
+  MetricUnit unit;
   bool job = false;
 };
 std::vector<BudgetKey> budget_keys();
@@ -60,8 +65,9 @@ struct BudgetResult {
 // A trace's keys against the report; throws BudgetError for a job's key.
 std::vector<BudgetResult> check_budget(const Budget& budget, const AnalysisReport& report);
 
-// How a key's value reads ("12.3%", "3", "25.000 ms").
-std::string format_budget_value(const std::string& key, double value);
+// One limit against the value it limits, as a person reads both ("12.3%",
+// "3", "25.000 ms", "1.5 MiB"); `where` follows the value ("(rank 3)").
+BudgetResult budget_result(const Budget::Limit& limit, double actual, const std::string& where = "");
 
 // The analysis options the budget's [thresholds] set (checked when parsed).
 AnalysisOptions analysis_options(const Budget& budget);

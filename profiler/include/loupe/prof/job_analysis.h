@@ -115,15 +115,6 @@ struct RankFigures {
   uint64_t last_arrivals = 0;  // collectives it reached last
 };
 
-// The figures a job's budgets limit (budget.h).
-struct JobMetrics {
-  double straggler_fraction = 0;              // the largest straggler finding's impact over the window
-  double collective_wait_fraction = 0;        // the ranks' waits in collectives over ranks x window
-  double exposed_communication_fraction = 0;  // the collectives finding's impact over the window
-  double imbalance_fraction = 0;              // median compute spread over median compute
-  uint64_t ranks_left_out = 0;                // world size minus the ranks analysed
-};
-
 // A matched collective on the job's aligned timeline (ns after the
 // reference rank's origin): what the viewer draws.
 struct JobCollective {
@@ -157,8 +148,6 @@ struct JobReport {
   std::vector<int64_t> own_traces;
   std::vector<std::string> problems;   // ranks missing, unreadable or without collectives, and what that means
   std::vector<RankClock> clocks;       // per analysed rank
-  int64_t steps = 0;                   // distinct step numbers with matched collectives
-  uint64_t collectives = 0;            // matched across ranks
   int64_t window_ns = 0;               // the job's extent on the aligned timeline (own_traces: the longest rank's)
   int64_t origin_wall_ns = 0;          // the aligned timeline's time 0: the reference rank's origin
   std::vector<CollectiveStats> kinds;  // by total transfer time, largest first
@@ -219,7 +208,6 @@ struct JobDiff {
   std::vector<DiffRow> metrics, collectives, ranks;
 };
 JobDiff diff_jobs(const JobReport& base, const JobReport& head);
-std::span<const char* const> job_diff_metrics();
 std::string job_diff_text(const JobDiff& d, const std::string& base, const std::string& head, size_t limit);
 std::string job_diff_markdown(const JobDiff& d, const std::string& base, const std::string& head, size_t limit);
 std::string job_diff_json(const JobDiff& d, const std::string& base, const std::string& head);

@@ -29,7 +29,8 @@ std::string findings_text(const std::vector<Finding>& findings, TextStyle style)
 std::string findings_json(const std::vector<Finding>& findings, uint64_t* replaced = nullptr);
 std::string findings_markdown(const std::vector<Finding>& findings);
 
-// The JSON schema's version, carried in every document as "schema".
-inline constexpr int kReportSchemaVersion = 1;
+// The JSON schema's version, carried in every document as "schema" (reports
+// and diffs). 2: each metric has one name everywhere (metrics.h).
+inline constexpr int kReportSchemaVersion = 2;
 
 }  // namespace loupe::prof

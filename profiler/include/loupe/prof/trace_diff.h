@@ -38,8 +38,12 @@ double diff_noise_fraction(const TraceMetrics& base, const TraceMetrics& head);
 // A row of base and head values, marked beyond `noise` (times) or beyond
 // rounding (counts, bytes, when `timed` is false).
 DiffRow diff_row(std::string name, std::string unit, double base, double head, bool timed, double noise);
-// The metrics diff_traces compares, by name.
-std::span<const char* const> trace_diff_metrics();
+// The rows of the metrics a diff compares (metrics.h), marked.
+std::vector<DiffRow> metric_rows(const TraceMetrics& base, const TraceMetrics& head, double noise);
+std::vector<DiffRow> metric_rows(const JobMetrics& base, const JobMetrics& head, double noise);
+// The names of those metrics, for --fail-on.
+std::vector<std::string> trace_diff_metrics();
+std::vector<std::string> job_diff_metrics();
 
 // A --fail-on rule: "step_time:+5%" fails when head's step_time is more than
 // 5% above base's; "-" fails on a decrease; without '%', the threshold is
@@ -51,8 +55,9 @@ struct FailOn {
   bool relative = false;
   std::string text;
 };
-// Throws std::invalid_argument naming the problem and the known metrics.
-FailOn parse_fail_on(const std::string& text, std::span<const char* const> metrics = trace_diff_metrics());
+// Throws std::invalid_argument naming the problem and the known metrics. A
+// metric's earlier name (metric_aliases()) is read as its name.
+FailOn parse_fail_on(const std::string& text, std::span<const std::string> metrics = trace_diff_metrics());
 // Whether the rule is crossed by the metric rows, and a sentence saying so.
 bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, std::string* why);
 

@@ -15,4 +15,8 @@ std::string format_byte_rate(double bytes_per_second);
 std::string format_count(uint64_t n);         // "1,234,567"
 std::string format_percent(double fraction);  // 0.1234 -> "12.3%"
 
+// A number as a user writes one: "0.5", "5%"; with `duration`, also "20us",
+// "1.5ms", "2s" (in ns). Throws std::invalid_argument naming the problem.
+double parse_number(const std::string& text, bool duration);
+
 }  // namespace loupe::prof
