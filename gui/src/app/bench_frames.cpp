@@ -35,6 +35,84 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
+// The first frame, drawn and finished on the GPU, as someone opening the trace would see it.
+void draw_first_frame(Window& window, Viewer& viewer, int w, int h) {
+  window.begin_frame();
+  viewer.frame(float(w), float(h));
+  window.end_frame();
+  window.swap();
+  glFinish();
+}
+
+void print_first_frame(const Document& d, double first_frame) {
+  nlohmann::json first = {{"metric", "first_frame"},
+                          {"seconds", first_frame},
+                          {"events", d.model.total_events()},
+                          {"read_seconds", d.read_seconds},
+                          {"tracks_seconds", d.tracks_seconds},
+                          {"analysis_ready", bool(d.analysis)}};
+  std::printf("%s\n", first.dump().c_str());
+  std::fflush(stdout);
+}
+
+struct Zoom {
+  const char* name;
+  double span;  // 0: the whole trace
+};
+
+// Milliseconds per measured frame, and the vertices the last one drew.
+struct FrameTimes {
+  std::vector<double> cpu, wall;
+  size_t vertices = 0;
+};
+
+FrameTimes time_frames(Window& window, Viewer& viewer, const Zoom& z, double mid, int frames, int w, int h) {
+  ViewState& s = viewer.state();
+  auto place = [&] {
+    if (z.span == 0) zoom_to_fit(s);
+    else view::fit(s.axis, mid - z.span / 2, mid + z.span / 2);
+  };
+  // The pointer rests over the middle of the timeline, so that hit
+  // testing and a tooltip are part of every frame.
+  FrameTimes times;
+  for (int i = -3; i < frames; ++i) {
+    window.poll_events();
+    if (i <= -2) place();
+    // Nudge the view a pixel each frame: nothing is reused between frames.
+    if (i >= 0) view::pan(s.axis, (i % 2) ? -1.0f : 1.0f);
+    float mouse[2] = {s.axis.x0 + s.axis.width * 0.5f, float(h) * 0.3f};
+    auto t0 = std::chrono::steady_clock::now();
+    double c0 = thread_cpu_seconds();
+    window.begin_frame(mouse);
+    viewer.frame(float(w), float(h));
+    ImGui::Render();
+    double c1 = thread_cpu_seconds();
+    double w1 = since(t0);
+    window.draw_frame();
+    window.swap();
+    if (i >= 0) {
+      times.cpu.push_back((c1 - c0) * 1e3);
+      times.wall.push_back(w1 * 1e3);
+      times.vertices = size_t(ImGui::GetDrawData()->TotalVtxCount);
+    }
+  }
+  return times;
+}
+
+void print_zoom_row(const ViewState& s, const Zoom& z, int frames, const FrameTimes& times) {
+  nlohmann::json row = {{"metric", "frame"},
+                        {"zoom", z.name},
+                        {"span_ns", s.axis.ns_per_px * s.axis.width},
+                        {"frames", frames},
+                        {"cpu_ms_p50", percentile(times.cpu, 0.5)},
+                        {"cpu_ms_p95", percentile(times.cpu, 0.95)},
+                        {"wall_ms_p50", percentile(times.wall, 0.5)},
+                        {"wall_ms_p95", percentile(times.wall, 0.95)},
+                        {"vertices", times.vertices}};
+  std::printf("%s\n", row.dump().c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_bench_frames(const view::ViewOptions& o, std::chrono::steady_clock::time_point process_start) {
@@ -51,70 +129,18 @@ int run_bench_frames(const view::ViewOptions& o, std::chrono::steady_clock::time
   }
   int w = 0, h = 0;
   window->framebuffer_size(&w, &h);
-  window->begin_frame();
-  viewer.frame(float(w), float(h));
-  window->end_frame();
-  window->swap();
-  glFinish();
+  draw_first_frame(*window, viewer, w, h);
   const double first_frame = since(process_start);
   const Document& d = *s.doc(0);
-  nlohmann::json first = {{"metric", "first_frame"},
-                          {"seconds", first_frame},
-                          {"events", d.model.total_events()},
-                          {"read_seconds", d.read_seconds},
-                          {"tracks_seconds", d.tracks_seconds},
-                          {"analysis_ready", bool(d.analysis)}};
-  std::printf("%s\n", first.dump().c_str());
-  std::fflush(stdout);
+  print_first_frame(d, first_frame);
 
   // Frames are measured with the analyses' overlays in place.
   viewer.finish_jobs();
   const double lo = d.view_start(), hi = d.view_end(), mid = (lo + hi) / 2, span = hi - lo;
-  struct Zoom {
-    const char* name;
-    double span;
-  } zooms[] = {{"widest", 0}, {"mid", span / 100}, {"narrow", span / 10000}};
+  const Zoom zooms[] = {{"widest", 0}, {"mid", span / 100}, {"narrow", span / 10000}};
   for (const Zoom& z : zooms) {
-    auto place = [&] {
-      if (z.span == 0) zoom_to_fit(s);
-      else view::fit(s.axis, mid - z.span / 2, mid + z.span / 2);
-    };
-    // The pointer rests over the middle of the timeline, so that hit
-    // testing and a tooltip are part of every frame.
-    std::vector<double> cpu, wall;
-    size_t vertices = 0;
-    for (int i = -3; i < o.bench_frames; ++i) {
-      window->poll_events();
-      if (i <= -2) place();
-      // Nudge the view a pixel each frame: nothing is reused between frames.
-      if (i >= 0) view::pan(s.axis, (i % 2) ? -1.0f : 1.0f);
-      float mouse[2] = {s.axis.x0 + s.axis.width * 0.5f, float(h) * 0.3f};
-      auto t0 = std::chrono::steady_clock::now();
-      double c0 = thread_cpu_seconds();
-      window->begin_frame(mouse);
-      viewer.frame(float(w), float(h));
-      ImGui::Render();
-      double c1 = thread_cpu_seconds();
-      double w1 = since(t0);
-      window->draw_frame();
-      window->swap();
-      if (i >= 0) {
-        cpu.push_back((c1 - c0) * 1e3);
-        wall.push_back(w1 * 1e3);
-        vertices = size_t(ImGui::GetDrawData()->TotalVtxCount);
-      }
-    }
-    nlohmann::json row = {{"metric", "frame"},
-                          {"zoom", z.name},
-                          {"span_ns", s.axis.ns_per_px * s.axis.width},
-                          {"frames", o.bench_frames},
-                          {"cpu_ms_p50", percentile(cpu, 0.5)},
-                          {"cpu_ms_p95", percentile(cpu, 0.95)},
-                          {"wall_ms_p50", percentile(wall, 0.5)},
-                          {"wall_ms_p95", percentile(wall, 0.95)},
-                          {"vertices", vertices}};
-    std::printf("%s\n", row.dump().c_str());
-    std::fflush(stdout);
+    FrameTimes times = time_frames(*window, viewer, z, mid, o.bench_frames, w, h);
+    print_zoom_row(s, z, o.bench_frames, times);
   }
   return 0;
 }

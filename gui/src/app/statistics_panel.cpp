@@ -45,22 +45,17 @@ void sort_rows(const prof::StatTable& t, std::vector<size_t>& rows, const ImGuiT
   });
 }
 
-}  // namespace
-
-void draw_statistics_panel(ViewState& s) {
-  static int table_index = 0;
-  static std::string filter;
-  static RowOrder order;
-  static int doc_index = 0;
-  Document* d = analysed_doc(s, doc_index, true);
-  if (!d) return;
-  const auto& tables = d->analysis->statistics;
-  if (tables.empty()) return;
+// One radio button per table; keeps `table_index` in range.
+void draw_table_choice(const std::vector<prof::StatTable>& tables, int& table_index) {
   table_index = std::clamp(table_index, 0, int(tables.size()) - 1);
   for (size_t i = 0; i < tables.size(); ++i) {
     if (i) ImGui::SameLine();
     if (ImGui::RadioButton(tables[i].title.c_str(), table_index == int(i))) table_index = int(i);
   }
+}
+
+// The name filter, and beside it what the timeline highlights, with a way to clear it.
+void draw_filter_and_highlight(ViewState& s, std::string& filter) {
   ImGui::SetNextItemWidth(260);
   ImGui::InputTextWithHint("##filter", "filter by name", &filter);
   if (!s.highlight.empty()) {
@@ -73,58 +68,93 @@ void draw_statistics_panel(ViewState& s) {
     ImGui::SameLine();
     if (ImGui::SmallButton("clear")) set_highlight(s, "");
   }
+}
+
+// Keeps the rows whose name contains the filter, in table order.
+void refilter_rows(RowOrder& order, const Document& d, const prof::StatTable& t, const std::string& filter) {
+  order.owner = d.analysis;
+  order.table = &t;
+  order.filter = filter;
+  order.rows.clear();
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    if (!t.rows[r].empty() && contains_nocase(t.rows[r][0].text, filter)) order.rows.push_back(r);
+  }
+}
+
+void setup_columns(const prof::StatTable& t, int ncols) {
+  ImGui::TableSetupScrollFreeze(1, 1);
+  for (int c = 0; c < ncols; ++c) {
+    ImGuiTableColumnFlags cf = c == 0 ? ImGuiTableColumnFlags_WidthStretch : ImGuiTableColumnFlags_PreferSortDescending;
+    ImGui::TableSetupColumn(t.columns[size_t(c)].c_str(), cf);
+  }
+  ImGui::TableHeadersRow();
+}
+
+// Rows come as `loupe summary` prints them (largest total first) until
+// a header is clicked (tristate: a third click goes back to that).
+void sort_if_asked(const prof::StatTable& t, std::vector<size_t>& rows, bool refilter) {
+  if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && (specs->SpecsDirty || refilter)) {
+    if (specs->SpecsCount == 0) std::sort(rows.begin(), rows.end());
+    else sort_rows(t, rows, specs);
+    specs->SpecsDirty = false;
+  }
+}
+
+// One row: its name is a selectable that spans the row and toggles the
+// highlight; the other cells are text.
+void draw_row(ViewState& s, const std::vector<prof::StatCell>& row, int i, int ncols) {
+  for (int c = 0; c < ncols && size_t(c) < row.size(); ++c) {
+    ImGui::TableSetColumnIndex(c);
+    if (c == 0) {
+      ImGui::PushID(i);
+      bool on = row[0].text == s.highlight;
+      if (ImGui::Selectable(row[0].text.c_str(), on, ImGuiSelectableFlags_SpanAllColumns)) {
+        set_highlight(s, on ? "" : row[0].text);
+      }
+      ImGui::PopID();
+    } else {
+      ImGui::TextUnformatted(row[size_t(c)].text.c_str());
+    }
+  }
+}
+
+void draw_rows(ViewState& s, const prof::StatTable& t, const std::vector<size_t>& rows, int ncols) {
+  ImGuiListClipper clipper;
+  clipper.Begin(int(rows.size()));
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const auto& row = t.rows[rows[size_t(i)]];
+      ImGui::TableNextRow();
+      draw_row(s, row, i, ncols);
+    }
+  }
+}
+
+}  // namespace
+
+void draw_statistics_panel(ViewState& s) {
+  static int table_index = 0;
+  static std::string filter;
+  static RowOrder order;
+  static int doc_index = 0;
+  Document* d = analysed_doc(s, doc_index, true);
+  if (!d) return;
+  const auto& tables = d->analysis->statistics;
+  if (tables.empty()) return;
+  draw_table_choice(tables, table_index);
+  draw_filter_and_highlight(s, filter);
   const prof::StatTable& t = tables[size_t(table_index)];
   if (t.columns.empty()) return;
   const int ncols = int(std::min<size_t>(t.columns.size(), 64));
   bool refilter = order.table != &t || order.filter != filter;
-  if (refilter) {
-    order.owner = d->analysis;
-    order.table = &t;
-    order.filter = filter;
-    order.rows.clear();
-    for (size_t r = 0; r < t.rows.size(); ++r) {
-      if (!t.rows[r].empty() && contains_nocase(t.rows[r][0].text, filter)) order.rows.push_back(r);
-    }
-  }
+  if (refilter) refilter_rows(order, *d, t, filter);
   ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_SortMulti | ImGuiTableFlags_SortTristate |
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
                           ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
   if (ImGui::BeginTable("##stats", ncols, flags)) {
-    ImGui::TableSetupScrollFreeze(1, 1);
-    for (int c = 0; c < ncols; ++c) {
-      ImGuiTableColumnFlags cf =
-          c == 0 ? ImGuiTableColumnFlags_WidthStretch : ImGuiTableColumnFlags_PreferSortDescending;
-      ImGui::TableSetupColumn(t.columns[size_t(c)].c_str(), cf);
-    }
-    ImGui::TableHeadersRow();
-    // Rows come as `loupe summary` prints them (largest total first) until
-    // a header is clicked (tristate: a third click goes back to that).
-    if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && (specs->SpecsDirty || refilter)) {
-      if (specs->SpecsCount == 0) std::sort(order.rows.begin(), order.rows.end());
-      else sort_rows(t, order.rows, specs);
-      specs->SpecsDirty = false;
-    }
-    ImGuiListClipper clipper;
-    clipper.Begin(int(order.rows.size()));
-    while (clipper.Step()) {
-      for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
-        const auto& row = t.rows[order.rows[size_t(i)]];
-        ImGui::TableNextRow();
-        for (int c = 0; c < ncols && size_t(c) < row.size(); ++c) {
-          ImGui::TableSetColumnIndex(c);
-          if (c == 0) {
-            ImGui::PushID(i);
-            bool on = row[0].text == s.highlight;
-            if (ImGui::Selectable(row[0].text.c_str(), on, ImGuiSelectableFlags_SpanAllColumns)) {
-              set_highlight(s, on ? "" : row[0].text);
-            }
-            ImGui::PopID();
-          } else {
-            ImGui::TextUnformatted(row[size_t(c)].text.c_str());
-          }
-        }
-      }
-    }
+    setup_columns(t, ncols);
+    sort_if_asked(t, order.rows, refilter);
+    draw_rows(s, t, order.rows, ncols);
     ImGui::EndTable();
   }
 }

@@ -32,91 +32,105 @@ std::string copy_name(prof::CopyKind k) {
   return "?";
 }
 
+// A line is left out when its value is empty.
+void add(EventDetails& d, std::string what, std::string value) {
+  if (!value.empty()) d.lines.emplace_back(std::move(what), std::move(value));
+}
+
+void set_timing(EventDetails& d, int64_t start, int64_t dur) {
+  d.start = start;
+  d.end = start + dur;
+  add(d, "duration", format_duration(dur));
+  add(d, "start", format_duration(start));
+}
+
+EventDetails describe_span(const prof::TraceModel& model, const prof::HostSpans& s, size_t i) {
+  EventDetails d;
+  d.title = model.str(s.name[i]);
+  set_timing(d, s.start[i], s.dur[i]);
+  add(d, "kind", std::string(name_of(s.kind[i])));
+  add(d, "depth", std::to_string(s.depth[i]));
+  add(d, "call site", callsite_text(model, s.callsite[i]));
+  return d;
+}
+
+EventDetails describe_launch(const prof::TraceModel& model, const prof::Launches& l, size_t i) {
+  EventDetails d;
+  d.title = model.str(l.name[i]);
+  set_timing(d, l.start[i], l.dur[i]);
+  add(d, "launches on",
+      l.device[i] == prof::kUnknownDevice ? std::string("a device the trace does not say (its operation is not in it)")
+                                          : fmt::format("device {} stream {}", l.device[i], l.stream[i]));
+  add(d, "correlation", l.correlation[i] ? std::to_string(l.correlation[i]) : "");
+  return d;
+}
+
+EventDetails describe_transfer(const prof::TraceModel& model, const prof::Transfers& t, size_t i) {
+  EventDetails d;
+  d.title = fmt::format("{} transfer{}", copy_name(t.direction[i]), t.synchronous[i] ? " (synchronous)" : "");
+  set_timing(d, t.start[i], t.dur[i]);
+  add(d, "bytes", format_bytes(t.bytes[i]));
+  add(d, "device", std::to_string(t.device[i]));
+  add(d, "synchronous", t.synchronous[i] ? "yes" : "no");
+  add(d, "implicit", t.implicit[i] ? "yes" : "");
+  add(d, "host memory", t.host_memory[i] == prof::HostMemory::unknown ? "" : std::string(name_of(t.host_memory[i])));
+  add(d, "call site", callsite_text(model, t.callsite[i]));
+  return d;
+}
+
+EventDetails describe_device_op(const prof::TraceModel& model, const prof::DeviceOps& o, size_t i) {
+  EventDetails d;
+  d.title = model.str(o.name[i]);
+  set_timing(d, o.start[i], o.dur[i]);
+  std::string k(name_of(o.kind[i]));
+  if (o.copy_kind[i] != prof::CopyKind::none) k += " " + copy_name(o.copy_kind[i]);
+  add(d, "kind", k);
+  add(d, "bytes", o.bytes[i] ? format_bytes(o.bytes[i]) : "");
+  if (o.bytes[i] > 0 && o.dur[i] > 0) {
+    add(d, "bandwidth", format_bytes(int64_t(double(o.bytes[i]) * 1e9 / double(o.dur[i]))) + "/s");
+  }
+  const prof::Device* dev = model.device(o.device);
+  std::string device_name = dev && !dev->name.empty() ? " (" + dev->name + ")" : "";
+  add(d, "on", fmt::format("device {}{} stream {}", o.device, device_name, o.stream));
+  add(d, "correlation", o.correlation[i] ? std::to_string(o.correlation[i]) : "");
+  return d;
+}
+
+EventDetails describe_instant(const prof::TraceModel& model, const prof::Instants& n, size_t i) {
+  EventDetails d;
+  d.title = model.str(n.name[i]);
+  d.start = d.end = n.time[i];
+  add(d, "at", format_duration(n.time[i]));
+  add(d, "kind", std::string(name_of(n.kind[i])));
+  return d;
+}
+
+EventDetails describe_compile(const prof::TraceModel& model, const prof::Compiles& c, size_t i) {
+  EventDetails d;
+  d.title = "compile of " + model.str(c.function[i]);
+  set_timing(d, c.start[i], c.dur[i]);
+  add(d, "kind", std::string(name_of(c.kind[i])));
+  add(d, "signature", model.str(c.signature[i]));
+  add(d, "reason", c.reason[i]);
+  add(d, "trace", c.trace_ns[i] ? format_duration(c.trace_ns[i]) : "");
+  add(d, "optimize", c.optimize_ns[i] ? format_duration(c.optimize_ns[i]) : "");
+  add(d, "codegen", c.codegen_ns[i] ? format_duration(c.codegen_ns[i]) : "");
+  add(d, "call site", callsite_text(model, c.callsite[i]));
+  return d;
+}
+
 }  // namespace
 
 EventDetails describe_event(const prof::TraceModel& model, LaneKind kind, uint32_t table, size_t i) {
-  EventDetails d;
-  auto add = [&](std::string what, std::string value) {
-    if (!value.empty()) d.lines.emplace_back(std::move(what), std::move(value));
-  };
-  auto timing = [&](int64_t start, int64_t dur) {
-    d.start = start;
-    d.end = start + dur;
-    add("duration", format_duration(dur));
-    add("start", format_duration(start));
-  };
   switch (kind) {
-    case LaneKind::spans: {
-      const prof::HostSpans& s = model.host_spans[table];
-      d.title = model.str(s.name[i]);
-      timing(s.start[i], s.dur[i]);
-      add("kind", std::string(name_of(s.kind[i])));
-      add("depth", std::to_string(s.depth[i]));
-      add("call site", callsite_text(model, s.callsite[i]));
-      break;
-    }
-    case LaneKind::launches: {
-      const prof::Launches& l = model.launches[table];
-      d.title = model.str(l.name[i]);
-      timing(l.start[i], l.dur[i]);
-      add("launches on", l.device[i] == prof::kUnknownDevice
-                             ? std::string("a device the trace does not say (its operation is not in it)")
-                             : fmt::format("device {} stream {}", l.device[i], l.stream[i]));
-      add("correlation", l.correlation[i] ? std::to_string(l.correlation[i]) : "");
-      break;
-    }
-    case LaneKind::transfers: {
-      const prof::Transfers& t = model.transfers[table];
-      d.title = fmt::format("{} transfer{}", copy_name(t.direction[i]), t.synchronous[i] ? " (synchronous)" : "");
-      timing(t.start[i], t.dur[i]);
-      add("bytes", format_bytes(t.bytes[i]));
-      add("device", std::to_string(t.device[i]));
-      add("synchronous", t.synchronous[i] ? "yes" : "no");
-      add("implicit", t.implicit[i] ? "yes" : "");
-      add("host memory", t.host_memory[i] == prof::HostMemory::unknown ? "" : std::string(name_of(t.host_memory[i])));
-      add("call site", callsite_text(model, t.callsite[i]));
-      break;
-    }
-    case LaneKind::device_ops: {
-      const prof::DeviceOps& o = model.device_ops[table];
-      d.title = model.str(o.name[i]);
-      timing(o.start[i], o.dur[i]);
-      std::string k(name_of(o.kind[i]));
-      if (o.copy_kind[i] != prof::CopyKind::none) k += " " + copy_name(o.copy_kind[i]);
-      add("kind", k);
-      add("bytes", o.bytes[i] ? format_bytes(o.bytes[i]) : "");
-      if (o.bytes[i] > 0 && o.dur[i] > 0) {
-        add("bandwidth", format_bytes(int64_t(double(o.bytes[i]) * 1e9 / double(o.dur[i]))) + "/s");
-      }
-      const prof::Device* dev = model.device(o.device);
-      std::string device_name = dev && !dev->name.empty() ? " (" + dev->name + ")" : "";
-      add("on", fmt::format("device {}{} stream {}", o.device, device_name, o.stream));
-      add("correlation", o.correlation[i] ? std::to_string(o.correlation[i]) : "");
-      break;
-    }
-    case LaneKind::instants: {
-      const prof::Instants& n = model.instants[table];
-      d.title = model.str(n.name[i]);
-      d.start = d.end = n.time[i];
-      add("at", format_duration(n.time[i]));
-      add("kind", std::string(name_of(n.kind[i])));
-      break;
-    }
-    case LaneKind::recompiles: {
-      const prof::Compiles& c = model.compiles[table];
-      d.title = "compile of " + model.str(c.function[i]);
-      timing(c.start[i], c.dur[i]);
-      add("kind", std::string(name_of(c.kind[i])));
-      add("signature", model.str(c.signature[i]));
-      add("reason", c.reason[i]);
-      add("trace", c.trace_ns[i] ? format_duration(c.trace_ns[i]) : "");
-      add("optimize", c.optimize_ns[i] ? format_duration(c.optimize_ns[i]) : "");
-      add("codegen", c.codegen_ns[i] ? format_duration(c.codegen_ns[i]) : "");
-      add("call site", callsite_text(model, c.callsite[i]));
-      break;
-    }
+    case LaneKind::spans: return describe_span(model, model.host_spans[table], i);
+    case LaneKind::launches: return describe_launch(model, model.launches[table], i);
+    case LaneKind::transfers: return describe_transfer(model, model.transfers[table], i);
+    case LaneKind::device_ops: return describe_device_op(model, model.device_ops[table], i);
+    case LaneKind::instants: return describe_instant(model, model.instants[table], i);
+    case LaneKind::recompiles: return describe_compile(model, model.compiles[table], i);
   }
-  return d;
+  return {};
 }
 
 }  // namespace loupe::view

@@ -79,7 +79,7 @@ std::string xml_escape(const std::string& s) {
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
       case '"': out += "&quot;"; break;
-      default: out += c;
+      default: out += c;  // a char: the rest need no escape
     }
   }
   return out;

@@ -55,126 +55,172 @@ const Interval* span_at(const std::vector<Interval>& spans, int64_t t) {
   return nullptr;
 }
 
+// What was live at the peak from one allocation site: (site, (bytes, blocks)).
+using SiteBytes = std::pair<std::string, std::pair<int64_t, uint64_t>>;
+
+// One device's memory, as its events tell it.
+struct DeviceMemory {
+  int64_t capacity = 0;
+  size_t peak = 0;  // the event with the most allocated
+  int64_t peak_reserved = 0;
+  uint64_t retries = 0, ooms = 0;
+  std::vector<TimeRange> ooms_at;
+  std::vector<Interval> retry_waits;
+  int64_t high_ns = 0;             // time above the high-water fraction of capacity
+  std::vector<TimeRange> high;     // that time, its adjacent stretches merged
+  std::vector<Interval> pressure;  // that time, one interval per event (retry waits join it later)
+  std::vector<SiteBytes> sites;    // most bytes first
+};
+
+// The peak, the reserved high, the retries (with the waits holding them)
+// and the out-of-memory events.
+void find_peak_retries_and_ooms(const MemoryEvents& me, const std::vector<Interval>& retrying, DeviceMemory& dm) {
+  for (size_t i = 0; i < me.size(); ++i) {
+    if (me.allocated[i] > me.allocated[dm.peak]) dm.peak = i;
+    dm.peak_reserved = std::max(dm.peak_reserved, me.reserved[i]);
+    if (me.kind[i] == MemoryEventKind::retry) {
+      ++dm.retries;
+      if (const Interval* r = span_at(retrying, me.time[i])) dm.retry_waits.push_back(*r);
+    }
+    if (me.kind[i] == MemoryEventKind::oom) {
+      ++dm.ooms;
+      dm.ooms_at.push_back({me.time[i], me.time[i] + 1});
+    }
+  }
+}
+
+// Time above the high-water fraction of capacity: allocated is constant
+// between events.
+void find_high_water(const MemoryEvents& me, double high_fraction, DeviceMemory& dm) {
+  if (dm.capacity <= 0) return;
+  double limit = high_fraction * double(dm.capacity);
+  for (size_t i = 0; i + 1 < me.size(); ++i) {
+    if (double(me.allocated[i]) < limit) continue;
+    dm.high_ns += me.time[i + 1] - me.time[i];
+    dm.pressure.push_back({me.time[i], me.time[i + 1]});
+    if (!dm.high.empty() && dm.high.back().end == me.time[i]) dm.high.back().end = me.time[i + 1];
+    else dm.high.push_back({me.time[i], me.time[i + 1]});
+  }
+}
+
+// Replay up to the peak to know what was live there.
+std::vector<SiteBytes> live_at_peak_by_site(const Context& ctx, const MemoryEvents& me, size_t peak) {
+  struct Block {
+    int64_t bytes;
+    uint32_t callsite;
+    int64_t time;
+  };
+  std::unordered_map<uint64_t, Block> live;
+  for (size_t i = 0; i <= peak; ++i) {
+    if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
+    if (me.kind[i] == MemoryEventKind::free) live.erase(me.address[i]);
+  }
+  std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
+  for (const auto& [addr, b] : live) {
+    std::pair<int64_t, uint64_t>& site = by_site[allocation_site(ctx, b.callsite, b.time)];
+    site.first += b.bytes;
+    ++site.second;
+  }
+  std::vector<SiteBytes> sites(by_site.begin(), by_site.end());
+  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  return sites;
+}
+
+// Memory costs no time by itself: the impact is the time spent under
+// pressure, above the high-water fraction of capacity or waiting in
+// allocator retries (fragmentation can force those well below it).
+int64_t pressure_ns(std::vector<Interval> pressure, const std::vector<Interval>& retry_waits) {
+  pressure.insert(pressure.end(), retry_waits.begin(), retry_waits.end());
+  return IntervalSet(std::move(pressure)).length();
+}
+
+// The peak, each out-of-memory, and the first ten stretches above the
+// high-water mark and retry waits.
+void add_ranges(Finding& f, const MemoryEvents& me, const DeviceMemory& dm) {
+  f.ranges.push_back({me.time[dm.peak], me.time[dm.peak] + 1});
+  f.ranges.insert(f.ranges.end(), dm.ooms_at.begin(), dm.ooms_at.end());
+  f.ranges.insert(f.ranges.end(), dm.high.begin(), dm.high.begin() + long(std::min<size_t>(dm.high.size(), 10)));
+  for (size_t k = 0; k < dm.retry_waits.size() && k < 10; ++k)
+    f.ranges.push_back({dm.retry_waits[k].start, dm.retry_waits[k].end});
+}
+
+void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const DeviceMemory& dm,
+                  const std::string& of_capacity) {
+  const AnalysisOptions& opt = ctx.options;
+  int64_t peak_bytes = me.allocated[dm.peak];
+  int64_t retry_ns = IntervalSet(dm.retry_waits).length();
+  f.evidence.push_back({"peak allocated", fmt::format("{}{}", format_bytes(peak_bytes), of_capacity)});
+  f.evidence.push_back({"peak reserved", format_bytes(dm.peak_reserved)});
+  if (me.reserved[dm.peak] > 0) {
+    f.evidence.push_back(
+        {"fragmentation at the peak",
+         fmt::format("{} reserved but not allocated ({})", format_bytes(me.reserved[dm.peak] - peak_bytes),
+                     format_percent(double(me.reserved[dm.peak] - peak_bytes) / double(me.reserved[dm.peak])))});
+  }
+  if (dm.capacity > 0) {
+    f.evidence.push_back({fmt::format("time above {} of capacity", format_percent(opt.memory_high_fraction)),
+                          format_duration(dm.high_ns)});
+  }
+  f.evidence.push_back({"retries (cache flushed to allocate)", format_count(dm.retries)});
+  if (dm.retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
+  f.evidence.push_back({"out-of-memory", format_count(dm.ooms)});
+  for (size_t k = 0; k < dm.sites.size() && k < 5; ++k) {
+    const std::string& site = dm.sites[k].first;
+    f.evidence.push_back(
+        {fmt::format("live at peak: {}", site.empty() ? "unknown call site" : site),
+         fmt::format("{} in {} block{}", format_bytes(dm.sites[k].second.first),
+                     format_count(dm.sites[k].second.second), dm.sites[k].second.second == 1 ? "" : "s")});
+  }
+}
+
+std::string memory_suggestion(Severity severity, const std::vector<SiteBytes>& sites) {
+  std::string top = sites.empty() ? "" : sites.front().first;
+  if (severity == Severity::info) return "no memory pressure";
+  return fmt::format(
+      "lower the live memory at the peak{}: use memory-linear algorithms (fused attention instead of "
+      "materialised scores), smaller batches or sequence lengths, or release buffers before the peak",
+      top.empty() ? "" : fmt::format(" (most of it was allocated at {})", top));
+}
+
+Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory dm) {
+  const AnalysisOptions& opt = ctx.options;
+  int64_t peak_bytes = me.allocated[dm.peak];
+  double fraction = dm.capacity > 0 ? double(peak_bytes) / double(dm.capacity) : 0;
+  Finding f;
+  f.rule = "memory";
+  f.devices = {me.device};
+  f.severity = dm.ooms > 0                                              ? Severity::error
+               : dm.retries > 0 || fraction >= opt.memory_high_fraction ? Severity::warning
+                                                                        : Severity::info;
+  std::string of_capacity =
+      dm.capacity > 0 ? fmt::format(" of {} ({})", format_bytes(dm.capacity), format_percent(fraction)) : "";
+  f.title = fmt::format("{}: peak {}{} at {}", device_label(ctx, me.device), format_bytes(peak_bytes), of_capacity,
+                        format_duration(me.time[dm.peak]));
+  if (dm.retries > 0 || dm.ooms > 0) {
+    f.title += fmt::format("; {} retr{}, {} out-of-memory", format_count(dm.retries), dm.retries == 1 ? "y" : "ies",
+                           format_count(dm.ooms));
+  }
+  f.impact_ns = pressure_ns(std::move(dm.pressure), dm.retry_waits);
+  add_ranges(f, me, dm);
+  add_evidence(f, ctx, me, dm, of_capacity);
+  f.suggestion = memory_suggestion(f.severity, dm.sites);
+  return f;
+}
+
 }  // namespace
 
 void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>& out) {
   const TraceModel& m = ctx.model;
-  const AnalysisOptions& opt = ctx.options;
   const std::vector<Interval> retrying = retry_spans(ctx);
   for (const MemoryEvents& me : m.memory) {
     if (me.size() == 0) continue;
     const Device* dev = m.device(me.device);
-    int64_t capacity = dev ? dev->memory_capacity : 0;
-    size_t peak = 0;
-    int64_t peak_reserved = 0;
-    uint64_t retries = 0, ooms = 0;
-    std::vector<TimeRange> ooms_at;
-    std::vector<Interval> pressure;  // above the high-water mark, or retrying
-    std::vector<Interval> retry_waits;
-    for (size_t i = 0; i < me.size(); ++i) {
-      if (me.allocated[i] > me.allocated[peak]) peak = i;
-      peak_reserved = std::max(peak_reserved, me.reserved[i]);
-      if (me.kind[i] == MemoryEventKind::retry) {
-        ++retries;
-        if (const Interval* r = span_at(retrying, me.time[i])) retry_waits.push_back(*r);
-      }
-      if (me.kind[i] == MemoryEventKind::oom) {
-        ++ooms;
-        ooms_at.push_back({me.time[i], me.time[i] + 1});
-      }
-    }
-    // Time above the high-water fraction of capacity: allocated is constant
-    // between events.
-    int64_t high_ns = 0;
-    std::vector<TimeRange> high;
-    if (capacity > 0) {
-      double limit = opt.memory_high_fraction * double(capacity);
-      for (size_t i = 0; i + 1 < me.size(); ++i) {
-        if (double(me.allocated[i]) < limit) continue;
-        high_ns += me.time[i + 1] - me.time[i];
-        pressure.push_back({me.time[i], me.time[i + 1]});
-        if (!high.empty() && high.back().end == me.time[i]) high.back().end = me.time[i + 1];
-        else high.push_back({me.time[i], me.time[i + 1]});
-      }
-    }
-    // Replay up to the peak to know what was live there.
-    struct Block {
-      int64_t bytes;
-      uint32_t callsite;
-      int64_t time;
-    };
-    std::unordered_map<uint64_t, Block> live;
-    for (size_t i = 0; i <= peak; ++i) {
-      if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
-      if (me.kind[i] == MemoryEventKind::free) live.erase(me.address[i]);
-    }
-    std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
-    for (const auto& [addr, b] : live) {
-      std::pair<int64_t, uint64_t>& site = by_site[allocation_site(ctx, b.callsite, b.time)];
-      site.first += b.bytes;
-      ++site.second;
-    }
-    std::vector<std::pair<std::string, std::pair<int64_t, uint64_t>>> sites(by_site.begin(), by_site.end());
-    std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-
-    int64_t peak_bytes = me.allocated[peak];
-    double fraction = capacity > 0 ? double(peak_bytes) / double(capacity) : 0;
-    Finding f;
-    f.rule = "memory";
-    f.devices = {me.device};
-    f.severity = ooms > 0                                              ? Severity::error
-                 : retries > 0 || fraction >= opt.memory_high_fraction ? Severity::warning
-                                                                       : Severity::info;
-    std::string of_capacity =
-        capacity > 0 ? fmt::format(" of {} ({})", format_bytes(capacity), format_percent(fraction)) : "";
-    f.title = fmt::format("{}: peak {}{} at {}", device_label(ctx, me.device), format_bytes(peak_bytes), of_capacity,
-                          format_duration(me.time[peak]));
-    if (retries > 0 || ooms > 0) {
-      f.title += fmt::format("; {} retr{}, {} out-of-memory", format_count(retries), retries == 1 ? "y" : "ies",
-                             format_count(ooms));
-    }
-    // Memory costs no time by itself: the impact is the time spent under
-    // pressure, above the high-water fraction of capacity or waiting in
-    // allocator retries (fragmentation can force those well below it).
-    int64_t retry_ns = IntervalSet(retry_waits).length();
-    pressure.insert(pressure.end(), retry_waits.begin(), retry_waits.end());
-    f.impact_ns = IntervalSet(std::move(pressure)).length();
-    f.ranges.push_back({me.time[peak], me.time[peak] + 1});
-    f.ranges.insert(f.ranges.end(), ooms_at.begin(), ooms_at.end());
-    f.ranges.insert(f.ranges.end(), high.begin(), high.begin() + long(std::min<size_t>(high.size(), 10)));
-    for (size_t k = 0; k < retry_waits.size() && k < 10; ++k)
-      f.ranges.push_back({retry_waits[k].start, retry_waits[k].end});
-    f.evidence.push_back({"peak allocated", fmt::format("{}{}", format_bytes(peak_bytes), of_capacity)});
-    f.evidence.push_back({"peak reserved", format_bytes(peak_reserved)});
-    if (me.reserved[peak] > 0) {
-      f.evidence.push_back(
-          {"fragmentation at the peak",
-           fmt::format("{} reserved but not allocated ({})", format_bytes(me.reserved[peak] - peak_bytes),
-                       format_percent(double(me.reserved[peak] - peak_bytes) / double(me.reserved[peak])))});
-    }
-    if (capacity > 0) {
-      f.evidence.push_back({fmt::format("time above {} of capacity", format_percent(opt.memory_high_fraction)),
-                            format_duration(high_ns)});
-    }
-    f.evidence.push_back({"retries (cache flushed to allocate)", format_count(retries)});
-    if (retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
-    f.evidence.push_back({"out-of-memory", format_count(ooms)});
-    for (size_t k = 0; k < sites.size() && k < 5; ++k) {
-      const std::string& site = sites[k].first;
-      f.evidence.push_back({fmt::format("live at peak: {}", site.empty() ? "unknown call site" : site),
-                            fmt::format("{} in {} block{}", format_bytes(sites[k].second.first),
-                                        format_count(sites[k].second.second), sites[k].second.second == 1 ? "" : "s")});
-    }
-    std::string top = sites.empty() ? "" : sites.front().first;
-    if (f.severity == Severity::info) {
-      f.suggestion = "no memory pressure";
-    } else {
-      f.suggestion = fmt::format(
-          "lower the live memory at the peak{}: use memory-linear algorithms (fused attention instead of "
-          "materialised scores), smaller batches or sequence lengths, or release buffers before the peak",
-          top.empty() ? "" : fmt::format(" (most of it was allocated at {})", top));
-    }
-    out.push_back(std::move(f));
+    DeviceMemory dm;
+    dm.capacity = dev ? dev->memory_capacity : 0;
+    find_peak_retries_and_ooms(me, retrying, dm);
+    find_high_water(me, ctx.options.memory_high_fraction, dm);
+    dm.sites = live_at_peak_by_site(ctx, me, dm.peak);
+    out.push_back(memory_finding(ctx, me, std::move(dm)));
   }
 }
 

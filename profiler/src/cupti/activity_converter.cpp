@@ -34,7 +34,7 @@ CopyKind copy_kind(uint8_t kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return CopyKind::device_to_device;
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CopyKind::host_to_host;
     case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CopyKind::peer_to_peer;
-    default: return CopyKind::none;
+    default: return CopyKind::none;  // a byte from CUPTI: UNKNOWN, or a kind newer than this list
   }
 }
 
@@ -45,8 +45,9 @@ const char* copy_name(CopyKind k) {
     case CopyKind::device_to_device: return "Memcpy DtoD";
     case CopyKind::host_to_host: return "Memcpy HtoH";
     case CopyKind::peer_to_peer: return "Memcpy PtoP";
-    default: return "Memcpy";
+    case CopyKind::none: return "Memcpy";
   }
+  return "Memcpy";
 }
 
 // The host side of a copy: pageable memory makes it synchronous on CUDA.
@@ -127,7 +128,7 @@ void ActivityConverter::convert(const CUpti_Activity* record, detail::ExternalEv
       // The host-side waits are the synchronize API calls themselves, which
       // carry the thread; these records would count each wait twice.
       return;
-    default:
+    default:  // CUPTI's enum, not loupe's: the many kinds loupe does not read are counted, not named
       ++skipped_;
       ++out.skipped;
       return;

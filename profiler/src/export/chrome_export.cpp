@@ -61,7 +61,7 @@ std::string quote(std::string_view s) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default:
+      default:  // a byte: other controls escaped, the rest (UTF-8 included) as it is
         if (c < 0x20) out += fmt::format("\\u{:04x}", c);
         else out += char(c);
     }

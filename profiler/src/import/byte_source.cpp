@@ -77,7 +77,7 @@ const char* inflate_error(int rc) {
     case ISAL_UNSUPPORTED_METHOD: return "not deflate-compressed";
     case ISAL_INCORRECT_CHECKSUM: return "checksum mismatch (the data is damaged)";
     case ISAL_NEED_DICT: return "needs a preset dictionary";
-    default: return "unknown error";
+    default: return "unknown error";  // an int from ISA-L: a code newer than this list
   }
 }
 

@@ -46,7 +46,7 @@ void map_chrome(ChromeTrace& raw, StringPool& strings, ImportedTrace& out) {
       case 's':
       case 't':
       case 'f': ++out.skipped["flow events"]; break;
-      default: ++out.skipped["async events (ph 'b', 'e')"]; break;
+      default: ++out.skipped["async events (ph 'b', 'e')"]; break;  // a char: the parser keeps no other phase
     }
   }
   finish_mapping(raw, threads, out);

@@ -101,83 +101,75 @@ struct EventParser::Impl {
       od::json_type type = type_of(v);
       if (type == od::json_type::object || type == od::json_type::array) continue;
       bool is_string = type == od::json_type::string;
-      switch (k.size()) {
-        case 4:
-          if (k == "name" && is_string) {
-            name_arg = string_of(v, "args.name", &batch_->owned);
-            continue;
-          }
-          if (k == "kind" && is_string) {
-            if (kind_arg.empty()) kind_arg = string_of(v, "args.kind", &batch_->owned);
-            continue;
-          }
-          break;
-        case 6:
-          if (k == "device") {
-            e.device = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "stream") {
-            e.stream = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "labels" && is_string) {
-            kind_arg = string_of(v, "args.labels", &batch_->owned);
-            continue;
-          }
-          break;
-        case 8:
-          if (k == "step_num") {
-            e.step = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 9:
-          if (k == "device_id" || k == "Device Id") {
-            e.device = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "stream_id") {
-            e.stream = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 11:
-          if (k == "correlation") {
-            e.correlation = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "External id") {
-            e.external = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "Device Type") {
-            e.device_type = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          break;
-        case 14:
-          if (k == "correlation_id") {
-            e.correlation = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "device_ordinal") {
-            e.device = lenient_int(v).value_or(kNone);
-            continue;
-          }
-          if (k == "cuda_sync_kind" && is_string) {
-            kind_arg = string_of(v, "args.cuda_sync_kind", &batch_->owned);
-            continue;
-          }
-          if ((k == "memcpy_details" || k == "memset_details") && is_string) {
-            kind_arg = string_of(v, "args.memcpy_details", &batch_->owned);
-            continue;
-          }
-          break;
-        default: break;
+      if (read_id_arg(k, v, e) || (is_string && read_text_arg(k, v, name_arg, kind_arg)) ||
+          read_memory_arg(k, v, type, e) || read_comm_arg(k, v, is_string)) {
+        continue;
       }
-      if (read_memory_arg(k, v, type, e) || read_comm_arg(k, v, is_string)) continue;
       if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
+    }
+  }
+
+  // An argument that places the event (its device, stream, step,
+  // correlation) into `e`; false for any other. Keys are switched on by
+  // length first: this runs for every argument of every event.
+  static bool read_id_arg(std::string_view k, od::value& v, ChromeEvent& e) {
+    switch (k.size()) {
+      case 6:
+        if (k == "device") e.device = lenient_int(v).value_or(kNone);
+        else if (k == "stream") e.stream = lenient_int(v).value_or(kNone);
+        else return false;
+        return true;
+      case 8:
+        if (k != "step_num") return false;
+        e.step = lenient_int(v).value_or(kNone);
+        return true;
+      case 9:
+        if (k == "device_id" || k == "Device Id") e.device = lenient_int(v).value_or(kNone);
+        else if (k == "stream_id") e.stream = lenient_int(v).value_or(kNone);
+        else return false;
+        return true;
+      case 11:
+        if (k == "correlation") e.correlation = lenient_int(v).value_or(kNone);
+        else if (k == "External id") e.external = lenient_int(v).value_or(kNone);
+        else if (k == "Device Type") e.device_type = lenient_int(v).value_or(kNone);
+        else return false;
+        return true;
+      case 14:
+        if (k == "correlation_id") e.correlation = lenient_int(v).value_or(kNone);
+        else if (k == "device_ordinal") e.device = lenient_int(v).value_or(kNone);
+        else return false;
+        return true;
+      default: return false;  // no argument read here has a key of another length
+    }
+  }
+
+  // A string argument that names the event or says its kind into
+  // `name_arg` or `kind_arg`; false for any other.
+  bool read_text_arg(std::string_view k, od::value& v, std::string_view& name_arg, std::string_view& kind_arg) {
+    switch (k.size()) {
+      case 4:
+        if (k == "name") {
+          name_arg = string_of(v, "args.name", &batch_->owned);
+        } else if (k == "kind") {
+          if (kind_arg.empty()) kind_arg = string_of(v, "args.kind", &batch_->owned);
+        } else {
+          return false;
+        }
+        return true;
+      case 6:
+        if (k != "labels") return false;
+        kind_arg = string_of(v, "args.labels", &batch_->owned);
+        return true;
+      case 14:
+        if (k == "cuda_sync_kind") {
+          kind_arg = string_of(v, "args.cuda_sync_kind", &batch_->owned);
+        } else if (k == "memcpy_details" || k == "memset_details") {
+          kind_arg = string_of(v, "args.memcpy_details", &batch_->owned);
+        } else {
+          return false;
+        }
+        return true;
+      default: return false;  // no argument read here has a key of another length
     }
   }
 
@@ -212,7 +204,7 @@ struct EventParser::Impl {
         if (type == od::json_type::number && v.get_double().get(gbps) == simdjson::SUCCESS) e.bandwidth = gbps;
         return true;
       }
-      default: return false;
+      default: return false;  // no argument read here has a key of another length
     }
   }
 
@@ -243,7 +235,7 @@ struct EventParser::Impl {
         if (k != "Process Group Name" || !is_string) return false;
         comm_.group = string_of(v, "args.Process Group Name", &batch_->owned);
         return true;
-      default: return false;
+      default: return false;  // no argument read here has a key of another length
     }
   }
 
@@ -285,7 +277,7 @@ struct EventParser::Impl {
             read_args(args, e, r.name_arg, r.kind_arg, r.ph.empty() || r.ph == "C");
           }
           break;
-        default: break;
+        default: break;  // no field read here has a key of another length
       }
     }
     return any_field;
@@ -316,7 +308,7 @@ struct EventParser::Impl {
       case 't':
       case 'f':
       case 'C': return true;
-      default: return false;
+      default: return false;  // any other character: a phase loupe does not read
     }
   }
 

@@ -215,17 +215,31 @@ class JaxMapper {
     out_.host_spans.push_back({.thread = thread, .start = e.ts, .dur = e.dur, .name = e.name, .kind = kind});
   }
 
+  // One call of a jitted function; compile_end stays kNone when it hit the cache.
+  struct Call {
+    uint32_t thread;
+    int64_t start, end;
+    std::string_view function;
+    int64_t compile_end = kNone, lower_start = kNone, lower_end = kNone, codegen = 0;
+  };
+
+  struct JittedCalls {
+    std::vector<Call> calls;
+    std::vector<const HostSpanRow*> orphans;  // compiles outside any call
+  };
+
   // One compiles row per call of a jitted function: PjitFunction(name)
   // spans, the duplicate nested span of the same name folded in, calls
   // made while tracing another function (nested under a different name)
   // left out. A call that holds a backend compile is a miss.
   void compiles() {
-    struct Call {
-      uint32_t thread;
-      int64_t start, end;
-      std::string_view function;
-      int64_t compile_end = kNone, lower_start = kNone, lower_end = kNone, codegen = 0;
-    };
+    JittedCalls found = jitted_calls();
+    add_call_compiles(found.calls);
+    add_orphan_compiles(found.orphans);
+  }
+
+  // Host spans by thread, then start, the enclosing span before what it holds.
+  std::vector<uint32_t> spans_in_nesting_order() const {
     std::vector<uint32_t> order(out_.host_spans.size());
     std::iota(order.begin(), order.end(), 0u);
     const auto& spans = out_.host_spans;
@@ -234,7 +248,14 @@ class JaxMapper {
       if (spans[a].start != spans[b].start) return spans[a].start < spans[b].start;
       return spans[a].dur > spans[b].dur;
     });
-    std::vector<Call> calls;
+    return order;
+  }
+
+  // The calls of jitted functions, each with the lowering and backend
+  // compiles it holds, and the backend compiles held by none.
+  JittedCalls jitted_calls() const {
+    const auto& spans = out_.host_spans;
+    JittedCalls found;
     struct Open {
       int64_t end;
       std::string_view function;
@@ -242,8 +263,7 @@ class JaxMapper {
     };
     std::vector<Open> stack;
     uint32_t thread = ~0u;
-    std::vector<const HostSpanRow*> orphans;  // compiles outside any call
-    for (uint32_t i : order) {
+    for (uint32_t i : spans_in_nesting_order()) {
       const HostSpanRow& s = spans[i];
       if (s.thread != thread) {
         stack.clear();
@@ -254,8 +274,8 @@ class JaxMapper {
       if (auto function = jitted_function(name)) {
         int64_t call = -1;
         if (stack.empty()) {
-          calls.push_back({s.thread, s.start, s.start + s.dur, *function});
-          call = int64_t(calls.size() - 1);
+          found.calls.push_back({s.thread, s.start, s.start + s.dur, *function});
+          call = int64_t(found.calls.size() - 1);
         } else if (stack.back().function == *function) {
           call = stack.back().call;  // the same call, recorded twice
         }
@@ -266,18 +286,26 @@ class JaxMapper {
       if (!lowering && !backend) continue;
       int64_t call = stack.empty() ? -1 : stack.back().call;
       if (call < 0) {
-        if (backend) orphans.push_back(&s);
+        if (backend) found.orphans.push_back(&s);
         continue;
       }
-      Call& c = calls[size_t(call)];
-      if (lowering) {
-        c.lower_start = c.lower_start == kNone ? s.start : std::min(c.lower_start, s.start);
-        c.lower_end = std::max(c.lower_end, s.start + s.dur);
-      } else {
-        c.compile_end = std::max(c.compile_end, s.start + s.dur);
-        c.codegen += s.dur;
-      }
+      add_compile_phase(found.calls[size_t(call)], s, lowering);
     }
+    return found;
+  }
+
+  // A lowering or backend compile span into the call that holds it.
+  static void add_compile_phase(Call& c, const HostSpanRow& s, bool lowering) {
+    if (lowering) {
+      c.lower_start = c.lower_start == kNone ? s.start : std::min(c.lower_start, s.start);
+      c.lower_end = std::max(c.lower_end, s.start + s.dur);
+    } else {
+      c.compile_end = std::max(c.compile_end, s.start + s.dur);
+      c.codegen += s.dur;
+    }
+  }
+
+  void add_call_compiles(const std::vector<Call>& calls) {
     std::set<std::string_view> compiled;
     for (const Call& c : calls) {
       CompileRow row;
@@ -302,6 +330,9 @@ class JaxMapper {
       }
       out_.compiles.push_back(std::move(row));
     }
+  }
+
+  void add_orphan_compiles(const std::vector<const HostSpanRow*>& orphans) {
     for (const HostSpanRow* s : orphans) {
       CompileRow row;
       row.thread = s->thread;

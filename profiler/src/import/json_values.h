@@ -51,7 +51,7 @@ inline od::json_type type_of(od::value& v) {
     case 't':
     case 'f': return od::json_type::boolean;
     case 'n': return od::json_type::null;
-    default: return od::json_type::number;
+    default: return od::json_type::number;  // the first byte: any other begins a number
   }
 }
 

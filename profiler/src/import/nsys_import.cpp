@@ -244,7 +244,7 @@ class NsysReader {
       case 8: return CopyKind::device_to_device;
       case 9: return CopyKind::host_to_host;
       case 10: return CopyKind::peer_to_peer;
-      default: return CopyKind::none;
+      default: return CopyKind::none;  // an integer from the file: 0 (unknown), or a kind newer than this list
     }
   }
 

@@ -81,7 +81,7 @@ void append_escaped_byte(std::string& out, unsigned char c) {
     case '\n': out += "\\n"; break;
     case '\r': out += "\\r"; break;
     case '\t': out += "\\t"; break;
-    default: out += fmt::format("\\x{:02x}", c);
+    default: out += fmt::format("\\x{:02x}", c);  // a byte: any other is written in hex
   }
 }
 
