@@ -28,15 +28,14 @@ struct ImportArgs {
 
 // The options of `loupe import`.
 void add_options(CLI::App& cmd, ImportArgs& args) {
-  cmd.description(
-      "Turn a PyTorch profiler (Kineto), JAX profiler or Chrome trace JSON (.json, .json.gz), or an "
-      "Nsight Systems SQLite export, into a loupe trace");
+  cmd.description(fmt::format("Turn a trace of another profiler into a loupe trace: {} (JSON plain or gzipped)",
+                              prof::import_format_titles()));
   cmd.add_option("IN", args.in, "trace to import; several: one per rank of a job")->required();
   cmd.add_option("-o,--out", args.out,
                  "loupe trace to write (default: IN with its extension replaced by .db); for a job, its folder");
   cmd.add_flag("--job", args.job, "make a job (a folder of rank traces and job.json) even of one input");
   std::vector<std::string> names;
-  for (const prof::ImportFormatName& f : prof::kImportFormats) names.emplace_back(f.name);
+  for (std::string_view name : prof::import_format_choices()) names.emplace_back(name);
   cmd.add_option("--format", args.format,
                  fmt::format("input format: {} (from the content), {}", names.front(), prof::import_format_names(1)))
       ->check(CLI::IsMember(names));
@@ -91,10 +90,10 @@ int run_import(const ImportArgs& args) {
   prof::ImportResult r = prof::import_trace(in, out, options);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (args.quiet) return kExitOk;
-  std::string what = r.format == prof::ImportFormat::nsys ? "SQLite" : "JSON";
   fmt::print("imported {} ({}, {} of {}, {} events) in {:.2f} s ({:.0f} MB/s)\n", shown(in),
-             prof::import_format_name(r.format), format_bytes(int64_t(r.input_bytes)), what,
-             format_count(r.source_events), secs, double(r.input_bytes) / 1e6 / std::max(secs, 1e-9));
+             prof::import_format_name(r.format), format_bytes(int64_t(r.input_bytes)),
+             prof::import_format_container(r.format), format_count(r.source_events), secs,
+             double(r.input_bytes) / 1e6 / std::max(secs, 1e-9));
   std::string tables;
   for (const auto& [table, rows] : r.rows_by_table) {
     if (rows > 0) tables += fmt::format("{}{} {}", tables.empty() ? "" : ", ", table, format_count(rows));

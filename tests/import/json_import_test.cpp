@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "import/import_test_util.h"
@@ -547,20 +549,50 @@ TEST(GzipInput, MembersZlibAndChecksum) {
 TEST(MalformedInputFormat, WrongFormatForTheContent) {
   loupe::test::TempDir dir;
   write_text(dir.file("t.json"), kGood);
-  EXPECT_THROW(import_trace(dir.file("t.json"), dir.file("o.db"), {.format = ImportFormat::nsys}), ImportError);
-  // A SQLite file that is no Nsight Systems export (here: a loupe trace).
+  auto error = [&](const std::string& in, ImportFormat format) -> std::string {
+    try {
+      import_trace(dir.file(in), dir.file("o.db"), {.format = format});
+    } catch (const ImportError& e) {
+      return e.what();
+    }
+    return "imported";
+  };
+  EXPECT_EQ(error("t.json", ImportFormat::nsys),
+            dir.file("t.json") +
+                ": --format nsys reads Nsight Systems SQLite files, and this is not a SQLite file; export one with "
+                "'nsys export --type sqlite'");
+  // A SQLite file that is no Nsight Systems export (here: a loupe trace),
+  // whether asked for or detected.
   {
     TraceWriter w(dir.file("loupe.db"), {});
     w.close();
   }
-  try {
-    import_trace(dir.file("loupe.db"), dir.file("o.db"));
-    FAIL();
-  } catch (const ImportError& e) {
-    EXPECT_NE(std::string(e.what()).find("not an Nsight Systems export"), std::string::npos) << e.what();
-  }
+  std::string unknown = dir.file("loupe.db") +
+                        ": a SQLite file, but none loupe imports (Nsight Systems SQLite: a SQLite file with "
+                        "CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, TARGET_INFO_GPU or CUDA_GPU_MEMORY_USAGE_EVENTS tables)";
+  EXPECT_EQ(error("loupe.db", ImportFormat::auto_detect), unknown);
+  EXPECT_EQ(error("loupe.db", ImportFormat::nsys), unknown);
+  EXPECT_EQ(error("loupe.db", ImportFormat::kineto),
+            dir.file("loupe.db") +
+                ": --format kineto reads PyTorch profiler (Kineto) JSON files, and this is not a JSON file");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("o.db")));
   EXPECT_THROW(import_trace(dir.file("missing.json"), dir.file("o.db")), ImportError);
   EXPECT_THROW(parse_import_format("perfetto"), ImportError);
+}
+
+TEST(ImportFormats, EveryNameReadsBackAndTheDocumentListsEach) {
+  for (std::string_view name : import_format_choices()) {
+    EXPECT_EQ(import_format_name(parse_import_format(name)), name);
+  }
+  EXPECT_EQ(import_format_names(), "auto, kineto, jax, chrome or nsys");
+  EXPECT_EQ(import_format_container(ImportFormat::nsys), "SQLite");
+  EXPECT_EQ(import_format_container(ImportFormat::jax), "JSON");
+  std::ifstream in(LOUPE_IMPORT_DOC);
+  std::stringstream doc;
+  doc << in.rdbuf();
+  std::string table = import_formats_markdown();
+  EXPECT_NE(doc.str().find(table), std::string::npos) << LOUPE_IMPORT_DOC << " should carry this table, as it is:\n\n"
+                                                      << table;
 }
 
 }  // namespace

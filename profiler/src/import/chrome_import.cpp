@@ -1,7 +1,7 @@
 // Chrome trace-event JSON from any tool: complete and begin/end events
 // become host spans of their (pid, tid), instants become instants and
 // counter events counters. Kineto and JAX traces have their own mappings;
-// this one is for everything else, and says which dialect a trace is.
+// this one is for everything else.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,21 +11,6 @@
 #include "import/mappings.h"
 
 namespace loupe::prof::import {
-
-ImportFormat detect_json_dialect(const ChromeTrace& raw, const StringPool& strings) {
-  if (raw.has_schema_version || !raw.device_properties.empty()) return ImportFormat::kineto;
-  std::unordered_map<StringId, bool> seen;
-  for (const ChromeEvent& e : raw.events) {
-    if (e.cat == 0 || seen.count(e.cat)) continue;
-    std::string_view c = strings.text(e.cat);
-    seen[e.cat] = true;
-    if (is_kineto_marker(c)) return ImportFormat::kineto;
-  }
-  for (const auto& [pid, name] : raw.process_names) {
-    if (name.starts_with("/host:") || name.starts_with("/device:")) return ImportFormat::jax;
-  }
-  return ImportFormat::chrome;
-}
 
 void map_chrome(ChromeTrace& raw, StringPool& strings, ImportedTrace& out) {
   complete_begin_end(raw);

@@ -1,55 +1,69 @@
 #include "loupe/prof/import.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <iterator>
 
-#include "import/byte_source.h"
-#include "import/chrome_events.h"
-#include "import/imported_trace.h"
-#include "import/json_reader.h"
-#include "import/mappings.h"
+#include "import/importers.h"
 #include "loupe/prof/trace_writer.h"
 
 namespace loupe::prof {
 
-namespace {
-
-bool is_sqlite(const std::string& head) {
-  return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0;
-}
-
-bool is_json_format(ImportFormat f) {
-  return f == ImportFormat::kineto || f == ImportFormat::chrome || f == ImportFormat::jax;
-}
-
-}  // namespace
-
 std::string_view import_format_name(ImportFormat format) {
-  for (const ImportFormatName& f : kImportFormats) {
-    if (f.format == format) return f.name;
+  if (format == ImportFormat::auto_detect) return "auto";
+  for (const import::Importer& i : import::importers()) {
+    if (i.format == format) return i.name;
   }
   return "?";
 }
 
+std::string_view import_format_container(ImportFormat format) {
+  for (const import::Importer& i : import::importers()) {
+    if (i.format == format) return name_of(i.container);
+  }
+  return "?";
+}
+
+std::vector<std::string_view> import_format_choices() {
+  std::vector<std::string_view> names{"auto"};
+  for (const import::Importer& i : import::importers()) names.push_back(i.name);
+  return names;
+}
+
 ImportFormat parse_import_format(std::string_view name) {
-  for (const ImportFormatName& f : kImportFormats) {
-    if (name == f.name) return f.format;
+  if (name == "auto") return ImportFormat::auto_detect;
+  for (const import::Importer& i : import::importers()) {
+    if (name == i.name) return i.format;
   }
   throw ImportError(fmt::format("unknown import format '{}' (expected {})", name, import_format_names()));
 }
 
 std::string import_format_names(size_t first) {
+  std::vector<std::string_view> all = import_format_choices();
   std::string names;
-  const size_t n = std::size(kImportFormats);
-  for (size_t i = first; i < n; ++i) {
-    names += fmt::format("{}{}", i == first ? "" : i + 1 == n ? " or " : ", ", kImportFormats[i].name);
+  for (size_t i = first; i < all.size(); ++i) {
+    names += fmt::format("{}{}", i == first ? "" : i + 1 == all.size() ? " or " : ", ", all[i]);
   }
   return names;
+}
+
+std::string import_format_titles() {
+  std::string titles;
+  auto all = import::importers();
+  for (size_t i = 0; i < all.size(); ++i) {
+    titles += fmt::format("{}{}", i == 0 ? "" : i + 1 == all.size() ? " or " : ", ", all[i].title);
+  }
+  return titles;
+}
+
+std::string import_formats_markdown() {
+  std::string out = "| format | `--format` | what | how it is recognised (`auto`, the default) |\n|---|---|---|---|\n";
+  for (const import::Importer& i : import::importers()) {
+    out += fmt::format("| {} | `{}` | {} | {} |\n", i.title, i.name, i.made_by, i.recognised_by);
+  }
+  return out;
 }
 
 void take_distributed_meta(const std::map<std::string, std::string>& meta, ImportResult& result) {
@@ -71,80 +85,28 @@ void take_distributed_meta(const std::map<std::string, std::string>& meta, Impor
 }
 
 ImportFormat detect_import_format(const std::string& path) {
-  std::string head = import::read_file_head(path, 100);
-  if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", path));
-  if (is_sqlite(head)) {
-    if (!import::is_nsys_export(path)) {
-      throw ImportError(fmt::format("{}: a SQLite database, but not an Nsight Systems export", path));
-    }
-    return ImportFormat::nsys;
-  }
-  // JSON: the dialect shows in the content, so the document is read.
-  import::StringPool strings;
-  import::ChromeTrace raw;
-  auto source = import::open_byte_source(path);
-  import::read_chrome_json(*source, path, strings, raw);
-  ImportFormat format = import::detect_json_dialect(raw, strings);
-  return format;
+  import::ImportInput input(path, 0);
+  return import::choose_importer(input, ImportFormat::auto_detect).format;
 }
 
 ImportResult import_trace(const std::string& in, const std::string& out, const ImportOptions& options) {
-  std::string head = import::read_file_head(in, 100);
-  if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", in));
-  bool sqlite = is_sqlite(head);
-  if (options.format == ImportFormat::nsys && !sqlite) {
-    throw ImportError(
-        fmt::format("{}: not an Nsight Systems SQLite export (not a SQLite file); export one with "
-                    "'nsys export --type sqlite'",
-                    in));
-  }
-  if (is_json_format(options.format) && sqlite) {
-    throw ImportError(
-        fmt::format("{}: a SQLite database, not a {} JSON trace", in, import_format_name(options.format)));
-  }
-  if (sqlite && !import::is_nsys_export(in)) {
-    throw ImportError(fmt::format(
-        "{}: a SQLite database, but not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_* or NVTX_EVENTS tables)",
-        in));
-  }
-  struct stat in_st {};
-  ::stat(in.c_str(), &in_st);
+  import::ImportInput input(in, options.threads);
+  const import::Importer& importer = import::choose_importer(input, options.format);
 
   // Written beside the output and moved into place by close(): a failed
   // import leaves the output as it was, and never a half-written file.
   ImportResult result;
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  auto t0 = Clock::now();
   TraceWriter writer(out, {.producer = "loupe import", .live = false, .inputs = {in}});
-  import::StringPool strings;
   import::ImportedTrace trace;
-  if (sqlite) {
-    import::read_nsys(in, strings, trace);
-    result.read_seconds = seconds_since(t0);
-    result.format = ImportFormat::nsys;
-    result.input_bytes = uint64_t(in_st.st_size);
-  } else {
-    import::ChromeTrace raw;
-    {
-      auto source = import::open_byte_source(in, options.threads != 1);
-      import::read_chrome_json(*source, in, strings, raw, options.threads);
-    }
-    result.read_seconds = seconds_since(t0);
-    auto t1 = Clock::now();
-    result.input_bytes = raw.bytes;
-    ImportFormat format =
-        options.format == ImportFormat::auto_detect ? import::detect_json_dialect(raw, strings) : options.format;
-    result.format = format;
-    if (format == ImportFormat::kineto) {
-      import::map_kineto(raw, strings, trace);
-    } else if (format == ImportFormat::jax) {
-      import::map_jax(raw, strings, trace);
-    } else {
-      import::map_chrome(raw, strings, trace);
-    }
-    result.map_seconds = seconds_since(t1);
-  }
+  double parsed_before = input.parse_seconds();
+  auto t1 = Clock::now();
+  importer.read(input, trace);
+  result.read_seconds = input.parse_seconds();
+  result.map_seconds = seconds_since(t1) - (input.parse_seconds() - parsed_before);
+  result.format = importer.format;
+  result.input_bytes = input.bytes();
   trace.meta["source_file"] = in;
   trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
   result.source_events = trace.source_events;
@@ -152,7 +114,7 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   auto t2 = Clock::now();
   import::WriteSummary s;
   try {
-    s = import::write_imported(trace, strings, writer);
+    s = import::write_imported(trace, input.strings(), writer);
   } catch (const ImportError& e) {
     throw ImportError(fmt::format("{}: {}", in, e.what()));
   }

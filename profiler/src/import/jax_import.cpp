@@ -373,6 +373,13 @@ class JaxMapper {
 
 }  // namespace
 
+bool is_jax_trace(const ChromeTrace& raw) {
+  for (const auto& [pid, name] : raw.process_names) {
+    if (name.starts_with("/host:") || name.starts_with("/device:")) return true;
+  }
+  return false;
+}
+
 void map_jax(ChromeTrace& raw, StringPool& strings, ImportedTrace& out) { JaxMapper(raw, strings, out).run(); }
 
 }  // namespace loupe::prof::import

@@ -478,6 +478,16 @@ class KinetoMapper {
 
 }  // namespace
 
+bool is_kineto_trace(const ChromeTrace& raw, const StringPool& strings) {
+  if (raw.has_schema_version || !raw.device_properties.empty()) return true;
+  std::unordered_set<StringId> seen;
+  for (const ChromeEvent& e : raw.events) {
+    if (e.cat == 0 || !seen.insert(e.cat).second) continue;
+    if (is_kineto_marker(strings.text(e.cat))) return true;
+  }
+  return false;
+}
+
 void map_kineto(ChromeTrace& raw, StringPool& strings, ImportedTrace& out) { KinetoMapper(raw, strings, out).run(); }
 
 }  // namespace loupe::prof::import

@@ -11,10 +11,11 @@
 
 namespace loupe::prof::import {
 
-// Which Chrome-JSON dialect a parsed trace is: kineto (PyTorch profiler
-// categories, deviceProperties), jax (XLA's /host: and /device: processes)
-// or plain chrome.
-ImportFormat detect_json_dialect(const ChromeTrace& raw, const StringPool& strings);
+// Which Chrome-JSON dialect a parsed trace is: Kineto's (schemaVersion,
+// deviceProperties or PyTorch profiler categories), JAX's (XLA's /host: and
+// /device: processes); plain Chrome JSON otherwise.
+bool is_kineto_trace(const ChromeTrace& raw, const StringPool& strings);
+bool is_jax_trace(const ChromeTrace& raw);
 
 void map_kineto(ChromeTrace& raw, StringPool& strings, ImportedTrace& out);
 void map_jax(ChromeTrace& raw, StringPool& strings, ImportedTrace& out);

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace loupe::prof {
 
@@ -30,23 +31,21 @@ enum class ImportFormat : uint8_t {
   nsys = 4,         // Nsight Systems SQLite export
 };
 
-// Every format with its name (as `loupe import --format` takes it), in
-// the order help lists them.
-struct ImportFormatName {
-  ImportFormat format;
-  std::string_view name;
-};
-inline constexpr ImportFormatName kImportFormats[] = {
-    {ImportFormat::auto_detect, "auto"}, {ImportFormat::kineto, "kineto"}, {ImportFormat::chrome, "chrome"},
-    {ImportFormat::jax, "jax"},          {ImportFormat::nsys, "nsys"},
-};
-
-// "auto", "kineto", "chrome", "jax", "nsys".
+// The formats by name, as `loupe import --format` takes them: "auto", then
+// each importer's ("kineto", "jax", "chrome", "nsys"), in the order
+// detection asks them (the importers' table, import/importers.cpp).
+std::vector<std::string_view> import_format_choices();
 std::string_view import_format_name(ImportFormat format);
+// What a format's files are made of: "JSON", "SQLite".
+std::string_view import_format_container(ImportFormat format);
 // Parses a name as above; throws ImportError for anything else.
 ImportFormat parse_import_format(std::string_view name);
-// The names after `first`, "a, b, c or d": for messages and help.
+// The names after the `first`, "a, b, c or d": for messages and help.
 std::string import_format_names(size_t first = 0);
+// "PyTorch profiler (Kineto) JSON, ... or Nsight Systems SQLite": for help.
+std::string import_format_titles();
+// docs/import.md's table of the formats, as the importers' table gives it.
+std::string import_formats_markdown();
 
 struct ImportOptions {
   ImportFormat format = ImportFormat::auto_detect;

@@ -1,0 +1,150 @@
+#include "import/importers.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "import/byte_source.h"
+#include "import/json_reader.h"
+#include "import/mappings.h"
+
+namespace loupe::prof::import {
+
+namespace {
+
+bool is_sqlite(const std::string& head) {
+  return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0;
+}
+
+// A JSON dialect's reader: the document, mapped.
+template <void (*Map)(ChromeTrace&, StringPool&, ImportedTrace&)>
+void read_json(ImportInput& input, ImportedTrace& out) {
+  Map(input.json(), input.strings(), out);
+}
+
+// Detection asks in this order: the JSON dialects from the most particular
+// to Chrome JSON, which takes any document.
+constexpr Importer kImporters[] = {
+    {.format = ImportFormat::kineto,
+     .name = "kineto",
+     .title = "PyTorch profiler (Kineto) JSON",
+     .made_by = "`torch.profiler` / `export_chrome_trace`, plain or `.gz`",
+     .recognised_by = "`schemaVersion` or `deviceProperties`, or Kineto categories (`cpu_op`, `cuda_runtime`, "
+                      "`kernel`, ...)",
+     .hint = "",
+     .container = Container::json,
+     .reads_any_of_its_container = true,
+     .recognises = [](ImportInput& in) { return is_kineto_trace(in.json(), in.strings()); },
+     .read = read_json<map_kineto>},
+    {.format = ImportFormat::jax,
+     .name = "jax",
+     .title = "JAX profiler JSON",
+     .made_by = "`jax.profiler` trace viewer or Perfetto JSON (`*.trace.json.gz`, `perfetto_trace.json.gz`)",
+     .recognised_by = "processes named `/host:...` or `/device:...`",
+     .hint = "",
+     .container = Container::json,
+     .reads_any_of_its_container = true,
+     .recognises = [](ImportInput& in) { return is_jax_trace(in.json()); },
+     .read = read_json<map_jax>},
+    {.format = ImportFormat::chrome,
+     .name = "chrome",
+     .title = "Chrome trace-event JSON",
+     .made_by = "any other tool's trace-event JSON",
+     .recognised_by = "any other JSON with `traceEvents`, or a bare array of events",
+     .hint = "",
+     .container = Container::json,
+     .reads_any_of_its_container = true,
+     .recognises = [](ImportInput& in) { return (void)in.json(), true; },
+     .read = read_json<map_chrome>},
+    {.format = ImportFormat::nsys,
+     .name = "nsys",
+     .title = "Nsight Systems SQLite",
+     .made_by = "`nsys export --type sqlite report.nsys-rep`",
+     .recognised_by = "a SQLite file with `CUPTI_ACTIVITY_KIND_*`, `NVTX_EVENTS`, `TARGET_INFO_GPU` or "
+                      "`CUDA_GPU_MEMORY_USAGE_EVENTS` tables",
+     .hint = "export one with 'nsys export --type sqlite'",
+     .container = Container::sqlite,
+     .reads_any_of_its_container = false,
+     .recognises = [](ImportInput& in) { return is_nsys_export(in.path()); },
+     .read = [](ImportInput& in, ImportedTrace& out) { read_nsys(in.path(), in.strings(), out); }},
+};
+
+// Markdown without its code marks, for a message on a terminal.
+std::string plain(std::string_view markdown) {
+  std::string out;
+  for (char c : markdown) {
+    if (c != '`') out += c;
+  }
+  return out;
+}
+
+// No importer recognises the input: what it is, and what each format of
+// its container needs.
+[[noreturn]] void refuse_unrecognised(const ImportInput& input) {
+  std::string needs;
+  for (const Importer& i : kImporters) {
+    if (i.container != input.container()) continue;
+    needs += fmt::format("{}{}: {}", needs.empty() ? "" : "; ", i.title, plain(i.recognised_by));
+  }
+  throw ImportError(
+      fmt::format("{}: a {} file, but none loupe imports ({})", input.path(), name_of(input.container()), needs));
+}
+
+// The file's bytes contradict the format asked for.
+[[noreturn]] void refuse_forced(const ImportInput& input, const Importer& i) {
+  throw ImportError(fmt::format("{}: --format {} reads {} files, and this is not a {} file{}{}", input.path(), i.name,
+                                i.title, name_of(i.container), i.hint.empty() ? "" : "; ", i.hint));
+}
+
+}  // namespace
+
+std::string_view name_of(Container c) {
+  switch (c) {
+    case Container::json: return "JSON";
+    case Container::sqlite: return "SQLite";
+  }
+  return "?";
+}
+
+ImportInput::ImportInput(std::string path, unsigned threads) : path_(std::move(path)), threads_(threads) {
+  std::string head = read_file_head(path_, 100);
+  if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", path_));
+  container_ = is_sqlite(head) ? Container::sqlite : Container::json;
+}
+
+ChromeTrace& ImportInput::json() {
+  if (json_) return *json_;
+  auto t0 = std::chrono::steady_clock::now();
+  ChromeTrace trace;
+  auto source = open_byte_source(path_, threads_ != 1);
+  read_chrome_json(*source, path_, strings_, trace, threads_);
+  json_ = std::move(trace);
+  parse_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return *json_;
+}
+
+uint64_t ImportInput::bytes() const {
+  if (json_) return json_->bytes;
+  struct stat st {};
+  return ::stat(path_.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+std::span<const Importer> importers() { return kImporters; }
+
+const Importer& choose_importer(ImportInput& input, ImportFormat format) {
+  for (const Importer& i : kImporters) {
+    if (format == ImportFormat::auto_detect) {
+      if (i.container == input.container() && i.recognises(input)) return i;
+      continue;
+    }
+    if (i.format != format) continue;
+    if (i.container != input.container()) refuse_forced(input, i);
+    if (!i.reads_any_of_its_container && !i.recognises(input)) refuse_unrecognised(input);
+    return i;
+  }
+  refuse_unrecognised(input);
+}
+
+}  // namespace loupe::prof::import
