@@ -33,10 +33,8 @@ void add_options(CLI::App& cmd, AnalyzeArgs& args) {
   add_analysis_options(cmd, args.analysis);
 }
 
-int run_analyze_job(const AnalyzeArgs& args, const prof::AnalysisOptions& options) {
-  prof::JobAnalysisOptions job_options;
-  job_options.rank = options;
-  prof::JobReport report = prof::analyze_job(args.path, job_options);
+int run_analyze_job(const AnalyzeArgs& args) {
+  prof::JobReport report = prof::analyze_job(args.path, make_job_options(args.analysis));
   std::string out;
   if (args.format == "json") out = prof::format_job_json(report);
   else if (args.format == "markdown") out = prof::format_job_markdown(report);
@@ -46,8 +44,8 @@ int run_analyze_job(const AnalyzeArgs& args, const prof::AnalysisOptions& option
 }
 
 int run_analyze(const AnalyzeArgs& args) {
+  if (prof::is_job(args.path)) return run_analyze_job(args);
   prof::AnalysisOptions options = make_analysis_options(args.analysis);  // throws on bad values
-  if (prof::is_job(args.path)) return run_analyze_job(args, options);
   prof::TraceModel model = prof::load_trace(args.path);
   prof::AnalysisReport report = prof::analyze(model, options);
   std::string out;

@@ -50,15 +50,14 @@ bool any_crossed(const std::vector<prof::FailOn>& rules, const std::vector<prof:
 }
 
 // Two jobs, each analysed as `loupe analyze job/` does.
-int run_diff_jobs(const DiffArgs& args, const prof::AnalysisOptions& options) {
+int run_diff_jobs(const DiffArgs& args) {
   if (!prof::is_job(args.base) || !prof::is_job(args.head)) {
     throw std::invalid_argument(
         fmt::format("{} and {}: compare two jobs or two traces, not one of each", args.base, args.head));
   }
   std::vector<prof::FailOn> rules;
   for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f, prof::job_diff_metrics()));
-  prof::JobAnalysisOptions job_options;
-  job_options.rank = options;
+  prof::JobAnalysisOptions job_options = make_job_options(args.analysis);
   prof::JobDiff d =
       prof::diff_jobs(prof::analyze_job(args.base, job_options), prof::analyze_job(args.head, job_options));
   std::string out;
@@ -71,8 +70,8 @@ int run_diff_jobs(const DiffArgs& args, const prof::AnalysisOptions& options) {
 }
 
 int run_diff(const DiffArgs& args) {
+  if (prof::is_job(args.base) || prof::is_job(args.head)) return run_diff_jobs(args);
   prof::AnalysisOptions options = make_analysis_options(args.analysis);
-  if (prof::is_job(args.base) || prof::is_job(args.head)) return run_diff_jobs(args, options);
   std::vector<prof::FailOn> rules;
   for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f));  // throws on bad input
   // The two traces load and analyse independently: side by side.

@@ -132,6 +132,66 @@ TEST_F(JobAnalysis, SyntheticJobFindingsMatchThePlantedAnswers) {
       << exposed->title;
 }
 
+// --rules selects among a job's rules as among a trace's: the figures and
+// metrics are measured whichever rules run, and the selected rules' findings
+// are the ones of the full run.
+TEST_F(JobAnalysis, RulesSelectTheJobsFindingsAndLeaveTheFiguresAlone) {
+  std::string job_dir = dir.file("job");
+  PlantedJob p = write_synthetic_job(job_dir, {.ranks = 4, .events = 8'000, .seed = 5});
+  EXPECT_EQ(job_rules(), (std::vector<std::string>{"straggler", "collectives", "imbalance"}));
+  JobReport all = analyze_job(job_dir);
+  JobAnalysisOptions only;
+  only.rules = {"imbalance"};
+  JobReport some = analyze_job(job_dir, only);
+  ASSERT_EQ(some.findings.size(), 1u);
+  EXPECT_EQ(some.findings[0].rule, "imbalance");
+  EXPECT_EQ(some.findings[0].title, finding(all, "imbalance")->title);
+  EXPECT_NE(finding(all, "straggler"), nullptr);
+  for (size_t i = 0; i < all.figures.size(); ++i) {
+    EXPECT_EQ(some.figures[i].last_arrivals, all.figures[i].last_arrivals);
+    EXPECT_EQ(some.figures[i].communication_ns, all.figures[i].communication_ns);
+  }
+  EXPECT_EQ(some.kinds.size(), all.kinds.size());
+  EXPECT_EQ(some.metrics.imbalance_fraction, all.metrics.imbalance_fraction);
+  EXPECT_GT(all.metrics.imbalance_fraction, 0);
+  EXPECT_EQ(some.metrics.straggler_fraction, 0);  // a metric of a finding not asked for
+  only.rules = {"stragglers"};
+  EXPECT_THROW(analyze_job(job_dir, only), std::invalid_argument);
+  (void)p;
+}
+
+// A rank's summary crosses from a Dask worker as JSON, by field name: it
+// comes back as it left, and a damaged one is refused, never misread.
+TEST_F(JobAnalysis, ARanksSummaryComesBackAsItLeftAndADamagedOneIsRefused) {
+  PlantedJob p = write_synthetic_job(dir.file("job"), {.ranks = 2, .events = 4'000, .seed = 2});
+  RankSummary s = summarize_rank(p.job.trace_path(p.job.ranks[1]), 1, 2);
+  ASSERT_FALSE(s.collectives.empty());
+  ASSERT_FALSE(s.steps.empty());
+  std::string text = rank_summary_to_json(s);
+  RankSummary back = rank_summary_from_json(text);
+  EXPECT_EQ(rank_summary_to_json(back), text);
+  EXPECT_EQ(back.kinds, s.kinds);
+  EXPECT_EQ(back.collectives.size(), s.collectives.size());
+  EXPECT_EQ(back.collectives.back().end, s.collectives.back().end);
+  EXPECT_EQ(back.steps.back().time_ns, s.steps.back().time_ns);
+  EXPECT_EQ(back.metrics.step_time, s.metrics.step_time);
+  EXPECT_EQ(back.host, s.host);
+
+  nlohmann::json doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["steps"]["number"].size(), s.steps.size());  // columns, named
+  auto damaged = [&](auto&& damage) {
+    nlohmann::json d = doc;
+    damage(d);
+    EXPECT_THROW(rank_summary_from_json(d.dump()), JobError) << d.dump().substr(0, 200);
+  };
+  damaged([](nlohmann::json& d) { d["collectives"]["kind"][0] = 99; });
+  damaged([](nlohmann::json& d) { d["steps"]["time_ns"].erase(0); });
+  damaged([](nlohmann::json& d) { d.erase("origin_wall_ns"); });
+  damaged([](nlohmann::json& d) { d["metrics"]["step_time"] = "slow"; });
+  damaged([](nlohmann::json& d) { d["kinds"]["name"][0] = 7; });
+  EXPECT_THROW(rank_summary_from_json("[1, 2"), JobError);
+}
+
 // The offsets come back for other seeds and job sizes, including two ranks.
 TEST_F(JobAnalysis, ClockAlignmentRecoversThePlantedOffsets) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
@@ -499,6 +559,16 @@ TEST_F(JobAnalysis, CliWritesAndAnalysesAJob) {
   }
   EXPECT_TRUE(found) << a.out;
   EXPECT_EQ(doc["ranks"].size(), 4u);
+  // --rules names a job's rules and a trace's alike; a job's rule on a
+  // trace, or a rule of neither, is a usage error naming both lists.
+  auto some = loupe::test::run_command(
+      {LOUPE_BIN, "analyze", job_dir, "--format", "json", "--rules", "straggler,idle-gap"}, dir.file(""));
+  ASSERT_EQ(some.exit_code, 0) << some.err;
+  for (const auto& f : nlohmann::json::parse(some.out)["findings"]) EXPECT_EQ(f["rule"], "straggler");
+  auto bad = loupe::test::run_command({LOUPE_BIN, "analyze", job_dir, "--rules", "speed"}, dir.file(""));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown rule 'speed'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("a job's: straggler, collectives, imbalance"), std::string::npos) << bad.err;
 }
 
 }  // namespace

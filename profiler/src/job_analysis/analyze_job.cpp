@@ -77,9 +77,9 @@ JobReport analyze_once(const Job& job, const JobAnalysisOptions& options, size_t
       }
     }
   };
+  JobReducer reducer(job, options);  // first: it refuses bad options before any thread starts
   std::vector<std::thread> pool;
   for (unsigned i = 0; i < std::min<size_t>(cores, n); ++i) pool.emplace_back(worker);
-  JobReducer reducer(job, options);
   unread = 0;
   try {
     for (size_t i = 0; i < n; ++i) {

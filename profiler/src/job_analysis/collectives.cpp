@@ -46,7 +46,9 @@ struct KindSamples {
   std::vector<int64_t> waits, transfers;
 };
 
-std::vector<CollectiveStats> kinds_of(const JobContext& ctx) {
+}  // namespace
+
+std::vector<CollectiveStats> collective_stats(const JobContext& ctx) {
   std::map<std::tuple<std::string, std::string, int64_t, int64_t>, KindSamples> by_kind;
   for (const Record& m : ctx.matched) {
     const RankSummary::Kind& c = ctx.kinds[m.kind];
@@ -74,6 +76,8 @@ std::vector<CollectiveStats> kinds_of(const JobContext& ctx) {
   });
   return out;
 }
+
+namespace {
 
 std::string kind_label(const CollectiveStats& k) {
   return fmt::format("{} of {} in group `{}` ({} ranks)", k.name, k.bytes > 0 ? format_bytes(k.bytes) : "unknown size",
@@ -138,17 +142,11 @@ Finding exposed_finding(const JobContext& ctx, const JobReport& report) {
 
 }  // namespace
 
-void rule_collectives(const JobContext& ctx, JobReport& report) {
-  report.kinds = kinds_of(ctx);
-  for (size_t r = 0; r < ctx.ranks.size(); ++r) {
-    std::vector<int64_t> exposed;
-    for (const RankSummary::Step& s : ctx.ranks[r].steps) exposed.push_back(s.communication_ns);
-    report.figures[r].communication_ns = quantile(std::move(exposed), 0.5);
-  }
+void rule_collectives(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings) {
   bool any_steps =
       std::any_of(ctx.ranks.begin(), ctx.ranks.end(), [](const RankSummary& s) { return !s.steps.empty(); });
   const bool any_collectives = !report.kinds.empty() || ctx.unmatched_collective_kernels > 0;
-  if (any_collectives && any_steps) report.findings.push_back(exposed_finding(ctx, report));
+  if (any_collectives && any_steps) findings.push_back(exposed_finding(ctx, report));
 }
 
 }  // namespace loupe::prof::job

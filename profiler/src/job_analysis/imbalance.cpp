@@ -14,13 +14,9 @@ namespace loupe::prof::job {
 
 namespace {
 
-struct StepCompute {
-  std::vector<std::pair<int64_t, size_t>> by_rank;  // (compute, rank index)
-};
-
 // The rank that computed longest in each step, when one did by more than
 // the tolerance (a tie names no one).
-std::map<size_t, uint64_t> slowest_counts(const JobContext& ctx, const std::map<int64_t, StepCompute>& steps) {
+std::map<size_t, uint64_t> slowest_counts(const JobContext& ctx, const std::map<int64_t, Imbalance::Step>& steps) {
   std::map<size_t, uint64_t> counts;
   for (const auto& [number, s] : steps) {
     std::vector<std::pair<int64_t, size_t>> v = s.by_rank;
@@ -32,32 +28,35 @@ std::map<size_t, uint64_t> slowest_counts(const JobContext& ctx, const std::map<
 
 }  // namespace
 
-void rule_imbalance(JobContext& ctx, JobReport& report) {
-  std::map<int64_t, StepCompute> steps;
+Imbalance imbalance_of(const JobContext& ctx) {
+  Imbalance im;
   for (size_t r = 0; r < ctx.ranks.size(); ++r) {
-    std::vector<int64_t> compute, times;
-    for (const RankSummary::Step& s : ctx.ranks[r].steps) {
-      steps[s.number].by_rank.push_back({s.compute_ns, r});
-      compute.push_back(s.compute_ns);
-      times.push_back(s.time_ns);
-    }
-    report.figures[r].compute_ns = quantile(std::move(compute), 0.5);
-    report.figures[r].step_ns = quantile(std::move(times), 0.5);
+    for (const RankSummary::Step& s : ctx.ranks[r].steps) im.steps[s.number].by_rank.push_back({s.compute_ns, r});
   }
-  std::erase_if(steps, [](const auto& s) { return s.second.by_rank.size() < 2; });
-  if (steps.empty()) return;
-  std::vector<int64_t> spreads, medians;
-  for (const auto& [number, s] : steps) {
+  std::erase_if(im.steps, [](const auto& s) { return s.second.by_rank.size() < 2; });
+  if (im.steps.empty()) return im;
+  std::vector<int64_t> medians;
+  for (const auto& [number, s] : im.steps) {
     auto [lo, hi] = std::minmax_element(s.by_rank.begin(), s.by_rank.end());
-    spreads.push_back(hi->first - lo->first);
+    im.spreads.push_back(hi->first - lo->first);
     std::vector<int64_t> values;
     values.reserve(s.by_rank.size());
     for (const auto& [c, r] : s.by_rank) values.push_back(c);
     medians.push_back(quantile(std::move(values), 0.5));
   }
-  int64_t spread = quantile(spreads, 0.5), median = quantile(medians, 0.5);
-  double share = double(spread) / double(std::max<int64_t>(median, 1));
-  ctx.imbalance_fraction = share;
+  im.spread = quantile(im.spreads, 0.5);
+  im.median = quantile(medians, 0.5);
+  im.share = double(im.spread) / double(std::max<int64_t>(im.median, 1));
+  return im;
+}
+
+void rule_imbalance(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings) {
+  Imbalance im = imbalance_of(ctx);
+  if (im.steps.empty()) return;
+  const auto& steps = im.steps;
+  const auto& spreads = im.spreads;
+  int64_t spread = im.spread, median = im.median;
+  double share = im.share;
   Finding f;
   f.rule = "imbalance";
   f.severity = share >= ctx.options.imbalance_warning ? Severity::warning : Severity::info;
@@ -91,7 +90,7 @@ void rule_imbalance(JobContext& ctx, JobReport& report) {
   f.suggestion =
       "even out the work per rank (the same batch size and sequence lengths on every rank, a balanced pipeline "
       "split); what the slowest rank computes longer shows in its own trace";
-  report.findings.push_back(std::move(f));
+  findings.push_back(std::move(f));
 }
 
 }  // namespace loupe::prof::job

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "loupe/prof/job_analysis.h"
@@ -74,7 +76,6 @@ struct JobContext {
   // Whether findings count steps (the collectives were issued in marked
   // steps) or, without steps, single collectives.
   bool by_step = false;
-  double imbalance_fraction = 0;  // set by rule_imbalance: median compute spread over median compute
   // NCCL kernels of ranks whose collectives could not be matched (no
   // collective arguments): communication the kinds cannot describe.
   uint64_t unmatched_collective_kernels = 0;
@@ -95,8 +96,43 @@ struct JobContext {
   }
 };
 
-void rule_stragglers(const JobContext& ctx, JobReport& report);
-void rule_collectives(const JobContext& ctx, JobReport& report);
-void rule_imbalance(JobContext& ctx, JobReport& report);
+// What the report measures before its rules judge: each rank's figures
+// (median compute, step time and exposed communication per step, waits,
+// collectives it reached last) and the kinds of collective (job_figures.cpp).
+void measure_figures(const JobContext& ctx, JobReport& report);
+
+// Per kind and size of collective: counts, median wait and transfer, bus
+// bandwidth, by total transfer time (collectives.cpp).
+std::vector<CollectiveStats> collective_stats(const JobContext& ctx);
+
+// A rank that arrived last at collectives, beyond the clocks' tolerance
+// (straggler.cpp). `units` gets every step (or collective) compared.
+struct Lateness {
+  std::set<int64_t> units;                   // steps (or collectives) it was last in
+  std::map<int64_t, int64_t> worst_in_unit;  // the most it was late in each
+  uint64_t collectives = 0;                  // collectives it was last at
+  int64_t others_waited_ns = 0;              // what the other ranks waited for it
+  std::vector<TimeRange> ranges;
+};
+std::map<size_t, Lateness> lateness_by_rank(const JobContext& ctx, std::set<int64_t>& units);
+
+// How evenly the ranks compute: per step with two ranks or more, the spread
+// of their compute; the medians over steps (imbalance.cpp).
+struct Imbalance {
+  struct Step {
+    std::vector<std::pair<int64_t, size_t>> by_rank;  // (compute, rank index)
+  };
+  std::map<int64_t, Step> steps;  // by step number
+  std::vector<int64_t> spreads;   // per step, in step order
+  int64_t spread = 0, median = 0;
+  double share = 0;  // spread over median: the imbalance_fraction metric
+};
+Imbalance imbalance_of(const JobContext& ctx);
+
+// The rules of a job, as a trace's: findings from what the context holds
+// and the report measured (kJobRules in job_reducer.cpp runs them).
+void rule_stragglers(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings);
+void rule_collectives(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings);
+void rule_imbalance(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings);
 
 }  // namespace loupe::prof::job

@@ -7,9 +7,11 @@
 // before it waits until one links it, and is used with its own clock if
 // none does.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "job_analysis/clock_alignment.h"
 #include "job_analysis/collective_table.h"
@@ -46,6 +48,29 @@ std::string apart(const RankSummary& reference, const RankSummary& s) {
   return "";
 }
 
+// A job's rules, in the order docs/analyses.md ("Jobs") describes them.
+// Ranks compared on their own traces have no matched collectives, from
+// which a straggler rule finds nothing.
+struct JobRuleEntry {
+  const char* name;
+  void (*run)(const job::JobContext&, const JobReport&, std::vector<Finding>&);
+};
+constexpr JobRuleEntry kJobRules[] = {
+    {"straggler", job::rule_stragglers},
+    {"collectives", job::rule_collectives},
+    {"imbalance", job::rule_imbalance},
+};
+
+// The rules `options` selects (all when it names none), their findings
+// into the report.
+void run_rules(const job::JobContext& ctx, const JobAnalysisOptions& options, JobReport& report) {
+  for (const JobRuleEntry& r : kJobRules) {
+    bool selected =
+        options.rules.empty() || std::find(options.rules.begin(), options.rules.end(), r.name) != options.rules.end();
+    if (selected) r.run(ctx, report, report.findings);
+  }
+}
+
 // The median over values rounded to ns.
 template <typename T, typename F>
 double median_of(const std::vector<T>& items, F figure) {
@@ -67,7 +92,7 @@ void measure(const job::JobContext& ctx, JobReport& r) {
   int64_t waited = 0;
   for (const RankFigures& f : r.figures) waited += f.wait_ns;
   if (!r.figures.empty()) m.collective_wait_fraction = double(waited) / (window * double(r.figures.size()));
-  m.imbalance_fraction = ctx.imbalance_fraction;
+  m.imbalance_fraction = job::imbalance_of(ctx).share;
   m.ranks_left_out = uint64_t(std::max<int64_t>(r.world_size - int64_t(r.ranks.size()), 0));
   m.step_time = median_of(r.rank_metrics, [](const auto& rank) { return rank.second.step_time; });
   m.compute_per_step = median_of(r.figures, [](const RankFigures& f) { return f.compute_ns; });
@@ -182,6 +207,12 @@ void place_window(job::JobContext& ctx, JobReport& report) {
 
 }  // namespace
 
+std::vector<std::string> job_rules() {
+  std::vector<std::string> names;
+  for (const JobRuleEntry& r : kJobRules) names.emplace_back(r.name);
+  return names;
+}
+
 struct JobReducer::State {
   Job job;
   JobAnalysisOptions options;
@@ -274,7 +305,15 @@ std::vector<int64_t> JobReducer::State::waits() const {
 }
 
 JobReducer::JobReducer(const Job& job, const JobAnalysisOptions& options)
-    : state_(std::make_unique<State>(job, options)) {}
+    : state_(std::make_unique<State>(job, options)) {
+  std::vector<std::string> known = job_rules();
+  for (const std::string& r : options.rules) {
+    if (std::find(known.begin(), known.end(), r) == known.end()) {
+      throw std::invalid_argument(
+          fmt::format("unknown rule '{}' of a job (a job's rules: {})", r, fmt::join(known, ", ")));
+    }
+  }
+}
 
 JobReducer::~JobReducer() = default;
 
@@ -367,11 +406,8 @@ JobReport JobReducer::finish() {
   if (ctx.ranks.size() < 2 && ctx.ranks.size() + st.silent.size() >= 2) {
     st.compare_own_traces(report);
   } else {
-    if (ctx.ranks.size() >= 2) {
-      job::rule_stragglers(ctx, report);
-      job::rule_collectives(ctx, report);
-      job::rule_imbalance(ctx, report);
-    }
+    job::measure_figures(ctx, report);
+    if (ctx.ranks.size() >= 2) run_rules(ctx, st.options, report);
     judge(ctx, st.incomplete, report);
   }
   if (st.options.keep_timeline) report.timeline = timeline_of(ctx);
@@ -404,8 +440,8 @@ void JobReducer::State::compare_own_traces(JobReport& report) {
   report.metrics.steps = std::unique(numbers.begin(), numbers.end()) - numbers.begin();
   report.window_ns = own.window_end;
   own.by_step = report.metrics.steps > 0;
-  job::rule_collectives(own, report);
-  job::rule_imbalance(own, report);
+  job::measure_figures(own, report);
+  run_rules(own, options, report);
   silent_compared = true;
   judge(own, incomplete, report);
 }

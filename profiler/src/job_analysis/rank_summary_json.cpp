@@ -1,6 +1,9 @@
 // A rank's summary as JSON: the map's output crossing from a Dask worker to
-// the client. Every field is written, and read back with its type checked,
-// so a summary that comes back is the one that left.
+// the client. Every field is written by name, and read back by name with its
+// type checked, so a summary that comes back is the one that left. Each
+// struct's fields are listed once below, for both directions; a list of
+// structs travels as columns (a name, then every row's value), which keeps
+// a rank's thousands of collectives small.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -13,43 +16,78 @@ namespace {
 
 using nlohmann::json;
 
-using NamedTimes = std::vector<std::pair<std::string, int64_t>>;
+// The fields of each struct, for f(name, member): written once, read with
+// the same list (Self is the struct, const or not).
+template <typename Self, typename F>
+void summary_fields(Self& s, F&& f) {
+  f("rank", s.rank);
+  f("host", s.host);
+  f("origin_wall_ns", s.origin_wall_ns);
+  f("window_start", s.window_start);
+  f("window_end", s.window_end);
+  f("events", s.events);
+  f("collective_kernels", s.collective_kernels);
+  f("kernels", s.kernels);
+  f("idle", s.idle);
+  f("findings", s.findings);
+  f("incomplete", s.incomplete);
+}
+template <typename Kind, typename F>
+void kind_fields(Kind& k, F&& f) {
+  f("group", k.group);
+  f("name", k.name);
+  f("in_bytes", k.in_bytes);
+  f("out_bytes", k.out_bytes);
+  f("group_size", k.group_size);
+}
+template <typename Collective, typename F>
+void collective_fields(Collective& c, F&& f) {
+  f("kind", c.kind);
+  f("step", c.step);
+  f("index", c.index);
+  f("start", c.start);
+  f("end", c.end);
+}
+template <typename Step, typename F>
+void step_fields(Step& s, F&& f) {
+  f("number", s.number);
+  f("compute_ns", s.compute_ns);
+  f("communication_ns", s.communication_ns);
+  f("idle_ns", s.idle_ns);
+  f("time_ns", s.time_ns);
+}
 
-json named_times(const NamedTimes& v) {
-  json out = json::array();
-  for (const auto& [name, ns] : v) out.push_back({name, ns});
+// Rows as columns: {"name": [every row's value], ...}.
+template <typename T, typename Fields>
+json columns(const std::vector<T>& rows, Fields fields) {
+  json out = json::object();
+  T blank{};
+  fields(blank, [&](const char* name, const auto&) { out[name] = json::array(); });
+  for (const T& row : rows) fields(row, [&](const char* name, const auto& v) { out[name].push_back(v); });
   return out;
 }
 
-NamedTimes named_times_of(const json& v) {
-  NamedTimes out;
-  for (const json& e : v) out.emplace_back(e.at(0).get<std::string>(), e.at(1).get<int64_t>());
-  return out;
+template <typename T, typename Fields>
+std::vector<T> rows_of(const json& cols, Fields fields) {
+  size_t n = 0;
+  T blank{};
+  fields(blank, [&](const char* name, const auto&) { n = std::max(n, cols.at(name).size()); });
+  std::vector<T> rows(n);
+  for (size_t i = 0; i < n; ++i) {
+    fields(rows[i],
+           [&](const char* name, auto& v) { v = cols.at(name).at(i).template get<std::decay_t<decltype(v)>>(); });
+  }
+  return rows;
 }
 
 }  // namespace
 
 std::string rank_summary_to_json(const RankSummary& s) {
-  json kinds = json::array(), collectives = json::array(), steps = json::array();
-  for (const RankSummary::Kind& k : s.kinds) kinds.push_back({k.group, k.name, k.in_bytes, k.out_bytes, k.group_size});
-  for (const RankSummary::Collective& c : s.collectives)
-    collectives.push_back({c.kind, c.step, c.index, c.start, c.end});
-  for (const RankSummary::Step& st : s.steps) {
-    steps.push_back({st.number, st.compute_ns, st.communication_ns, st.idle_ns, st.time_ns});
-  }
-  json doc = {{"rank", s.rank},
-              {"host", s.host},
-              {"origin_wall_ns", s.origin_wall_ns},
-              {"window", {s.window_start, s.window_end}},
-              {"events", s.events},
-              {"collective_kernels", s.collective_kernels},
-              {"kinds", kinds},
-              {"collectives", collectives},
-              {"steps", steps},
-              {"kernels", named_times(s.kernels)},
-              {"idle", named_times(s.idle)},
-              {"findings", named_times(s.findings)},
-              {"incomplete", s.incomplete}};
+  json doc = json::object();
+  summary_fields(s, [&](const char* name, const auto& v) { doc[name] = v; });
+  doc["kinds"] = columns(s.kinds, [](auto& k, auto&& f) { kind_fields(k, f); });
+  doc["collectives"] = columns(s.collectives, [](auto& c, auto&& f) { collective_fields(c, f); });
+  doc["steps"] = columns(s.steps, [](auto& st, auto&& f) { step_fields(st, f); });
   for_each_metric(s.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
   // A trace's names need not be UTF-8: replaced rather than refused, as
   // the reports do.
@@ -60,31 +98,14 @@ RankSummary rank_summary_from_json(const std::string& text) {
   try {
     json doc = json::parse(text);
     RankSummary s;
-    s.rank = doc.at("rank").get<int64_t>();
-    s.host = doc.at("host").get<std::string>();
-    s.origin_wall_ns = doc.at("origin_wall_ns").get<int64_t>();
-    s.window_start = doc.at("window").at(0).get<int64_t>();
-    s.window_end = doc.at("window").at(1).get<int64_t>();
-    s.events = doc.at("events").get<uint64_t>();
-    s.collective_kernels = doc.at("collective_kernels").get<uint64_t>();
-    for (const json& k : doc.at("kinds")) {
-      s.kinds.push_back({k.at(0).get<std::string>(), k.at(1).get<std::string>(), k.at(2).get<int64_t>(),
-                         k.at(3).get<int64_t>(), k.at(4).get<int64_t>()});
+    summary_fields(s, [&](const char* name, auto& v) { v = doc.at(name).get<std::decay_t<decltype(v)>>(); });
+    s.kinds = rows_of<RankSummary::Kind>(doc.at("kinds"), [](auto& k, auto&& f) { kind_fields(k, f); });
+    s.collectives =
+        rows_of<RankSummary::Collective>(doc.at("collectives"), [](auto& c, auto&& f) { collective_fields(c, f); });
+    s.steps = rows_of<RankSummary::Step>(doc.at("steps"), [](auto& st, auto&& f) { step_fields(st, f); });
+    for (const RankSummary::Collective& c : s.collectives) {
+      if (c.kind >= s.kinds.size()) throw JobError(fmt::format("not a rank's summary: collective of kind {}", c.kind));
     }
-    for (const json& c : doc.at("collectives")) {
-      uint32_t kind = c.at(0).get<uint32_t>();
-      if (kind >= s.kinds.size()) throw JobError(fmt::format("not a rank's summary: collective of kind {}", kind));
-      s.collectives.push_back(
-          {kind, c.at(1).get<int64_t>(), c.at(2).get<int64_t>(), c.at(3).get<int64_t>(), c.at(4).get<int64_t>()});
-    }
-    for (const json& st : doc.at("steps")) {
-      s.steps.push_back({st.at(0).get<int64_t>(), st.at(1).get<int64_t>(), st.at(2).get<int64_t>(),
-                         st.at(3).get<int64_t>(), st.at(4).get<int64_t>()});
-    }
-    s.kernels = named_times_of(doc.at("kernels"));
-    s.idle = named_times_of(doc.at("idle"));
-    s.findings = named_times_of(doc.at("findings"));
-    for (const json& i : doc.at("incomplete")) s.incomplete.push_back(i.get<std::string>());
     const json& metrics = doc.at("metrics");
     for_each_metric(s.metrics,
                     [&](const char* name, auto& v) { v = metrics.at(name).get<std::decay_t<decltype(v)>>(); });

@@ -17,16 +17,6 @@
 
 namespace loupe::prof::job {
 
-namespace {
-
-struct Lateness {
-  std::set<int64_t> units;                   // steps (or collectives) it was last in
-  std::map<int64_t, int64_t> worst_in_unit;  // the most it was late in each
-  uint64_t collectives = 0;                  // collectives it was last at
-  int64_t others_waited_ns = 0;              // what the other ranks waited for it
-  std::vector<TimeRange> ranges;
-};
-
 std::map<size_t, Lateness> lateness_by_rank(const JobContext& ctx, std::set<int64_t>& units) {
   std::map<size_t, Lateness> by_rank;
   for (size_t i = 0; i < ctx.matched.size(); ++i) {
@@ -45,6 +35,8 @@ std::map<size_t, Lateness> lateness_by_rank(const JobContext& ctx, std::set<int6
   }
   return by_rank;
 }
+
+namespace {
 
 // The median of the other ranks' value of a step figure, over `units`.
 int64_t median_step_figure(const JobContext& ctx, size_t rank, const std::set<int64_t>& steps,
@@ -135,16 +127,14 @@ Finding straggler_finding(const JobContext& ctx, size_t rank, const Lateness& l,
 
 }  // namespace
 
-void rule_stragglers(const JobContext& ctx, JobReport& report) {
+void rule_stragglers(const JobContext& ctx, const JobReport&, std::vector<Finding>& findings) {
   std::set<int64_t> units;
   std::map<size_t, Lateness> by_rank = lateness_by_rank(ctx, units);
   for (const auto& [rank, l] : by_rank) {
-    report.figures[rank].last_arrivals = l.collectives;
     if (units.size() >= 2 && double(l.units.size()) > ctx.options.straggler_fraction * double(units.size())) {
-      report.findings.push_back(straggler_finding(ctx, rank, l, units.size()));
+      findings.push_back(straggler_finding(ctx, rank, l, units.size()));
     }
   }
-  for (size_t r = 0; r < ctx.waits.size(); ++r) report.figures[r].wait_ns = ctx.waits[r];
 }
 
 }  // namespace loupe::prof::job

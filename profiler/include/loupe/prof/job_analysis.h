@@ -130,6 +130,7 @@ struct JobCollective {
 };
 
 struct JobAnalysisOptions {
+  std::vector<std::string> rules;   // the job's rules to run (job_rules()); empty: all
   AnalysisOptions rank;             // each rank's own analysis
   unsigned workers = 0;             // ranks summarised at once: 0 = one per core
   int64_t min_lateness_ns = 5'000;  // a rank is last at a collective when the others waited at least this
@@ -137,6 +138,10 @@ struct JobAnalysisOptions {
   double imbalance_warning = 0.05;  // median compute spread over the median rank's compute
   bool keep_timeline = false;       // fill JobReport::timeline (24 bytes per rank and collective)
 };
+
+// The job's rules, in the order docs/analyses.md ("Jobs") describes them:
+// straggler, collectives, imbalance.
+std::vector<std::string> job_rules();
 
 struct JobReport {
   std::string dir;
