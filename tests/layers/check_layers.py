@@ -2,7 +2,7 @@
 """The layering check: each file of a layer includes only its own layer's
 headers and those of the loupe libraries its layer links.
 
-usage: check_layers.py <layers.txt> [<architecture.md>]
+usage: check_layers.py <layers.txt> [<architecture.md> | --skip-if-missing]
 
 layers.txt is written by the build (cmake/LoupeLayers.cmake). A target may
 include:
@@ -10,6 +10,9 @@ include:
   - the public and internal headers of the targets it links;
   - the public headers that those public headers include in turn (the
     runtime links loupe_record, whose record.h includes trace_format.h).
+A target built on the profiler rather than in it (the CLI, the viewer, the
+Python module: a `public_only` line) may include only its own files and
+the public headers of what it links, never a library's internal ones.
 An include is resolved as the compiler would (the including file's folder,
 then every target's include folders) and belongs to the target whose
 public header it is, or else to the target whose folder holds it. An
@@ -34,6 +37,7 @@ class Target:
         self.uses = []
         self.headers = {}  # as included -> path
         self.sources = []
+        self.public_only = False
 
 
 def read_manifest(path):
@@ -56,6 +60,8 @@ def read_manifest(path):
                 current.headers[included] = os.path.normpath(os.path.join(base, header_path))
             elif key == "source":
                 current.sources.append(os.path.normpath(os.path.join(base, value)))
+            elif key == "public_only":
+                current.public_only = True
             else:
                 sys.exit(f"{path}:{number}: unknown line '{line.strip()}'")
     return targets
@@ -115,14 +121,18 @@ class Layers:
         return sorted(files)
 
     def violations(self, target):
-        allowed = {target.name, *target.uses}
-        exposed = self.exposed_headers(allowed)
+        exposed = self.exposed_headers({target.name, *target.uses})
+        allowed = {target.name} if target.public_only else {target.name, *target.uses}
         found = []
         for path in self.files_of(target):
             for number, included in includes_of(path):
                 resolved = self.resolve(path, included)
                 owner = resolved and self.owner(resolved)
                 if owner is None or owner in allowed or resolved in exposed:
+                    continue
+                if target.public_only and owner in target.uses:
+                    found.append(f"{path}:{number}: includes \"{included}\", internal to {owner}, but "
+                                 f"{target.name} is built on the profiler and includes only public headers")
                     continue
                 links = ", ".join(target.uses) or "no loupe library"
                 found.append(f"{path}:{number}: includes \"{included}\" of {owner}, "
@@ -152,7 +162,12 @@ def document_differences(targets, document_path):
 
 def main(argv):
     if len(argv) not in (2, 3):
-        sys.exit("usage: check_layers.py <layers.txt> [<architecture.md>]")
+        sys.exit("usage: check_layers.py <layers.txt> [<architecture.md> | --skip-if-missing]")
+    if argv[2:] == ["--skip-if-missing"]:
+        if not os.path.isfile(argv[1]):
+            print(f"{argv[1]}: no such build here; skipped")
+            return 77
+        argv = argv[:2]
     layers = Layers(read_manifest(argv[1]))
     found = [v for t in layers.targets.values() for v in layers.violations(t)]
     if len(argv) == 3:
