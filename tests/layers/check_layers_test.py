@@ -22,7 +22,7 @@ expected = [
     f'{fixture}/src/low/low.cpp:3: includes "high/high.h" of high, but low links no loupe library',
     f'{fixture}/src/low/sneaky.h:2: includes "high/detail.h" of high, but low links no loupe library',
     f'{fixture}/src/third/third.cpp:2: includes "low/internal.h" of low, but third links high',
-    f'{fixture}/src/viewer_app/viewer.cpp:3: includes "high/detail.h", internal to high, but viewer is built on '
+    f'{fixture}/src/viewer_app/viewer.cpp:2: includes "high/detail.h", internal to high, but viewer is built on '
     f'the profiler and includes only public headers',
     f'{fixture}/architecture.md: third uses "low" there, but the build links high',
 ]
