@@ -10,6 +10,7 @@
 
 #include "loupe/prof/units.h"
 #include "loupe/view/event_details.h"
+#include "loupe/view/lane_kinds.h"
 #include "loupe/view/palette.h"
 
 namespace loupe::app {
@@ -31,39 +32,6 @@ Color scale(Color c, float f) {
 }
 
 Color with_alpha(Color c, uint8_t a) { return (c & 0x00ffffffu) | Color(a) << 24; }
-
-const std::string& event_name(const Document& d, LaneKind kind, uint32_t table, size_t e) {
-  static const std::string none;
-  const prof::TraceModel& m = d.model;
-  switch (kind) {
-    case LaneKind::spans: return m.str(m.host_spans[table].name[e]);
-    case LaneKind::launches: return m.str(m.launches[table].name[e]);
-    case LaneKind::device_ops: return m.str(m.device_ops[table].name[e]);
-    case LaneKind::instants: return m.str(m.instants[table].name[e]);
-    case LaneKind::recompiles: return m.str(m.compiles[table].function[e]);
-    case LaneKind::transfers: return none;
-  }
-  return none;
-}
-
-Color event_color(const Document& d, const TrackLane& tl, size_t e) {
-  const prof::TraceModel& m = d.model;
-  switch (tl.kind) {
-    case LaneKind::spans: {
-      const std::string& name = m.str(m.host_spans[tl.table].name[e]);
-      return view::span_color(m.host_spans[tl.table].kind[e], view::name_hash(name.data(), name.size()));
-    }
-    case LaneKind::launches: return palette::launch;
-    case LaneKind::transfers: return tl.synchronous ? palette::sync_transfer : palette::async_transfer;
-    case LaneKind::device_ops: {
-      const prof::DeviceOps& o = m.device_ops[tl.table];
-      return view::device_op_color(o.kind[e], o.copy_kind[e]);
-    }
-    case LaneKind::instants: return palette::text;
-    case LaneKind::recompiles: return palette::recompile;
-  }
-  return palette::merged;
-}
 
 // Text inside a box, clipped to it, when it fits at least a few letters.
 void label(ImDrawList* dl, float x0, float y0, float x1, float y1, const std::string& text, Color col) {
@@ -99,7 +67,7 @@ void draw_lane(const Canvas& cv, const Document& d, const TrackLane& tl, const s
   for (const DrawItem& it : items) {
     float x0 = std::max(it.x0, cv.x0 - 2), x1 = std::min(it.x1, cv.x1 + 2);
     size_t e = tl.lane.event(it.first);
-    Color col = event_color(d, tl, e);
+    Color col = view::event_color(d.model, tl, e);
     if (tl.marker_row) {
       draw_marker(dl, it.x0, y0, y1, it.count > 1 ? scale(col, 0.8f) : col, tl.kind);
       continue;
@@ -109,7 +77,8 @@ void draw_lane(const Canvas& cv, const Document& d, const TrackLane& tl, const s
     // An edge, so that neighbours touching end to start stay apart.
     if (x1 - x0 >= 4) dl->AddRect(ImVec2(x0, y0 + 1), ImVec2(x1, y1 - 1), scale(col, 0.55f));
     if (x1 - x0 >= 24) {
-      std::string text = it.count > 1 ? prof::format_count(it.count) + " events" : event_name(d, tl.kind, tl.table, e);
+      std::string text =
+          it.count > 1 ? prof::format_count(it.count) + " events" : view::event_name(d.model, tl.kind, tl.table, e);
       if (tl.kind == LaneKind::transfers && it.count == 1) {
         text = view::describe_event(d.model, tl.kind, tl.table, e).title;
       }
@@ -709,7 +678,7 @@ void item_tooltip(const DocFrame& f, const Hover& h) {
     ImGui::Separator();
     ImGui::Text("from %s to %s (%s)", prof::format_duration(it.start).c_str(), prof::format_duration(it.end).c_str(),
                 prof::format_duration(it.end - it.start).c_str());
-    ImGui::Text("first: %s", event_name(f.d, tl.kind, tl.table, h.event()).c_str());
+    ImGui::Text("first: %s", view::event_name(f.d.model, tl.kind, tl.table, h.event()).c_str());
     ImGui::TextDisabled("click to zoom in");
   } else {
     tooltip_lines(view::describe_event(f.d.model, tl.kind, tl.table, h.event()));

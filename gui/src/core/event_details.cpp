@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "loupe/prof/units.h"
+#include "loupe/view/lane_kinds.h"
 
 namespace loupe::view {
 
@@ -43,6 +44,8 @@ void set_timing(EventDetails& d, int64_t start, int64_t dur) {
   add(d, "duration", format_duration(dur));
   add(d, "start", format_duration(start));
 }
+
+}  // namespace
 
 EventDetails describe_span(const prof::TraceModel& model, const prof::HostSpans& s, size_t i) {
   EventDetails d;
@@ -119,18 +122,8 @@ EventDetails describe_compile(const prof::TraceModel& model, const prof::Compile
   return d;
 }
 
-}  // namespace
-
 EventDetails describe_event(const prof::TraceModel& model, LaneKind kind, uint32_t table, size_t i) {
-  switch (kind) {
-    case LaneKind::spans: return describe_span(model, model.host_spans[table], i);
-    case LaneKind::launches: return describe_launch(model, model.launches[table], i);
-    case LaneKind::transfers: return describe_transfer(model, model.transfers[table], i);
-    case LaneKind::device_ops: return describe_device_op(model, model.device_ops[table], i);
-    case LaneKind::instants: return describe_instant(model, model.instants[table], i);
-    case LaneKind::recompiles: return describe_compile(model, model.compiles[table], i);
-  }
-  return {};
+  return lane_kind_info(kind).describe(model, table, i);
 }
 
 }  // namespace loupe::view

@@ -1,5 +1,7 @@
 #include "loupe/view/highlight.h"
 
+#include "loupe/view/lane_kinds.h"
+
 namespace loupe::view {
 
 bool find_string(const prof::TraceModel& model, const std::string& text, prof::StringId* id) {
@@ -22,15 +24,7 @@ NameHighlight highlight_name(const prof::TraceModel& model, const TrackList& lis
   for (size_t t = 0; t < list.tracks.size(); ++t) {
     for (size_t l = 0; l < list.tracks[t].lanes.size(); ++l) {
       const TrackLane& tl = list.tracks[t].lanes[l];
-      const prof::StringId* names = nullptr;
-      switch (tl.kind) {
-        case LaneKind::spans: names = model.host_spans[tl.table].name.data(); break;
-        case LaneKind::launches: names = model.launches[tl.table].name.data(); break;
-        case LaneKind::device_ops: names = model.device_ops[tl.table].name.data(); break;
-        case LaneKind::recompiles: names = model.compiles[tl.table].function.data(); break;
-        case LaneKind::instants: names = model.instants[tl.table].name.data(); break;
-        case LaneKind::transfers: break;
-      }
+      const prof::StringId* names = lane_kind_info(tl.kind).names(model, tl.table);
       if (!names) continue;
       Lane sub;
       sub.start = tl.lane.start;
