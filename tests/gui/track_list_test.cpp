@@ -3,10 +3,13 @@
 // name, recompile markers, tooltips' wording, hit testing a frame.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "loupe/view/event_details.h"
 #include "loupe/view/flows.h"
 #include "loupe/view/highlight.h"
 #include "loupe/view/hit_test.h"
+#include "loupe/view/lane_kinds.h"
 #include "loupe/view/overlays.h"
 #include "loupe/view/track_list.h"
 
@@ -213,6 +216,49 @@ TEST(Highlight, ANameBecomesSubLanes) {
   EXPECT_EQ(h.lanes[0][2].start_at(0), 500);
   EXPECT_EQ(highlight_name(m, list, "k2").matches, 1u);
   EXPECT_EQ(highlight_name(m, list, "nothing").matches, 0u);
+}
+
+// A process group's collectives are a track of their own, after the
+// devices': a gloo all-reduce run on the host and an NCCL one on stream 0,
+// overlapping, in two lanes.
+TEST(TrackList, AProcessGroupsCollectivesAreATrack) {
+  TraceModel m = small_model();
+  size_t group = m.strings.size();
+  m.strings.insert(m.strings.end(), {"0", "allreduce", "nccl:all_reduce"});
+  Collectives c;
+  c.process_group = StringId(group);
+  c.start = {100, 150};
+  c.dur = {300, 100};
+  c.name = {StringId(group + 1), StringId(group + 2)};
+  c.in_bytes = {4096, 1 << 20};
+  c.out_bytes = {4096, 1 << 20};
+  c.group_size = {2, 8};
+  c.issued = {100, 140};
+  c.on_device = {0, 1};
+  c.device = {0, 0};
+  c.stream = {0, 0};
+  m.collectives.push_back(c);
+  TrackList list = build_track_list(m);
+  ASSERT_EQ(list.tracks.size(), 5u);
+  const Track& t = list.tracks[3];  // after the stream and the memory, before the counter
+  EXPECT_EQ(t.kind, TrackKind::collectives);
+  EXPECT_EQ(t.title, "collectives / group 0");
+  ASSERT_EQ(t.lanes.size(), 2u);
+  EXPECT_EQ(t.lanes[0].kind, LaneKind::collectives);
+  EXPECT_EQ(event_name(m, LaneKind::collectives, 0, 1), "nccl:all_reduce");
+  EXPECT_EQ(event_color(m, t.lanes[0], 0), palette::collective);
+  EventDetails d = describe_event(m, LaneKind::collectives, 0, 1);
+  EXPECT_EQ(d.title, "nccl:all_reduce");
+  EXPECT_EQ(d.end, 250);
+  std::map<std::string, std::string> lines(d.lines.begin(), d.lines.end());
+  EXPECT_EQ(lines["ranks"], "8");
+  EXPECT_EQ(lines["in"], "1.0 MiB");
+  EXPECT_EQ(lines["on"], "device 0 stream 0");
+  EventDetails gloo = describe_event(m, LaneKind::collectives, 0, 0);
+  EXPECT_EQ(gloo.lines.back(), (std::pair<std::string, std::string>{"on", "the host"}));
+  EXPECT_EQ(highlight_name(m, list, "allreduce").matches, 1u);
+  layout_tracks(list, TrackMetrics{}, 0);
+  EXPECT_EQ(list.tracks[3].y1 - list.tracks[3].y0, 2 * TrackMetrics{}.lane);
 }
 
 TEST(Recompiles, MissesAfterTheFirstOfAFunction) {

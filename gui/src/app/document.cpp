@@ -35,7 +35,8 @@ void build_job_view(Document& doc) {
   doc.tracks = view::build_track_list(doc.model);
   view::group_tracks_by_rank(timeline, doc.tracks);
   for (view::Track& t : doc.tracks.tracks) {
-    if (t.kind == view::TrackKind::counter || t.kind == view::TrackKind::thread) continue;
+    bool of_a_device = t.kind == view::TrackKind::stream || t.kind == view::TrackKind::memory;
+    if (!of_a_device) continue;
     if (t.device >= doc.job->ranks.size()) {
       // A rank's own device: "rank 3 / cuda:0 / stream 7", not "device 9 / stream 7".
       if (size_t at = t.title.find(" / "); at != std::string::npos) t.title = t.subtitle + t.title.substr(at);

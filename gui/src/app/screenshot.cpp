@@ -22,6 +22,7 @@ const char* kind_name(view::TrackKind k) {
     case view::TrackKind::stream: return "stream";
     case view::TrackKind::memory: return "memory";
     case view::TrackKind::counter: return "counter";
+    case view::TrackKind::collectives: return "collectives";
   }
   return "?";
 }

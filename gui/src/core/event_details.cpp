@@ -122,6 +122,19 @@ EventDetails describe_compile(const prof::TraceModel& model, const prof::Compile
   return d;
 }
 
+EventDetails describe_collective(const prof::TraceModel& model, const prof::Collectives& c, size_t i) {
+  EventDetails d;
+  d.title = model.str(c.name[i]);
+  set_timing(d, c.start[i], c.dur[i]);
+  add(d, "process group", model.str(c.process_group));
+  add(d, "ranks", c.group_size[i] ? std::to_string(c.group_size[i]) : "");
+  add(d, "in", c.in_bytes[i] > 0 ? format_bytes(c.in_bytes[i]) : "");
+  add(d, "out", c.out_bytes[i] > 0 ? format_bytes(c.out_bytes[i]) : "");
+  add(d, "issued", std::to_string(c.issued[i]));
+  add(d, "on", c.on_device[i] ? fmt::format("device {} stream {}", c.device[i], c.stream[i]) : "the host");
+  return d;
+}
+
 EventDetails describe_event(const prof::TraceModel& model, LaneKind kind, uint32_t table, size_t i) {
   return lane_kind_info(kind).describe(model, table, i);
 }

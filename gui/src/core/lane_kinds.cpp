@@ -62,6 +62,14 @@ struct Recompiles {
   }
 };
 
+struct Collectives {
+  static const prof::StringId* names(const prof::TraceModel& m, uint32_t t) { return m.collectives[t].name.data(); }
+  static Color color(const prof::TraceModel&, const TrackLane&, size_t) { return palette::collective; }
+  static EventDetails describe(const prof::TraceModel& m, uint32_t t, size_t i) {
+    return describe_collective(m, m.collectives[t], i);
+  }
+};
+
 template <typename Kind>
 constexpr LaneKindInfo info_of() {
   return {Kind::names, Kind::color, Kind::describe};
@@ -72,7 +80,8 @@ constexpr LaneKindInfo info_of() {
 const LaneKindInfo& lane_kind_info(LaneKind kind) {
   static constexpr LaneKindInfo spans = info_of<Spans>(), launches = info_of<Launches>(),
                                 transfers = info_of<Transfers>(), device_ops = info_of<DeviceOps>(),
-                                instants = info_of<Instants>(), recompiles = info_of<Recompiles>();
+                                instants = info_of<Instants>(), recompiles = info_of<Recompiles>(),
+                                collectives = info_of<Collectives>();
   switch (kind) {
     case LaneKind::spans: return spans;
     case LaneKind::launches: return launches;
@@ -80,6 +89,7 @@ const LaneKindInfo& lane_kind_info(LaneKind kind) {
     case LaneKind::device_ops: return device_ops;
     case LaneKind::instants: return instants;
     case LaneKind::recompiles: return recompiles;
+    case LaneKind::collectives: return collectives;
   }
   return spans;  // not reached: every kind is named above
 }

@@ -192,7 +192,8 @@ void group_tracks_by_rank(const JobTimeline& timeline, TrackList& list) {
                                  std::make_pair(t.thread, size_t(0)));
       return {it != timeline.thread_rank.end() && it->first == t.thread ? it->second : SIZE_MAX, 1};
     }
-    if (t.kind == TrackKind::counter || t.device >= timeline.device_rank.size()) return {SIZE_MAX, 2};
+    bool of_a_device = t.kind == TrackKind::stream || t.kind == TrackKind::memory;
+    if (!of_a_device || t.device >= timeline.device_rank.size()) return {SIZE_MAX, 2};
     size_t position = timeline.device_rank[t.device];
     return {position, t.device == position ? 0 : 2};  // device i < ranks is rank i's own row
   };

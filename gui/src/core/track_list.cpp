@@ -185,6 +185,28 @@ void add_counter_tracks(const TraceModel& model, TrackList& list) {
   }
 }
 
+// A track per process group: the collectives this rank took part in (NCCL
+// or RCCL kernels, gloo calls), which the device tracks show only as
+// kernels, and a host-side backend not at all.
+void add_collective_tracks(const TraceModel& model, TrackList& list) {
+  for (uint32_t table = 0; table < model.collectives.size(); ++table) {
+    const prof::Collectives& c = model.collectives[table];
+    if (c.size() == 0) continue;
+    Track track;
+    track.kind = TrackKind::collectives;
+    track.table = table;
+    const std::string& group = model.str(c.process_group);
+    track.title = group.empty() ? "collectives" : "collectives / group " + group;
+    PackedLanes p = pack_lanes(c.start.data(), c.dur.data(), c.size(), nullptr, 4);
+    for (auto& lane : p.lanes) {
+      TrackLane tl{LaneKind::collectives, table};
+      tl.lane = std::move(lane);
+      track.lanes.push_back(std::move(tl));
+    }
+    list.tracks.push_back(std::move(track));
+  }
+}
+
 }  // namespace
 
 TrackList build_track_list(const TraceModel& model) {
@@ -215,6 +237,7 @@ TrackList build_track_list(const TraceModel& model) {
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
   for (uint32_t dev : devices) add_device_tracks(model, dev, list);
+  add_collective_tracks(model, list);
   add_counter_tracks(model, list);
   return list;
 }
@@ -253,7 +276,8 @@ float layout_tracks(TrackList& list, const TrackMetrics& m, float top) {
     t.y0 = y;
     switch (t.kind) {
       case TrackKind::thread:
-      case TrackKind::stream: {
+      case TrackKind::stream:
+      case TrackKind::collectives: {
         bool has_markers = false;
         for (const TrackLane& l : t.lanes) has_markers |= l.marker_row;
         float row = y;

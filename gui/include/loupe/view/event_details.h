@@ -28,6 +28,7 @@ EventDetails describe_transfer(const prof::TraceModel& model, const prof::Transf
 EventDetails describe_device_op(const prof::TraceModel& model, const prof::DeviceOps& o, size_t i);
 EventDetails describe_instant(const prof::TraceModel& model, const prof::Instants& n, size_t i);
 EventDetails describe_compile(const prof::TraceModel& model, const prof::Compiles& c, size_t i);
+EventDetails describe_collective(const prof::TraceModel& model, const prof::Collectives& c, size_t i);
 
 // "examples/train.cpp:88 in int main()", or "" for call site 0.
 std::string callsite_text(const prof::TraceModel& model, uint32_t callsite);

@@ -42,6 +42,7 @@ inline constexpr Color reserved = rgba(64, 156, 255, 70);
 inline constexpr Color capacity = rgba(255, 90, 90);
 inline constexpr Color peak = rgba(255, 196, 0);
 inline constexpr Color counter = rgba(140, 200, 120);
+inline constexpr Color collective = rgba(190, 120, 230);  // a process group's collective
 }  // namespace palette
 
 // Idle gaps on device tracks, keyed to their cause (docs/viewer.md).

@@ -14,16 +14,17 @@
 
 namespace loupe::view {
 
-enum class TrackKind : uint8_t { thread, stream, memory, counter };
+enum class TrackKind : uint8_t { thread, stream, memory, counter, collectives };
 
 enum class LaneKind : uint8_t {
-  spans,       // model.host_spans[table]
-  launches,    // model.launches[table]
-  transfers,   // model.transfers[table]
-  device_ops,  // model.device_ops[table]
-  instants,    // model.instants[table], in the marker row
-  recompiles,  // model.compiles[table]: misses of a function compiled before, in the marker row
-               // (describe_event and selections use this kind for any compile)
+  spans,        // model.host_spans[table]
+  launches,     // model.launches[table]
+  transfers,    // model.transfers[table]
+  device_ops,   // model.device_ops[table]
+  instants,     // model.instants[table], in the marker row
+  recompiles,   // model.compiles[table]: misses of a function compiled before, in the marker row
+                // (describe_event and selections use this kind for any compile)
+  collectives,  // model.collectives[table]: one process group's collectives
 };
 
 struct TrackLane {
@@ -50,7 +51,7 @@ struct Track {
   std::string title;
   std::string subtitle;  // the device's name, for device tracks
   uint32_t thread = 0, device = 0, stream = 0;
-  uint32_t table = 0;  // memory: model.memory index; counter: model.counters index
+  uint32_t table = 0;  // memory: model.memory index; counter: model.counters index; collectives: model.collectives
   std::vector<TrackLane> lanes;
   Series allocated, reserved;  // memory tracks
   Series value;                // counter tracks
