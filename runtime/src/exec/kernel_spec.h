@@ -26,93 +26,135 @@ namespace loupe::rt::exec {
 
 enum class RegClass : uint8_t { f, i };
 
+// Every instruction, once, with the class of the register it writes. The
+// instructions come in groups, so that a switch can name a whole group at
+// once (`LOUPE_INT_CODES(LOUPE_CODE_CASE)`) and still have no `default:`;
+// and what depends on an instruction's class (which registers hold its
+// result) reads it from here (result_class), so that a new instruction is
+// declared in one place and the compiler finds every switch it must join.
+#define LOUPE_FLOAT_CODES(X) \
+  /* f -> f */               \
+  X(neg, f)                  \
+  X(exp, f)                  \
+  X(log, f)                  \
+  X(tanh, f)                 \
+  X(sqrt, f)                 \
+  X(rsqrt, f)                \
+  X(relu, f)                 \
+  X(gelu, f)                 \
+  X(sigmoid, f)              \
+  X(abs, f)                  \
+  X(round_f16, f)            \
+  X(round_bf16, f)           \
+  X(rcp, f)                  \
+  /* f, f -> f */            \
+  X(add, f)                  \
+  X(sub, f)                  \
+  X(mul, f)                  \
+  X(div, f)                  \
+  X(pow, f)                  \
+  X(max, f)                  \
+  X(min, f)                  \
+  /* f, f -> i (0/1) */      \
+  X(eq, i)                   \
+  X(ne, i)                   \
+  X(lt, i)                   \
+  X(le, i)                   \
+  X(gt, i)                   \
+  X(ge, i)
+#define LOUPE_IMMEDIATE_CODES(X)                                                 \
+  /* f with the immediate: a+imm, a*imm, a-imm, imm-a, a/imm, imm/a, max, min */ \
+  X(add_imm, f)                                                                  \
+  X(mul_imm, f)                                                                  \
+  X(sub_imm, f)                                                                  \
+  X(rsub_imm, f)                                                                 \
+  X(div_imm, f)                                                                  \
+  X(rdiv_imm, f)                                                                 \
+  X(max_imm, f)                                                                  \
+  X(min_imm, f)                                                                  \
+  /* f compared with the immediate -> i */                                       \
+  X(eq_imm, i)                                                                   \
+  X(ne_imm, i)                                                                   \
+  X(lt_imm, i)                                                                   \
+  X(le_imm, i)                                                                   \
+  X(gt_imm, i)                                                                   \
+  X(ge_imm, i)                                                                   \
+  /* i ? f : imm, i ? imm : f */                                                 \
+  X(where_f_imm_b, f)                                                            \
+  X(where_f_imm_a, f)
+#define LOUPE_INT_CODES(X) \
+  /* i -> i */             \
+  X(ineg, i)               \
+  X(iabs, i)               \
+  X(irelu, i)              \
+  X(inot, i)               \
+  X(wrap_i32, i)           \
+  X(to_bool, i)            \
+  /* i, i -> i */          \
+  X(iadd, i)               \
+  X(isub, i)               \
+  X(imul, i)               \
+  X(idiv, i)               \
+  X(imax, i)               \
+  X(imin, i)               \
+  X(iand, i)               \
+  X(ior, i)                \
+  X(ieq, i)                \
+  X(ine, i)                \
+  X(ilt, i)                \
+  X(ile, i)                \
+  X(igt, i)                \
+  X(ige, i)
+// i ? x : y
+#define LOUPE_SELECT_CODES(X) X(where_f, f) X(where_i, i)
+#define LOUPE_CONVERSION_CODES(X) X(f_to_i, i) X(f_to_bool, i) X(i_to_f, f)
+// Sources: an immediate; the index along an axis, (linear / div) % mod;
+// counter-based random numbers from a key register and the linear index.
+#define LOUPE_SOURCE_CODES(X) \
+  X(const_f, f)               \
+  X(const_i, i)               \
+  X(iota, i)                  \
+  X(rand_bits, i)             \
+  X(rand_uniform, f)          \
+  X(rand_normal, f)
+#define LOUPE_CODES(X)      \
+  LOUPE_FLOAT_CODES(X)      \
+  LOUPE_IMMEDIATE_CODES(X)  \
+  LOUPE_INT_CODES(X)        \
+  LOUPE_SELECT_CODES(X)     \
+  LOUPE_CONVERSION_CODES(X) \
+  LOUPE_SOURCE_CODES(X)
+// The instructions outside one group: a function given only that group's
+// instructions switches over them naming the others with these, as it has
+// no `default:` either.
+#define LOUPE_CODES_BUT_FLOAT(X) \
+  LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
+#define LOUPE_CODES_BUT_IMMEDIATE(X) \
+  LOUPE_FLOAT_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
+#define LOUPE_CODES_BUT_INT(X) \
+  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
+#define LOUPE_CODES_BUT_SELECT(X) \
+  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
+#define LOUPE_CODES_BUT_CONVERSION(X) \
+  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_SOURCE_CODES(X)
+#define LOUPE_CODES_BUT_SOURCE(X) \
+  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X)
+// The case labels of a group, for a switch over Code.
+#define LOUPE_CODE_CASE(code, cls) case Code::code:
+
 enum class Code : uint8_t {
-  // f -> f
-  neg,
-  exp,
-  log,
-  tanh,
-  sqrt,
-  rsqrt,
-  relu,
-  gelu,
-  sigmoid,
-  abs,
-  round_f16,
-  round_bf16,
-  rcp,
-  // f, f -> f
-  add,
-  sub,
-  mul,
-  div,
-  pow,
-  max,
-  min,
-  // f, f -> i (0/1)
-  eq,
-  ne,
-  lt,
-  le,
-  gt,
-  ge,
-  // f with the immediate: a+imm, a*imm, a-imm, imm-a, a/imm, imm/a, max, min
-  add_imm,
-  mul_imm,
-  sub_imm,
-  rsub_imm,
-  div_imm,
-  rdiv_imm,
-  max_imm,
-  min_imm,
-  // f compared with the immediate -> i
-  eq_imm,
-  ne_imm,
-  lt_imm,
-  le_imm,
-  gt_imm,
-  ge_imm,
-  // i ? f : imm, i ? imm : f
-  where_f_imm_b,
-  where_f_imm_a,
-  // i -> i
-  ineg,
-  iabs,
-  irelu,
-  inot,
-  wrap_i32,
-  to_bool,
-  // i, i -> i
-  iadd,
-  isub,
-  imul,
-  idiv,
-  imax,
-  imin,
-  iand,
-  ior,
-  ieq,
-  ine,
-  ilt,
-  ile,
-  igt,
-  ige,
-  // i ? x : y
-  where_f,
-  where_i,
-  // conversions
-  f_to_i,
-  f_to_bool,
-  i_to_f,
-  // sources: an immediate; the index along an axis, (linear / div) % mod;
-  // counter-based random numbers from a key register and the linear index
-  const_f,
-  const_i,
-  iota,
-  rand_bits,
-  rand_uniform,
-  rand_normal,
+#define LOUPE_CODE_ENUMERATOR(code, cls) code,
+  LOUPE_CODES(LOUPE_CODE_ENUMERATOR)
+#undef LOUPE_CODE_ENUMERATOR
 };
+
+// The class of the register an instruction writes, by Code.
+inline constexpr RegClass kResultClass[] = {
+#define LOUPE_CODE_RESULT_CLASS(code, cls) RegClass::cls,
+    LOUPE_CODES(LOUPE_CODE_RESULT_CLASS)
+#undef LOUPE_CODE_RESULT_CLASS
+};
+constexpr RegClass result_class(Code c) { return kResultClass[size_t(c)]; }
 
 struct Instr {
   Code code;

@@ -165,20 +165,28 @@ inline int64_t f_to_i(float v) {
   return int64_t(v);
 }
 
-// Runs one instruction over a tile. Float registers are read through
-// `fr` (a load may point a register at its input buffer) and written to
-// their scratch tile in F.
-LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, int64_t* I, const float** fr) {
-  float* fd = F + in.dst * kTile;
-  int64_t* id = I + in.dst * kTile;
-  const float* fa = in.a >= 0 ? fr[in.a] : nullptr;
-  const float* fb = in.b >= 0 ? fr[in.b] : nullptr;
-  const int64_t* ia = in.a >= 0 ? I + in.a * kTile : nullptr;
-  const int64_t* ib = in.b >= 0 ? I + in.b * kTile : nullptr;
-  const float v = float(in.imm);  // the instruction's immediate, if it has one
-  // The loop of most instructions: per element, declare its operands (the
-  // arguments after `expr`), then write `expr` to the register `dst`. The
-  // forms below differ in their operands' class and count.
+// One instruction's registers over a tile: its result's scratch tile in
+// either class (fd, id) and its operands a and b in either class (fa, ia;
+// fb, ib), as execute() finds them before knowing their classes.
+struct Tile {
+  int n;
+  float* fd;
+  int64_t* id;
+  const float* fa;
+  const float* fb;
+  const int64_t* ia;
+  const int64_t* ib;
+  float v;  // the instruction's immediate, if it has one
+};
+
+// The instructions of each group (kernel_spec.h) run in a function of
+// their own, always inlined into execute(): each of its SIMD clones then
+// vectorises their loops for its own target.
+#define LOUPE_TILE_LOOPS [[gnu::always_inline]] inline
+
+// The loop of most instructions: per element, declare its operands (the
+// arguments after `expr`), then write `expr` to the register `dst`. The
+// forms below differ in their operands' class and count.
 #define ELEMENTWISE(dst, expr, ...) \
   for (int j = 0; j < n; ++j) {     \
     __VA_ARGS__;                    \
@@ -191,7 +199,12 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
 #define FC_IMM(expr) ELEMENTWISE(id, int64_t(expr), float a = fa[j])
 #define I1(expr) ELEMENTWISE(id, expr, int64_t a = ia[j])
 #define I2(expr) ELEMENTWISE(id, expr, int64_t a = ia[j], b = ib[j])
-  switch (in.code) {
+
+LOUPE_TILE_LOOPS void run_float(Code code, const Tile& t) {
+  const auto& [n, fd, id, fa, fb, ia, ib, v] = t;
+  switch (code) {
+    LOUPE_CODES_BUT_FLOAT(LOUPE_CODE_CASE)
+    break;  // another group
     case Code::neg: F1(-a);
     case Code::exp: F1(fast_exp(a));
     case Code::log: F1(fast_log(a));
@@ -214,6 +227,20 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
       break;
     case Code::max: F2(a > b || a != a ? a : b);
     case Code::min: F2(a < b || a != a ? a : b);
+    case Code::eq: FC(a == b);
+    case Code::ne: FC(a != b);
+    case Code::lt: FC(a < b);
+    case Code::le: FC(a <= b);
+    case Code::gt: FC(a > b);
+    case Code::ge: FC(a >= b);
+  }
+}
+
+LOUPE_TILE_LOOPS void run_immediate(Code code, const Tile& t) {
+  const auto& [n, fd, id, fa, fb, ia, ib, v] = t;
+  switch (code) {
+    LOUPE_CODES_BUT_IMMEDIATE(LOUPE_CODE_CASE)
+    break;  // another group
     case Code::add_imm: F1(a + v);
     case Code::mul_imm: F1(a * v);
     case Code::sub_imm: F1(a - v);
@@ -238,12 +265,14 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
       for (int j = 0; j < n; ++j) fd[j] = cond[j] ? v : fb[j];
       break;
     }
-    case Code::eq: FC(a == b);
-    case Code::ne: FC(a != b);
-    case Code::lt: FC(a < b);
-    case Code::le: FC(a <= b);
-    case Code::gt: FC(a > b);
-    case Code::ge: FC(a >= b);
+  }
+}
+
+LOUPE_TILE_LOOPS void run_int(Code code, const Tile& t) {
+  const auto& [n, fd, id, fa, fb, ia, ib, v] = t;
+  switch (code) {
+    LOUPE_CODES_BUT_INT(LOUPE_CODE_CASE)
+    break;  // another group
     case Code::ineg: I1(int64_t(0ull - uint64_t(a)));
     case Code::iabs: I1(a < 0 ? int64_t(0ull - uint64_t(a)) : a);
     case Code::irelu: I1(a > 0 ? a : 0);
@@ -264,6 +293,24 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
     case Code::ile: I2(int64_t(a <= b));
     case Code::igt: I2(int64_t(a > b));
     case Code::ige: I2(int64_t(a >= b));
+  }
+}
+
+#undef ELEMENTWISE
+#undef F1
+#undef F2
+#undef FC
+#undef FC_IMM
+#undef I1
+#undef I2
+
+// The third operand, c, is a register of the value's class: read through
+// `fr` when a float, from its scratch tile in I when an integer.
+LOUPE_TILE_LOOPS void run_select(const Instr& in, const Tile& t, const int64_t* I, const float** fr) {
+  const auto& [n, fd, id, fa, fb, ia, ib, v] = t;
+  switch (in.code) {
+    LOUPE_CODES_BUT_SELECT(LOUPE_CODE_CASE)
+    break;  // another group
     case Code::where_f: {
       // a is the condition (class i); b and c the values.
       const int64_t* cond = ia;
@@ -279,6 +326,14 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
       for (int j = 0; j < n; ++j) id[j] = cond[j] ? x[j] : y[j];
       break;
     }
+  }
+}
+
+LOUPE_TILE_LOOPS void run_conversion(Code code, const Tile& t) {
+  const auto& [n, fd, id, fa, fb, ia, ib, v] = t;
+  switch (code) {
+    LOUPE_CODES_BUT_CONVERSION(LOUPE_CODE_CASE)
+    break;  // another group
     case Code::f_to_i:
       for (int j = 0; j < n; ++j) id[j] = f_to_i(fa[j]);
       break;
@@ -288,6 +343,16 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
     case Code::i_to_f:
       for (int j = 0; j < n; ++j) fd[j] = float(ia[j]);
       break;
+  }
+}
+
+// Sources compute from the immediate, or from the linear index of the
+// tile's first element, `start`, and a key register a.
+LOUPE_TILE_LOOPS void run_source(const Instr& in, int64_t start, const Tile& t) {
+  const auto& [n, fd, id, fa, fb, ia, ib, v] = t;
+  switch (in.code) {
+    LOUPE_CODES_BUT_SOURCE(LOUPE_CODE_CASE)
+    break;  // another group
     case Code::const_f: std::fill(fd, fd + n, v); break;
     case Code::const_i: std::fill(id, id + n, int64_t(in.imm)); break;
     case Code::iota:
@@ -309,13 +374,30 @@ LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, 
       }
       break;
   }
-#undef ELEMENTWISE
-#undef F1
-#undef F2
-#undef FC
-#undef FC_IMM
-#undef I1
-#undef I2
+}
+
+#undef LOUPE_TILE_LOOPS
+
+// Runs one instruction over a tile. Float registers are read through
+// `fr` (a load may point a register at its input buffer) and written to
+// their scratch tile in F.
+LOUPE_SIMD_CLONES void execute(const Instr& in, int n, int64_t start, float* F, int64_t* I, const float** fr) {
+  const Tile t{.n = n,
+               .fd = F + in.dst * kTile,
+               .id = I + in.dst * kTile,
+               .fa = in.a >= 0 ? fr[in.a] : nullptr,
+               .fb = in.b >= 0 ? fr[in.b] : nullptr,
+               .ia = in.a >= 0 ? I + in.a * kTile : nullptr,
+               .ib = in.b >= 0 ? I + in.b * kTile : nullptr,
+               .v = float(in.imm)};
+  switch (in.code) {
+    LOUPE_FLOAT_CODES(LOUPE_CODE_CASE) return run_float(in.code, t);
+    LOUPE_IMMEDIATE_CODES(LOUPE_CODE_CASE) return run_immediate(in.code, t);
+    LOUPE_INT_CODES(LOUPE_CODE_CASE) return run_int(in.code, t);
+    LOUPE_SELECT_CODES(LOUPE_CODE_CASE) return run_select(in, t, I, fr);
+    LOUPE_CONVERSION_CODES(LOUPE_CODE_CASE) return run_conversion(in.code, t);
+    LOUPE_SOURCE_CODES(LOUPE_CODE_CASE) return run_source(in, start, t);
+  }
 }
 
 // Folds a tile's register into the reduction's accumulators.
@@ -426,46 +508,7 @@ void write_accumulators(const Reduce& r, void* base, Scratch& s) {
 }
 
 // Whether an instruction's result is a float register.
-bool writes_f(Code c) {
-  switch (c) {
-    case Code::neg:
-    case Code::exp:
-    case Code::log:
-    case Code::tanh:
-    case Code::sqrt:
-    case Code::rsqrt:
-    case Code::rcp:
-    case Code::relu:
-    case Code::gelu:
-    case Code::sigmoid:
-    case Code::abs:
-    case Code::round_f16:
-    case Code::round_bf16:
-    case Code::add:
-    case Code::sub:
-    case Code::mul:
-    case Code::div:
-    case Code::pow:
-    case Code::max:
-    case Code::min:
-    case Code::where_f:
-    case Code::i_to_f:
-    case Code::const_f:
-    case Code::add_imm:
-    case Code::mul_imm:
-    case Code::sub_imm:
-    case Code::rsub_imm:
-    case Code::div_imm:
-    case Code::rdiv_imm:
-    case Code::max_imm:
-    case Code::min_imm:
-    case Code::where_f_imm_a:
-    case Code::where_f_imm_b:
-    case Code::rand_uniform:
-    case Code::rand_normal: return true;
-    default: return false;
-  }
-}
+bool writes_f(Code c) { return result_class(c) == RegClass::f; }
 
 }  // namespace
 

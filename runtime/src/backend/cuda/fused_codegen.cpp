@@ -58,90 +58,170 @@ std::string store_stmt(Dtype dtype, int out, const std::string& index, const std
   return "";
 }
 
-// One instruction as a statement; `lin` names the element's linear index.
-std::string instr_stmt(const Instr& in, const char* lin) {
-  const std::string fd = f(in.dst), id = i(in.dst);
-  const std::string fa = f(in.a), fb = f(in.b), fc = f(in.c);
-  const std::string ia = i(in.a), ib = i(in.b), ic = i(in.c);
-  const std::string v = float_literal(in.imm);
-  auto F = [&](const std::string& e) { return fmt::format("{} = {};", fd, e); };
-  auto I = [&](const std::string& e) { return fmt::format("{} = {};", id, e); };
-  switch (in.code) {
-    case Code::neg: return F("-" + fa);
-    case Code::exp: return F(fmt::format("expf({})", fa));
-    case Code::log: return F(fmt::format("logf({})", fa));
-    case Code::tanh: return F(fmt::format("tanhf({})", fa));
-    case Code::sqrt: return F(fmt::format("sqrtf({})", fa));
-    case Code::rsqrt: return F(fmt::format("1.0f / sqrtf({})", fa));
-    case Code::relu: return F(fmt::format("{0} > 0.0f ? {0} : 0.0f", fa));
-    case Code::gelu: return F(fmt::format("lp_gelu({})", fa));
-    case Code::sigmoid: return F(fmt::format("1.0f / (1.0f + expf(-{}))", fa));
-    case Code::abs: return F(fmt::format("fabsf({})", fa));
-    case Code::round_f16: return F(fmt::format("lp_h2f(lp_f2h({}))", fa));
-    case Code::round_bf16: return F(fmt::format("lp_bf2f(lp_f2bf({}))", fa));
-    case Code::rcp: return F(fmt::format("1.0f / {}", fa));
-    case Code::add: return F(fmt::format("{} + {}", fa, fb));
-    case Code::sub: return F(fmt::format("{} - {}", fa, fb));
-    case Code::mul: return F(fmt::format("{} * {}", fa, fb));
-    case Code::div: return F(fmt::format("{} / {}", fa, fb));
-    case Code::pow: return F(fmt::format("powf({}, {})", fa, fb));
-    case Code::max: return F(fmt::format("lp_max({}, {})", fa, fb));
-    case Code::min: return F(fmt::format("lp_min({}, {})", fa, fb));
-    case Code::eq: return I(fmt::format("(i64)({} == {})", fa, fb));
-    case Code::ne: return I(fmt::format("(i64)({} != {})", fa, fb));
-    case Code::lt: return I(fmt::format("(i64)({} < {})", fa, fb));
-    case Code::le: return I(fmt::format("(i64)({} <= {})", fa, fb));
-    case Code::gt: return I(fmt::format("(i64)({} > {})", fa, fb));
-    case Code::ge: return I(fmt::format("(i64)({} >= {})", fa, fb));
-    case Code::add_imm: return F(fmt::format("{} + {}", fa, v));
-    case Code::mul_imm: return F(fmt::format("{} * {}", fa, v));
-    case Code::sub_imm: return F(fmt::format("{} - {}", fa, v));
-    case Code::rsub_imm: return F(fmt::format("{} - {}", v, fa));
-    case Code::div_imm: return F(fmt::format("{} / {}", fa, v));
-    case Code::rdiv_imm: return F(fmt::format("{} / {}", v, fa));
-    case Code::max_imm: return F(fmt::format("lp_max({}, {})", fa, v));
-    case Code::min_imm: return F(fmt::format("lp_min({}, {})", fa, v));
-    case Code::eq_imm: return I(fmt::format("(i64)({} == {})", fa, v));
-    case Code::ne_imm: return I(fmt::format("(i64)({} != {})", fa, v));
-    case Code::lt_imm: return I(fmt::format("(i64)({} < {})", fa, v));
-    case Code::le_imm: return I(fmt::format("(i64)({} <= {})", fa, v));
-    case Code::gt_imm: return I(fmt::format("(i64)({} > {})", fa, v));
-    case Code::ge_imm: return I(fmt::format("(i64)({} >= {})", fa, v));
-    case Code::where_f_imm_b: return F(fmt::format("{} ? {} : {}", ia, fb, v));
-    case Code::where_f_imm_a: return F(fmt::format("{} ? {} : {}", ia, v, fb));
-    case Code::ineg: return I(fmt::format("(i64)(0ull - (u64){})", ia));
-    case Code::iabs: return I(fmt::format("{0} < 0 ? (i64)(0ull - (u64){0}) : {0}", ia));
-    case Code::irelu: return I(fmt::format("{0} > 0 ? {0} : 0", ia));
-    case Code::inot: return I(fmt::format("(i64)({} == 0)", ia));
-    case Code::wrap_i32: return I(fmt::format("(i64)(int)(unsigned)(u64){}", ia));
-    case Code::to_bool: return I(fmt::format("(i64)({} != 0)", ia));
-    case Code::iadd: return I(fmt::format("(i64)((u64){} + (u64){})", ia, ib));
-    case Code::isub: return I(fmt::format("(i64)((u64){} - (u64){})", ia, ib));
-    case Code::imul: return I(fmt::format("(i64)((u64){} * (u64){})", ia, ib));
-    case Code::idiv: return I(fmt::format("lp_idiv({}, {})", ia, ib));
-    case Code::imax: return I(fmt::format("{0} > {1} ? {0} : {1}", ia, ib));
-    case Code::imin: return I(fmt::format("{0} < {1} ? {0} : {1}", ia, ib));
-    case Code::iand: return I(fmt::format("(i64)({} != 0 && {} != 0)", ia, ib));
-    case Code::ior: return I(fmt::format("(i64)({} != 0 || {} != 0)", ia, ib));
-    case Code::ieq: return I(fmt::format("(i64)({} == {})", ia, ib));
-    case Code::ine: return I(fmt::format("(i64)({} != {})", ia, ib));
-    case Code::ilt: return I(fmt::format("(i64)({} < {})", ia, ib));
-    case Code::ile: return I(fmt::format("(i64)({} <= {})", ia, ib));
-    case Code::igt: return I(fmt::format("(i64)({} > {})", ia, ib));
-    case Code::ige: return I(fmt::format("(i64)({} >= {})", ia, ib));
-    case Code::where_f: return F(fmt::format("{} ? {} : {}", ia, fb, fc));
-    case Code::where_i: return I(fmt::format("{} ? {} : {}", ia, ib, ic));
-    case Code::f_to_i: return I(fmt::format("lp_f2i({})", fa));
-    case Code::f_to_bool: return I(fmt::format("(i64)({} != 0.0f)", fa));
-    case Code::i_to_f: return F(fmt::format("(float){}", ia));
-    case Code::const_f: return F(v);
-    case Code::const_i: return I(int_literal(int64_t(in.imm)));
-    case Code::iota: return I(fmt::format("(((i64){}) / {}) % {}", lin, int_literal(in.div), int_literal(in.mod)));
-    case Code::rand_bits: return I(fmt::format("(i64)lp_random_bits((u64){}, (u64){})", ia, lin));
-    case Code::rand_uniform: return F(fmt::format("lp_rand_uniform((u64){}, (u64){})", ia, lin));
-    case Code::rand_normal: return F(fmt::format("lp_rand_normal((u64){}, (u64){})", ia, lin));
+[[noreturn]] void no_code(Code code) {
+  throw RuntimeError(fmt::format("internal error: no CUDA code for instruction {}", int(code)));
+}
+
+// An instruction's operands by name: a, b and c in either class, as
+// instr_stmt() names them before knowing their classes.
+struct Operands {
+  std::string fa, fb, fc, ia, ib, ic;
+  std::string v;  // the immediate, as a float literal
+};
+
+// The value of each group's instructions (kernel_spec.h), as an expression.
+std::string float_value(Code code, const Operands& o) {
+  const auto& [fa, fb, fc, ia, ib, ic, v] = o;
+  switch (code) {
+    LOUPE_CODES_BUT_FLOAT(LOUPE_CODE_CASE)
+    break;  // another group
+    case Code::neg: return "-" + fa;
+    case Code::exp: return fmt::format("expf({})", fa);
+    case Code::log: return fmt::format("logf({})", fa);
+    case Code::tanh: return fmt::format("tanhf({})", fa);
+    case Code::sqrt: return fmt::format("sqrtf({})", fa);
+    case Code::rsqrt: return fmt::format("1.0f / sqrtf({})", fa);
+    case Code::relu: return fmt::format("{0} > 0.0f ? {0} : 0.0f", fa);
+    case Code::gelu: return fmt::format("lp_gelu({})", fa);
+    case Code::sigmoid: return fmt::format("1.0f / (1.0f + expf(-{}))", fa);
+    case Code::abs: return fmt::format("fabsf({})", fa);
+    case Code::round_f16: return fmt::format("lp_h2f(lp_f2h({}))", fa);
+    case Code::round_bf16: return fmt::format("lp_bf2f(lp_f2bf({}))", fa);
+    case Code::rcp: return fmt::format("1.0f / {}", fa);
+    case Code::add: return fmt::format("{} + {}", fa, fb);
+    case Code::sub: return fmt::format("{} - {}", fa, fb);
+    case Code::mul: return fmt::format("{} * {}", fa, fb);
+    case Code::div: return fmt::format("{} / {}", fa, fb);
+    case Code::pow: return fmt::format("powf({}, {})", fa, fb);
+    case Code::max: return fmt::format("lp_max({}, {})", fa, fb);
+    case Code::min: return fmt::format("lp_min({}, {})", fa, fb);
+    case Code::eq: return fmt::format("(i64)({} == {})", fa, fb);
+    case Code::ne: return fmt::format("(i64)({} != {})", fa, fb);
+    case Code::lt: return fmt::format("(i64)({} < {})", fa, fb);
+    case Code::le: return fmt::format("(i64)({} <= {})", fa, fb);
+    case Code::gt: return fmt::format("(i64)({} > {})", fa, fb);
+    case Code::ge: return fmt::format("(i64)({} >= {})", fa, fb);
   }
-  throw RuntimeError(fmt::format("internal error: no CUDA code for instruction {}", int(in.code)));
+  no_code(code);
+}
+
+std::string immediate_value(Code code, const Operands& o) {
+  const auto& [fa, fb, fc, ia, ib, ic, v] = o;
+  switch (code) {
+    LOUPE_CODES_BUT_IMMEDIATE(LOUPE_CODE_CASE)
+    break;  // another group
+    case Code::add_imm: return fmt::format("{} + {}", fa, v);
+    case Code::mul_imm: return fmt::format("{} * {}", fa, v);
+    case Code::sub_imm: return fmt::format("{} - {}", fa, v);
+    case Code::rsub_imm: return fmt::format("{} - {}", v, fa);
+    case Code::div_imm: return fmt::format("{} / {}", fa, v);
+    case Code::rdiv_imm: return fmt::format("{} / {}", v, fa);
+    case Code::max_imm: return fmt::format("lp_max({}, {})", fa, v);
+    case Code::min_imm: return fmt::format("lp_min({}, {})", fa, v);
+    case Code::eq_imm: return fmt::format("(i64)({} == {})", fa, v);
+    case Code::ne_imm: return fmt::format("(i64)({} != {})", fa, v);
+    case Code::lt_imm: return fmt::format("(i64)({} < {})", fa, v);
+    case Code::le_imm: return fmt::format("(i64)({} <= {})", fa, v);
+    case Code::gt_imm: return fmt::format("(i64)({} > {})", fa, v);
+    case Code::ge_imm: return fmt::format("(i64)({} >= {})", fa, v);
+    case Code::where_f_imm_b: return fmt::format("{} ? {} : {}", ia, fb, v);
+    case Code::where_f_imm_a: return fmt::format("{} ? {} : {}", ia, v, fb);
+  }
+  no_code(code);
+}
+
+std::string int_value(Code code, const Operands& o) {
+  const auto& [fa, fb, fc, ia, ib, ic, v] = o;
+  switch (code) {
+    LOUPE_CODES_BUT_INT(LOUPE_CODE_CASE)
+    break;  // another group
+    case Code::ineg: return fmt::format("(i64)(0ull - (u64){})", ia);
+    case Code::iabs: return fmt::format("{0} < 0 ? (i64)(0ull - (u64){0}) : {0}", ia);
+    case Code::irelu: return fmt::format("{0} > 0 ? {0} : 0", ia);
+    case Code::inot: return fmt::format("(i64)({} == 0)", ia);
+    case Code::wrap_i32: return fmt::format("(i64)(int)(unsigned)(u64){}", ia);
+    case Code::to_bool: return fmt::format("(i64)({} != 0)", ia);
+    case Code::iadd: return fmt::format("(i64)((u64){} + (u64){})", ia, ib);
+    case Code::isub: return fmt::format("(i64)((u64){} - (u64){})", ia, ib);
+    case Code::imul: return fmt::format("(i64)((u64){} * (u64){})", ia, ib);
+    case Code::idiv: return fmt::format("lp_idiv({}, {})", ia, ib);
+    case Code::imax: return fmt::format("{0} > {1} ? {0} : {1}", ia, ib);
+    case Code::imin: return fmt::format("{0} < {1} ? {0} : {1}", ia, ib);
+    case Code::iand: return fmt::format("(i64)({} != 0 && {} != 0)", ia, ib);
+    case Code::ior: return fmt::format("(i64)({} != 0 || {} != 0)", ia, ib);
+    case Code::ieq: return fmt::format("(i64)({} == {})", ia, ib);
+    case Code::ine: return fmt::format("(i64)({} != {})", ia, ib);
+    case Code::ilt: return fmt::format("(i64)({} < {})", ia, ib);
+    case Code::ile: return fmt::format("(i64)({} <= {})", ia, ib);
+    case Code::igt: return fmt::format("(i64)({} > {})", ia, ib);
+    case Code::ige: return fmt::format("(i64)({} >= {})", ia, ib);
+  }
+  no_code(code);
+}
+
+std::string select_value(Code code, const Operands& o) {
+  const auto& [fa, fb, fc, ia, ib, ic, v] = o;
+  switch (code) {
+    LOUPE_CODES_BUT_SELECT(LOUPE_CODE_CASE)
+    break;  // another group
+    case Code::where_f: return fmt::format("{} ? {} : {}", ia, fb, fc);
+    case Code::where_i: return fmt::format("{} ? {} : {}", ia, ib, ic);
+  }
+  no_code(code);
+}
+
+std::string conversion_value(Code code, const Operands& o) {
+  const auto& [fa, fb, fc, ia, ib, ic, v] = o;
+  switch (code) {
+    LOUPE_CODES_BUT_CONVERSION(LOUPE_CODE_CASE)
+    break;  // another group
+    case Code::f_to_i: return fmt::format("lp_f2i({})", fa);
+    case Code::f_to_bool: return fmt::format("(i64)({} != 0.0f)", fa);
+    case Code::i_to_f: return fmt::format("(float){}", ia);
+  }
+  no_code(code);
+}
+
+std::string source_value(const Instr& in, const char* lin, const Operands& o) {
+  const auto& [fa, fb, fc, ia, ib, ic, v] = o;
+  switch (in.code) {
+    LOUPE_CODES_BUT_SOURCE(LOUPE_CODE_CASE)
+    break;  // another group
+    case Code::const_f: return v;
+    case Code::const_i: return int_literal(int64_t(in.imm));
+    case Code::iota: return fmt::format("(((i64){}) / {}) % {}", lin, int_literal(in.div), int_literal(in.mod));
+    case Code::rand_bits: return fmt::format("(i64)lp_random_bits((u64){}, (u64){})", ia, lin);
+    case Code::rand_uniform: return fmt::format("lp_rand_uniform((u64){}, (u64){})", ia, lin);
+    case Code::rand_normal: return fmt::format("lp_rand_normal((u64){}, (u64){})", ia, lin);
+  }
+  no_code(in.code);
+}
+
+std::string instr_value(const Instr& in, const char* lin, const Operands& o) {
+  switch (in.code) {
+    LOUPE_FLOAT_CODES(LOUPE_CODE_CASE) return float_value(in.code, o);
+    LOUPE_IMMEDIATE_CODES(LOUPE_CODE_CASE) return immediate_value(in.code, o);
+    LOUPE_INT_CODES(LOUPE_CODE_CASE) return int_value(in.code, o);
+    LOUPE_SELECT_CODES(LOUPE_CODE_CASE) return select_value(in.code, o);
+    LOUPE_CONVERSION_CODES(LOUPE_CODE_CASE) return conversion_value(in.code, o);
+    LOUPE_SOURCE_CODES(LOUPE_CODE_CASE) return source_value(in, lin, o);
+  }
+  no_code(in.code);
+}
+
+// One instruction as a statement, assigning its value to its result's
+// register (of the class kernel_spec.h gives it); `lin` names the element's
+// linear index.
+std::string instr_stmt(const Instr& in, const char* lin) {
+  const Operands o{.fa = f(in.a),
+                   .fb = f(in.b),
+                   .fc = f(in.c),
+                   .ia = i(in.a),
+                   .ib = i(in.b),
+                   .ic = i(in.c),
+                   .v = float_literal(in.imm)};
+  const std::string dst = result_class(in.code) == RegClass::f ? f(in.dst) : i(in.dst);
+  return fmt::format("{} = {};", dst, instr_value(in, lin, o));
 }
 
 class FusedSource {
