@@ -157,23 +157,143 @@ bool is_swap_last(const Node& t) {
   return t.attrs.axes[r - 2] == int64_t(r - 1) && t.attrs.axes[r - 1] == int64_t(r - 2);
 }
 
+bool is_full(const Graph& out, NodeId id) { return out[id].op == Op::full; }
+
+// A `full` node of `like`'s type holding v.
+NodeId make_full(Graph& out, const Node& like, double v) {
+  Node f;
+  f.op = Op::full;
+  f.shape = like.shape;
+  f.dtype = like.dtype;
+  f.loc = like.loc;
+  f.attrs.shape = like.shape;
+  f.attrs.dtype = like.dtype;
+  f.attrs.value = as_dtype(v, like.dtype);
+  return out.add(std::move(f));
+}
+
+// Node n, whose inputs are `in` in `out`, as a constant: stop_gradient is
+// its operand; views and casts of constants, and elementwise ops on
+// constants, are constants. -1 when it is not one.
+NodeId as_constant(Graph& out, const Node& n, const std::vector<NodeId>& in) {
+  if (n.op == Op::stop_gradient) return in[0];
+  // Views and casts of constants are constants.
+  if ((ir::is_view(n.op) || n.op == Op::cast) && is_full(out, in[0])) return make_full(out, n, out[in[0]].attrs.value);
+  // Elementwise ops on constants.
+  if (ir::is_elementwise(n.op) && !in.empty() && !ir::is_random(n.op)) {
+    bool all = true;
+    std::vector<double> vals;
+    for (NodeId x : in) {
+      all = all && is_full(out, x);
+      if (all) vals.push_back(out[x].attrs.value);
+    }
+    double v;
+    if (all && evaluate(n.op, vals, out[in[0]].dtype, v)) return make_full(out, n, v);
+  }
+  return -1;
+}
+
+// x op e, and e op x for a commutative op, is x when e is a constant of
+// the op's identity `e` and x already has the result's type.
+NodeId without_identity(const Graph& out, const Node& n, const std::vector<NodeId>& in, double e, bool commutative) {
+  auto same = [&](NodeId id) { return out[id].shape == n.shape && out[id].dtype == n.dtype; };
+  auto full_is = [&](NodeId id, double v) { return is_full(out, id) && out[id].attrs.value == v; };
+  if (full_is(in[1], e) && same(in[0])) return in[0];
+  if (commutative && full_is(in[0], e) && same(in[1])) return in[1];
+  return NodeId(-1);
+}
+
+// transpose(transpose(x)): x, or one transpose by the composed permutation.
+NodeId compose_transposes(Graph& out, const Node& n, const std::vector<NodeId>& in) {
+  if (out[in[0]].op != Op::transpose) return -1;
+  // Compose the permutations.
+  const Node& inner = out[in[0]];
+  ir::Attrs a = n.attrs;
+  bool identity = true;
+  for (size_t d = 0; d < a.axes.size(); ++d) {
+    a.axes[d] = inner.attrs.axes[size_t(n.attrs.axes[d])];
+    identity &= a.axes[d] == int64_t(d);
+  }
+  if (identity) return inner.inputs[0];
+  Node c = n;
+  c.attrs = a;
+  c.inputs = {inner.inputs[0]};
+  return out.add(std::move(c));
+}
+
+// matmul(transpose(a), b) is one BLAS call with a transposed operand.
+NodeId fold_transposed_operands(Graph& out, const Node& n, const std::vector<NodeId>& in) {
+  Node c = n;
+  c.inputs = in;
+  bool changed = false;
+  for (size_t k = 0; k < 2; ++k) {
+    const Node& t = out[c.inputs[k]];
+    if (!is_swap_last(t)) continue;
+    c.inputs[k] = t.inputs[0];
+    bool& flag = k == 0 ? c.attrs.transpose_a : c.attrs.transpose_b;
+    flag = !flag;
+    changed = true;
+  }
+  if (changed) return out.add(std::move(c));
+  return -1;
+}
+
+// Node n, whose inputs are `in` in `out`, simplified: x*1, x+0, double
+// negation, nested views, a matmul of transposes; -1 when it stays. A view
+// of a view of the same kind may be redirected, through `in`, to the inner
+// view's operand.
+NodeId simplify(Graph& out, const Node& n, std::vector<NodeId>& in) {
+  switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
+    LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
+    case Op::exp:
+    case Op::log:
+    case Op::tanh:
+    case Op::sqrt:
+    case Op::rsqrt:
+    case Op::relu:
+    case Op::gelu:
+    case Op::sigmoid:
+    case Op::abs:
+    case Op::logical_not:
+    case Op::cast:
+    case Op::stop_gradient:
+    case Op::pow:
+    case Op::maximum:
+    case Op::minimum:
+    case Op::where:
+    case Op::slice:
+    case Op::pad:
+    case Op::concat:
+    case Op::gather:
+    case Op::scatter_add:
+    case Op::attention:
+    case Op::attention_bwd: return -1;
+    case Op::add: return without_identity(out, n, in, 0, true);
+    case Op::sub: return without_identity(out, n, in, 0, false);
+    case Op::mul: return without_identity(out, n, in, 1, true);
+    case Op::div: return without_identity(out, n, in, 1, false);
+    case Op::neg: return out[in[0]].op == Op::neg ? out[in[0]].inputs[0] : -1;
+    case Op::reshape:
+      if (out[in[0]].op == Op::reshape) in[0] = out[in[0]].inputs[0];
+      return out[in[0]].shape == n.shape ? in[0] : -1;
+    case Op::transpose: return compose_transposes(out, n, in);
+    case Op::broadcast_to:
+      if (out[in[0]].op == Op::broadcast_to) in[0] = out[in[0]].inputs[0];
+      return -1;
+    case Op::matmul: return fold_transposed_operands(out, n, in);
+  }
+  return -1;
+}
+
 }  // namespace
 
 Graph fold_constants(const Graph& g) {
   Graph out;
   std::vector<NodeId> remap(g.size(), -1);
-  auto is_full = [&](NodeId id) { return out[id].op == Op::full; };
-  auto make_full = [&](const Node& like, double v) {
-    Node f;
-    f.op = Op::full;
-    f.shape = like.shape;
-    f.dtype = like.dtype;
-    f.loc = like.loc;
-    f.attrs.shape = like.shape;
-    f.attrs.dtype = like.dtype;
-    f.attrs.value = as_dtype(v, like.dtype);
-    return out.add(std::move(f));
-  };
   for (NodeId i = 0; i < NodeId(g.size()); ++i) {
     const Node& n = g[i];
     if (n.op == Op::parameter || n.op == Op::constant) {
@@ -182,113 +302,8 @@ Graph fold_constants(const Graph& g) {
     }
     std::vector<NodeId> in;
     for (NodeId x : n.inputs) in.push_back(remap[size_t(x)]);
-    auto same = [&](NodeId id) { return out[id].shape == n.shape && out[id].dtype == n.dtype; };
-    auto full_is = [&](NodeId id, double v) { return is_full(id) && out[id].attrs.value == v; };
-    // x op e, and e op x for a commutative op, is x when e is a constant of
-    // the op's identity `e` and x already has the result's type.
-    auto without_identity = [&](double e, bool commutative) {
-      if (full_is(in[1], e) && same(in[0])) return in[0];
-      if (commutative && full_is(in[0], e) && same(in[1])) return in[1];
-      return NodeId(-1);
-    };
-    NodeId r = -1;
-
-    if (n.op == Op::stop_gradient) r = in[0];
-    // Views and casts of constants are constants.
-    else if ((ir::is_view(n.op) || n.op == Op::cast) && is_full(in[0])) r = make_full(n, out[in[0]].attrs.value);
-    // Elementwise ops on constants.
-    else if (ir::is_elementwise(n.op) && !in.empty() && !ir::is_random(n.op)) {
-      bool all = true;
-      std::vector<double> vals;
-      for (NodeId x : in) {
-        all = all && is_full(x);
-        if (all) vals.push_back(out[x].attrs.value);
-      }
-      double v;
-      if (all && evaluate(n.op, vals, out[in[0]].dtype, v)) r = make_full(n, v);
-    }
-    if (r < 0) {
-      switch (n.op) {
-        LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-        LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-        LOUPE_GENERATOR_OPS(LOUPE_OP_CASE)
-        LOUPE_COMPARISON_OPS(LOUPE_OP_CASE)
-        LOUPE_LOGICAL_OPS(LOUPE_OP_CASE)
-        case Op::exp:
-        case Op::log:
-        case Op::tanh:
-        case Op::sqrt:
-        case Op::rsqrt:
-        case Op::relu:
-        case Op::gelu:
-        case Op::sigmoid:
-        case Op::abs:
-        case Op::logical_not:
-        case Op::cast:
-        case Op::stop_gradient:
-        case Op::pow:
-        case Op::maximum:
-        case Op::minimum:
-        case Op::where:
-        case Op::slice:
-        case Op::pad:
-        case Op::concat:
-        case Op::gather:
-        case Op::scatter_add:
-        case Op::attention:
-        case Op::attention_bwd: break;
-        case Op::add: r = without_identity(0, true); break;
-        case Op::sub: r = without_identity(0, false); break;
-        case Op::mul: r = without_identity(1, true); break;
-        case Op::div: r = without_identity(1, false); break;
-        case Op::neg:
-          if (out[in[0]].op == Op::neg) r = out[in[0]].inputs[0];
-          break;
-        case Op::reshape:
-          if (out[in[0]].op == Op::reshape) in[0] = out[in[0]].inputs[0];
-          if (out[in[0]].shape == n.shape) r = in[0];
-          break;
-        case Op::transpose:
-          if (out[in[0]].op == Op::transpose) {
-            // Compose the permutations.
-            const Node& inner = out[in[0]];
-            ir::Attrs a = n.attrs;
-            bool identity = true;
-            for (size_t d = 0; d < a.axes.size(); ++d) {
-              a.axes[d] = inner.attrs.axes[size_t(n.attrs.axes[d])];
-              identity &= a.axes[d] == int64_t(d);
-            }
-            if (identity) {
-              r = inner.inputs[0];
-            } else {
-              Node c = n;
-              c.attrs = a;
-              c.inputs = {inner.inputs[0]};
-              r = out.add(std::move(c));
-            }
-          }
-          break;
-        case Op::broadcast_to:
-          if (out[in[0]].op == Op::broadcast_to) in[0] = out[in[0]].inputs[0];
-          break;
-        case Op::matmul: {
-          // matmul(transpose(a), b) is one BLAS call with a transposed operand.
-          Node c = n;
-          c.inputs = in;
-          bool changed = false;
-          for (size_t k = 0; k < 2; ++k) {
-            const Node& t = out[c.inputs[k]];
-            if (!is_swap_last(t)) continue;
-            c.inputs[k] = t.inputs[0];
-            bool& flag = k == 0 ? c.attrs.transpose_a : c.attrs.transpose_b;
-            flag = !flag;
-            changed = true;
-          }
-          if (changed) r = out.add(std::move(c));
-          break;
-        }
-      }
-    }
+    NodeId r = as_constant(out, n, in);
+    if (r < 0) r = simplify(out, n, in);
     if (r < 0) {
       Node c = n;
       c.inputs = in;

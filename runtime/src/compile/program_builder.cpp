@@ -60,9 +60,35 @@ void collapse(FusedKernel& k) {
 
 }  // namespace
 
-FusedKernel ProgramBuilder::finish() {
-  // Liveness: loads are live from the start, stores and the reduction read
-  // at the end.
+// Physical registers of each class for the virtual ones, a register reused
+// once the value it holds has been read for the last time.
+struct ProgramBuilder::Registers {
+  const std::vector<RegClass>& classes;
+  std::vector<int>& last;  // per virtual register: where it is read last; -2 once released
+  std::vector<int> phys = std::vector<int>(classes.size(), -1);
+  std::vector<int> free_f, free_i;
+  int nf = 0, ni = 0;
+
+  void alloc(int r) {
+    auto& fl = classes[size_t(r)] == RegClass::f ? free_f : free_i;
+    int& count = classes[size_t(r)] == RegClass::f ? nf : ni;
+    if (!fl.empty()) {
+      phys[size_t(r)] = fl.back();
+      fl.pop_back();
+    } else {
+      phys[size_t(r)] = count++;
+    }
+  }
+  void release(int r, int at) {
+    if (r < 0 || last[size_t(r)] != at || phys[size_t(r)] < 0) return;
+    (classes[size_t(r)] == RegClass::f ? free_f : free_i).push_back(phys[size_t(r)]);
+    last[size_t(r)] = -2;  // released once
+  }
+};
+
+// Liveness: loads are live from the start, stores and the reduction read
+// at the end.
+std::vector<int> ProgramBuilder::last_reads() const {
   const int end = int(code_.size());
   std::vector<int> last(classes_.size(), -1);
   auto use = [&](int r, int at) {
@@ -75,9 +101,16 @@ FusedKernel ProgramBuilder::finish() {
   }
   for (const VStore& s : stores_) use(s.src, end);
   use(reduce_src_, end);
-  // Loads of one broadcast element, and instructions computing only from
-  // such loads and constants, are the same in every tile: they run once
-  // before the tile loop, so their registers must never be reused.
+  return last;
+}
+
+// Loads of one broadcast element, and instructions computing only from
+// such loads and constants, are the same in every tile: they run once
+// before the tile loop, so their registers must never be reused. Marks the
+// invariant loads, keeps every invariant register live past the end, and
+// returns which instructions to hoist.
+std::vector<bool> ProgramBuilder::hoist_invariants(std::vector<int>& last) {
+  const int end = int(code_.size());
   std::vector<bool> invariant(classes_.size(), false);
   for (auto& [l, r] : loads_) {
     bool inv = true;
@@ -98,33 +131,21 @@ FusedKernel ProgramBuilder::finish() {
   }
   for (size_t r = 0; r < classes_.size(); ++r)
     if (invariant[r]) last[r] = end + 1;
+  return hoist;
+}
 
-  std::vector<int> phys(classes_.size(), -1);
-  std::vector<int> free_f, free_i;
-  int nf = 0, ni = 0;
-  auto alloc = [&](int r) {
-    auto& fl = classes_[size_t(r)] == RegClass::f ? free_f : free_i;
-    int& count = classes_[size_t(r)] == RegClass::f ? nf : ni;
-    if (!fl.empty()) {
-      phys[size_t(r)] = fl.back();
-      fl.pop_back();
-    } else {
-      phys[size_t(r)] = count++;
-    }
-  };
-  auto release = [&](int r, int at) {
-    if (r < 0 || last[size_t(r)] != at || phys[size_t(r)] < 0) return;
-    (classes_[size_t(r)] == RegClass::f ? free_f : free_i).push_back(phys[size_t(r)]);
-    last[size_t(r)] = -2;  // released once
-  };
+// The loads and the instructions (hoisted or not) with physical registers.
+void ProgramBuilder::assign_registers(Registers& regs, const std::vector<bool>& hoist) {
+  const int end = int(code_.size());
+  std::vector<int>& phys = regs.phys;
   for (auto& [l, r] : loads_) {
-    alloc(r);
+    regs.alloc(r);
     l.dst = int16_t(phys[size_t(r)]);
     k_.loads.push_back(l);
   }
   // Hoisted results get registers of their own before anything else.
   for (int i = 0; i < end; ++i)
-    if (hoist[size_t(i)]) alloc(code_[size_t(i)].dst);
+    if (hoist[size_t(i)]) regs.alloc(code_[size_t(i)].dst);
   for (int i = 0; i < end; ++i) {
     const VInstr& v = code_[size_t(i)];
     Instr in;
@@ -135,66 +156,95 @@ FusedKernel ProgramBuilder::finish() {
     in.a = int16_t(v.a >= 0 ? phys[size_t(v.a)] : -1);
     in.b = int16_t(v.b >= 0 ? phys[size_t(v.b)] : -1);
     in.c = int16_t(v.c >= 0 ? phys[size_t(v.c)] : -1);
-    release(v.a, i);
-    release(v.b, i);
-    release(v.c, i);
-    if (phys[size_t(v.dst)] < 0) alloc(v.dst);
+    regs.release(v.a, i);
+    regs.release(v.b, i);
+    regs.release(v.c, i);
+    if (phys[size_t(v.dst)] < 0) regs.alloc(v.dst);
     in.dst = int16_t(phys[size_t(v.dst)]);
     (hoist[size_t(i)] ? k_.hoisted : k_.code).push_back(in);
-    if (last[size_t(v.dst)] < 0 && last[size_t(v.dst)] != -2) release(v.dst, -1);  // dead result
+    if (regs.last[size_t(v.dst)] < 0 && regs.last[size_t(v.dst)] != -2) regs.release(v.dst, -1);  // dead result
   }
+}
+
+FusedKernel ProgramBuilder::finish() {
+  std::vector<int> last = last_reads();
+  std::vector<bool> hoist = hoist_invariants(last);
+  Registers regs{classes_, last};
+  assign_registers(regs, hoist);
   for (const VStore& s : stores_)
-    k_.stores.push_back({classes_[size_t(s.src)], int16_t(phys[size_t(s.src)]), s.out, s.dtype});
+    k_.stores.push_back({classes_[size_t(s.src)], int16_t(regs.phys[size_t(s.src)]), s.out, s.dtype});
   if (reduce_) {
     reduce_->cls = classes_[size_t(reduce_src_)];
-    reduce_->src = int16_t(phys[size_t(reduce_src_)]);
+    reduce_->src = int16_t(regs.phys[size_t(reduce_src_)]);
     k_.reduce = reduce_;
   }
-  k_.f_regs = nf;
-  k_.i_regs = ni;
+  k_.f_regs = regs.nf;
+  k_.i_regs = regs.ni;
   collapse(k_);
   return std::move(k_);
 }
 
-int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, const std::vector<Dtype>& in_dtypes,
-              const Shape& iter) {
+namespace {
+
+// Emits the instructions of one elementwise node: its operands' registers
+// (a constant operand as a constant register, or as the immediate of an
+// instruction that takes one), then its result in the node's precision.
+struct NodeEmitter {
+  ProgramBuilder& b;
+  const Node& n;
+  const std::vector<Opnd>& opnds;
+  const std::vector<Dtype>& in_dtypes;
+  const Shape& iter;
   const Dtype t = n.dtype;
   const bool f = is_floating(t);
-  auto reg = [&](size_t i) {
+  // A float binary op with one constant operand takes it as an immediate:
+  // `imm` for (x op c), `rimm` for (c op x); kNone when it has no such form.
+  static constexpr Code kNone = Code::const_f;
+
+  int reg(size_t i) {
     const Opnd& o = opnds[i];
     return o.is_const ? b.constant(class_of(in_dtypes[i]), o.value) : o.reg;
-  };
-  auto fix = [&](int r) {
+  }
+  int fix(int r) {
     // Round to the node's storage precision, as an unfused kernel would
     // when it stores the result.
     if (t == Dtype::f16) return b.op(Code::round_f16, RegClass::f, r);
     if (t == Dtype::bf16) return b.op(Code::round_bf16, RegClass::f, r);
     if (t == Dtype::i32) return b.op(Code::wrap_i32, RegClass::i, r);
     return r;
-  };
-  auto un = [&](Code fc, Code ic) { return fix(b.op(f ? fc : ic, f ? RegClass::f : RegClass::i, reg(0))); };
-  // A float binary op with one constant operand takes it as an immediate:
-  // `imm` for (x op c), `rimm` for (c op x); kNone when it has no such form.
-  const Code kNone = Code::const_f;
-  auto bin = [&](Code fc, Code ic, Code imm = Code::const_f, Code rimm = Code::const_f) {
+  }
+  int un(Code fc, Code ic) { return fix(b.op(f ? fc : ic, f ? RegClass::f : RegClass::i, reg(0))); }
+  int bin(Code fc, Code ic, Code imm = kNone, Code rimm = kNone) {
     if (f && opnds[1].is_const && !opnds[0].is_const && imm != kNone)
       return fix(b.op_imm(imm, RegClass::f, reg(0), -1, opnds[1].value));
     if (f && opnds[0].is_const && !opnds[1].is_const && rimm != kNone)
       return fix(b.op_imm(rimm, RegClass::f, reg(1), -1, opnds[0].value));
     return fix(b.op(f ? fc : ic, f ? RegClass::f : RegClass::i, reg(0), reg(1)));
-  };
-  auto cmp = [&](Code fc, Code ic, Code imm, Code rimm) {
+  }
+  int cmp(Code fc, Code ic, Code imm, Code rimm) {
     bool fin = is_floating(in_dtypes[0]);
     if (fin && opnds[1].is_const && !opnds[0].is_const) return b.op_imm(imm, RegClass::i, reg(0), -1, opnds[1].value);
     if (fin && opnds[0].is_const && !opnds[1].is_const) return b.op_imm(rimm, RegClass::i, reg(1), -1, opnds[0].value);
     return b.op(fin ? fc : ic, RegClass::i, reg(0), reg(1));
-  };
+  }
+
+  int generator();
+  int unary();
+  int cast();
+  int arithmetic();
+  int comparison();
+  int where();
+  int emit();
+};
+
+[[noreturn]] void not_elementwise(const Node& n) {
+  throw RuntimeError(fmt::format("internal error: {} is not elementwise", ir::op_name(n.op)));
+}
+
+int NodeEmitter::generator() {
   switch (n.op) {
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
-    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
-    break;
+    LOUPE_OPS_BUT_GENERATOR(LOUPE_OP_CASE)
+    break;  // another group
     case Op::full: return b.constant(f ? RegClass::f : RegClass::i, n.attrs.value);
     case Op::iota: {
       int64_t inner = 1;
@@ -205,6 +255,14 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
     case Op::random_bits: return b.op(Code::rand_bits, RegClass::i, reg(0));
     case Op::random_uniform: return b.op(Code::rand_uniform, RegClass::f, reg(0));
     case Op::random_normal: return b.op(Code::rand_normal, RegClass::f, reg(0));
+  }
+  not_elementwise(n);
+}
+
+int NodeEmitter::unary() {
+  switch (n.op) {
+    LOUPE_OPS_BUT_UNARY(LOUPE_OP_CASE)
+    break;  // another group
     case Op::neg: return un(Code::neg, Code::ineg);
     case Op::exp: return un(Code::exp, Code::exp);
     case Op::log: return un(Code::log, Code::log);
@@ -217,16 +275,26 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
     case Op::abs: return un(Code::abs, Code::iabs);
     case Op::logical_not: return b.op(Code::inot, RegClass::i, reg(0));
     case Op::stop_gradient: return reg(0);
-    case Op::cast: {
-      Dtype from = in_dtypes[0];
-      int a = reg(0);
-      if (is_floating(from) && f) return fix(a);
-      if (is_floating(from))
-        return t == Dtype::boolean ? b.op(Code::f_to_bool, RegClass::i, a) : fix(b.op(Code::f_to_i, RegClass::i, a));
-      if (f) return fix(b.op(Code::i_to_f, RegClass::f, a));
-      if (t == Dtype::boolean) return b.op(Code::to_bool, RegClass::i, a);
-      return fix(a);
-    }
+    case Op::cast: return cast();
+  }
+  not_elementwise(n);
+}
+
+int NodeEmitter::cast() {
+  Dtype from = in_dtypes[0];
+  int a = reg(0);
+  if (is_floating(from) && f) return fix(a);
+  if (is_floating(from))
+    return t == Dtype::boolean ? b.op(Code::f_to_bool, RegClass::i, a) : fix(b.op(Code::f_to_i, RegClass::i, a));
+  if (f) return fix(b.op(Code::i_to_f, RegClass::f, a));
+  if (t == Dtype::boolean) return b.op(Code::to_bool, RegClass::i, a);
+  return fix(a);
+}
+
+int NodeEmitter::arithmetic() {
+  switch (n.op) {
+    LOUPE_OPS_BUT_ARITHMETIC(LOUPE_OP_CASE)
+    break;  // another group
     case Op::add: return bin(Code::add, Code::iadd, Code::add_imm, Code::add_imm);
     case Op::sub: return bin(Code::sub, Code::isub, Code::sub_imm, Code::rsub_imm);
     case Op::mul: return bin(Code::mul, Code::imul, Code::mul_imm, Code::mul_imm);
@@ -239,22 +307,55 @@ int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, 
     case Op::pow: return bin(Code::pow, Code::pow);
     case Op::maximum: return bin(Code::max, Code::imax, Code::max_imm, Code::max_imm);
     case Op::minimum: return bin(Code::min, Code::imin, Code::min_imm, Code::min_imm);
+  }
+  not_elementwise(n);
+}
+
+int NodeEmitter::comparison() {
+  switch (n.op) {
+    LOUPE_OPS_BUT_COMPARISON(LOUPE_OP_CASE)
+    break;  // another group
     case Op::eq: return cmp(Code::eq, Code::ieq, Code::eq_imm, Code::eq_imm);
     case Op::ne: return cmp(Code::ne, Code::ine, Code::ne_imm, Code::ne_imm);
     case Op::lt: return cmp(Code::lt, Code::ilt, Code::lt_imm, Code::gt_imm);
     case Op::le: return cmp(Code::le, Code::ile, Code::le_imm, Code::ge_imm);
     case Op::gt: return cmp(Code::gt, Code::igt, Code::gt_imm, Code::lt_imm);
     case Op::ge: return cmp(Code::ge, Code::ige, Code::ge_imm, Code::le_imm);
+  }
+  not_elementwise(n);
+}
+
+int NodeEmitter::where() {
+  if (f && opnds[2].is_const && !opnds[1].is_const)
+    return b.op_imm(Code::where_f_imm_b, RegClass::f, reg(0), reg(1), opnds[2].value);
+  if (f && opnds[1].is_const && !opnds[2].is_const)
+    return b.op_imm(Code::where_f_imm_a, RegClass::f, reg(0), reg(2), opnds[1].value);
+  return b.op(f ? Code::where_f : Code::where_i, f ? RegClass::f : RegClass::i, reg(0), reg(1), reg(2));
+}
+
+int NodeEmitter::emit() {
+  switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+    LOUPE_OPAQUE_OPS(LOUPE_OP_CASE)
+    break;
+    LOUPE_GENERATOR_OPS(LOUPE_OP_CASE) return generator();
+    LOUPE_UNARY_OPS(LOUPE_OP_CASE) return unary();
+    LOUPE_ARITHMETIC_OPS(LOUPE_OP_CASE) return arithmetic();
+    LOUPE_COMPARISON_OPS(LOUPE_OP_CASE) return comparison();
     case Op::logical_and: return b.op(Code::iand, RegClass::i, reg(0), reg(1));
     case Op::logical_or: return b.op(Code::ior, RegClass::i, reg(0), reg(1));
-    case Op::where:
-      if (f && opnds[2].is_const && !opnds[1].is_const)
-        return b.op_imm(Code::where_f_imm_b, RegClass::f, reg(0), reg(1), opnds[2].value);
-      if (f && opnds[1].is_const && !opnds[2].is_const)
-        return b.op_imm(Code::where_f_imm_a, RegClass::f, reg(0), reg(2), opnds[1].value);
-      return b.op(f ? Code::where_f : Code::where_i, f ? RegClass::f : RegClass::i, reg(0), reg(1), reg(2));
+    case Op::where: return where();
   }
-  throw RuntimeError(fmt::format("internal error: {} is not elementwise", ir::op_name(n.op)));
+  not_elementwise(n);
+}
+
+}  // namespace
+
+int emit_node(ProgramBuilder& b, const Node& n, const std::vector<Opnd>& opnds, const std::vector<Dtype>& in_dtypes,
+              const Shape& iter) {
+  return NodeEmitter{b, n, opnds, in_dtypes, iter}.emit();
 }
 
 }  // namespace loupe::rt::compile

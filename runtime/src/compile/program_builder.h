@@ -85,6 +85,12 @@ class ProgramBuilder {
   };
   void emit(Code code, int dst, int a, int b, int c, double imm) { code_.push_back({code, dst, a, b, c, imm}); }
 
+  // finish(), step by step.
+  struct Registers;  // the physical registers of each class (program_builder.cpp)
+  std::vector<int> last_reads() const;
+  std::vector<bool> hoist_invariants(std::vector<int>& last);
+  void assign_registers(Registers& regs, const std::vector<bool>& hoist);
+
   FusedKernel k_;
   std::vector<RegClass> classes_;
   std::vector<std::pair<Load, int>> loads_;

@@ -61,13 +61,14 @@ namespace loupe::rt::ir {
   X(gt, elementwise)            \
   X(ge, elementwise)
 #define LOUPE_LOGICAL_OPS(X) X(logical_and, elementwise) X(logical_or, elementwise)
+#define LOUPE_TERNARY_OPS(X) X(where, elementwise)
 #define LOUPE_ELEMENTWISE_OPS(X) \
   LOUPE_GENERATOR_OPS(X)         \
   LOUPE_UNARY_OPS(X)             \
   LOUPE_ARITHMETIC_OPS(X)        \
   LOUPE_COMPARISON_OPS(X)        \
   LOUPE_LOGICAL_OPS(X)           \
-  X(where, elementwise) /* ternary */
+  LOUPE_TERNARY_OPS(X)
 // Reductions over `axes`.
 #define LOUPE_REDUCTION_OPS(X) \
   X(reduce_sum, reduction) X(reduce_max, reduction) X(reduce_min, reduction) X(argmax, reduction)
@@ -88,6 +89,52 @@ namespace loupe::rt::ir {
   LOUPE_REDUCTION_OPS(X)   \
   LOUPE_VIEW_OPS(X)        \
   LOUPE_OPAQUE_OPS(X)
+// The ops outside one group: a function given only that group's ops
+// switches over them naming the others with these, as it has no `default:`
+// either.
+#define LOUPE_OPS_BUT_GENERATOR(X) \
+  LOUPE_SOURCE_OPS(X)              \
+  LOUPE_UNARY_OPS(X)               \
+  LOUPE_ARITHMETIC_OPS(X)          \
+  LOUPE_COMPARISON_OPS(X)          \
+  LOUPE_LOGICAL_OPS(X)             \
+  LOUPE_TERNARY_OPS(X)             \
+  LOUPE_REDUCTION_OPS(X)           \
+  LOUPE_VIEW_OPS(X)                \
+  LOUPE_OPAQUE_OPS(X)
+#define LOUPE_OPS_BUT_UNARY(X) \
+  LOUPE_SOURCE_OPS(X)          \
+  LOUPE_GENERATOR_OPS(X)       \
+  LOUPE_ARITHMETIC_OPS(X)      \
+  LOUPE_COMPARISON_OPS(X)      \
+  LOUPE_LOGICAL_OPS(X)         \
+  LOUPE_TERNARY_OPS(X)         \
+  LOUPE_REDUCTION_OPS(X)       \
+  LOUPE_VIEW_OPS(X)            \
+  LOUPE_OPAQUE_OPS(X)
+#define LOUPE_OPS_BUT_ARITHMETIC(X) \
+  LOUPE_SOURCE_OPS(X)               \
+  LOUPE_GENERATOR_OPS(X)            \
+  LOUPE_UNARY_OPS(X)                \
+  LOUPE_COMPARISON_OPS(X)           \
+  LOUPE_LOGICAL_OPS(X)              \
+  LOUPE_TERNARY_OPS(X)              \
+  LOUPE_REDUCTION_OPS(X)            \
+  LOUPE_VIEW_OPS(X)                 \
+  LOUPE_OPAQUE_OPS(X)
+#define LOUPE_OPS_BUT_COMPARISON(X) \
+  LOUPE_SOURCE_OPS(X)               \
+  LOUPE_GENERATOR_OPS(X)            \
+  LOUPE_UNARY_OPS(X)                \
+  LOUPE_ARITHMETIC_OPS(X)           \
+  LOUPE_LOGICAL_OPS(X)              \
+  LOUPE_TERNARY_OPS(X)              \
+  LOUPE_REDUCTION_OPS(X)            \
+  LOUPE_VIEW_OPS(X)                 \
+  LOUPE_OPAQUE_OPS(X)
+#define LOUPE_OPS_BUT_REDUCTION(X) LOUPE_SOURCE_OPS(X) LOUPE_ELEMENTWISE_OPS(X) LOUPE_VIEW_OPS(X) LOUPE_OPAQUE_OPS(X)
+#define LOUPE_OPS_BUT_VIEW(X) LOUPE_SOURCE_OPS(X) LOUPE_ELEMENTWISE_OPS(X) LOUPE_REDUCTION_OPS(X) LOUPE_OPAQUE_OPS(X)
+#define LOUPE_OPS_BUT_OPAQUE(X) LOUPE_SOURCE_OPS(X) LOUPE_ELEMENTWISE_OPS(X) LOUPE_REDUCTION_OPS(X) LOUPE_VIEW_OPS(X)
 // The case labels of a group, for a switch over Op.
 #define LOUPE_OP_CASE(op, cls) case Op::op:
 
