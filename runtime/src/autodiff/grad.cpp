@@ -11,36 +11,41 @@
 
 namespace loupe::rt::detail {
 
-std::pair<Array, std::vector<Array>> value_and_grad_flat(const std::function<Array(const std::vector<Array>&)>& f,
-                                                         const std::vector<Array>& primals,
-                                                         const std::source_location& loc) {
-  Device device = primals.empty() ? default_device() : primals[0].device();
+namespace {
+
+void check_primals(const std::vector<Array>& primals, const std::source_location& loc) {
   for (const Array& p : primals) {
     if (!p.valid()) throw RuntimeError(fmt::format("grad at {}: an argument is a null Array", ir::format_loc(loc)));
     if (!is_floating(p.dtype()))
       throw ShapeError(fmt::format("grad at {}: can only differentiate floating-point arguments, got {}",
                                    ir::format_loc(loc), type_str(p.dtype(), p.shape())));
   }
+}
 
-  // 1. The function as a graph over abstract parameters.
-  auto trace = new_trace(device);
-  std::vector<Array> params;
-  for (const Array& p : primals) params.push_back(add_parameter(trace, p.shape(), p.dtype(), p.device()));
-  ir::NodeId out_id;
-  {
-    TraceScope scope(trace);
-    Array out = f(params);
-    if (!out.valid())
-      throw RuntimeError(fmt::format("grad at {}: the function returned a null Array", ir::format_loc(loc)));
-    if (!out.shape().empty() || !is_floating(out.dtype()))
-      throw ShapeError(fmt::format("grad at {}: the function must return a floating-point scalar, got {}",
-                                   ir::format_loc(loc), type_str(out.dtype(), out.shape())));
-    out_id = node_in(trace, out, loc);
-  }
-  const ir::Graph& g = trace->graph;
+// Runs the function on `params` under `trace`: the node of its output.
+ir::NodeId trace_output(const std::function<Array(const std::vector<Array>&)>& f,
+                        const std::shared_ptr<TraceState>& trace, const std::vector<Array>& params,
+                        const std::source_location& loc) {
+  TraceScope scope(trace);
+  Array out = f(params);
+  if (!out.valid())
+    throw RuntimeError(fmt::format("grad at {}: the function returned a null Array", ir::format_loc(loc)));
+  if (!out.shape().empty() || !is_floating(out.dtype()))
+    throw ShapeError(fmt::format("grad at {}: the function must return a floating-point scalar, got {}",
+                                 ir::format_loc(loc), type_str(out.dtype(), out.shape())));
+  return node_in(trace, out, loc);
+}
 
-  // 2. Nodes the output needs, and those that depend on a parameter.
-  std::vector<bool> needed(g.size(), false), depends(g.size(), false);
+// Per node: whether the output needs it, and whether it depends on a
+// parameter.
+struct Reach {
+  std::vector<bool> needed, depends;
+};
+
+Reach reach(const ir::Graph& g, ir::NodeId out_id) {
+  Reach r{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false)};
+  std::vector<bool>& needed = r.needed;
+  std::vector<bool>& depends = r.depends;
   needed[size_t(out_id)] = true;
   for (ir::NodeId i = out_id; i >= 0; --i)
     if (needed[size_t(i)])
@@ -52,8 +57,13 @@ std::pair<Array, std::vector<Array>> value_and_grad_flat(const std::function<Arr
     else if (is_floating(n.dtype))
       for (ir::NodeId x : n.inputs) depends[size_t(i)] = depends[size_t(i)] || depends[size_t(x)];
   }
+  return r;
+}
 
-  // 3. Replay forward on the real arguments.
+// The value of every node the output needs, computed from the real
+// arguments.
+std::vector<Array> replay(const ir::Graph& g, ir::NodeId out_id, const std::vector<bool>& needed,
+                          const std::vector<Array>& primals, Device device) {
   std::vector<Array> value(g.size());
   for (ir::NodeId i = 0; i <= out_id; ++i) {
     if (!needed[size_t(i)]) continue;
@@ -70,8 +80,13 @@ std::pair<Array, std::vector<Array>> value_and_grad_flat(const std::function<Arr
       value[size_t(i)] = apply(n.op, in, n.attrs, ir::op_name(n.op), n.loc, device);
     }
   }
+  return value;
+}
 
-  // 4. Backward.
+// The cotangent of every node that depends on a parameter, from the
+// output's (1) back.
+std::vector<Array> backward(const ir::Graph& g, ir::NodeId out_id, const std::vector<bool>& depends,
+                            const std::vector<Array>& value, Device device) {
   std::vector<Array> ct(g.size());
   ct[size_t(out_id)] = splat({}, 1.0, g[out_id].dtype, device);
   for (ir::NodeId i = out_id; i >= 0; --i) {
@@ -87,11 +102,41 @@ std::pair<Array, std::vector<Array>> value_and_grad_flat(const std::function<Arr
       ct[size_t(x)] = ct[size_t(x)].valid() ? add(ct[size_t(x)], d[k], n.loc) : d[k];
     }
   }
+  return ct;
+}
+
+// The parameters' cotangents; zeros for those the output does not depend on.
+std::vector<Array> gradients(const ir::Graph& g, const std::vector<Array>& primals, const std::vector<Array>& ct) {
   std::vector<Array> grads;
   for (size_t p = 0; p < primals.size(); ++p) {
     const Array& c = ct[size_t(g.params[p])];
     grads.push_back(c.valid() ? c : splat(primals[p].shape(), 0, primals[p].dtype(), primals[p].device()));
   }
+  return grads;
+}
+
+}  // namespace
+
+std::pair<Array, std::vector<Array>> value_and_grad_flat(const std::function<Array(const std::vector<Array>&)>& f,
+                                                         const std::vector<Array>& primals,
+                                                         const std::source_location& loc) {
+  Device device = primals.empty() ? default_device() : primals[0].device();
+  check_primals(primals, loc);
+
+  // 1. The function as a graph over abstract parameters.
+  auto trace = new_trace(device);
+  std::vector<Array> params;
+  for (const Array& p : primals) params.push_back(add_parameter(trace, p.shape(), p.dtype(), p.device()));
+  ir::NodeId out_id = trace_output(f, trace, params, loc);
+  const ir::Graph& g = trace->graph;
+
+  // 2. Nodes the output needs, and those that depend on a parameter.
+  Reach r = reach(g, out_id);
+  // 3. Replay forward on the real arguments.
+  std::vector<Array> value = replay(g, out_id, r.needed, primals, device);
+  // 4. Backward.
+  std::vector<Array> ct = backward(g, out_id, r.depends, value, device);
+  std::vector<Array> grads = gradients(g, primals, ct);
   return {value[size_t(out_id)], grads};
 }
 

@@ -97,72 +97,65 @@ void check_args(const JitCore& core, const tree::Flat& flat, bool allow_abstract
   }
 }
 
-// Traces, optimises and lowers the function for `flat`'s signature.
-JitCore::Entry* compile_entry(JitCore& core, const tree::Flat& flat, compile::Signature sig, const TraceFn& trace,
-                              const PathsFn& paths, const std::source_location& loc, prof::CompileKind kind,
-                              prof::Ticks start) {
-  Device device = call_device(core, flat, loc);
-
-  // Why: against this function's earlier signatures, or another object
-  // made at the same line.
-  std::string reason;
-  {
-    std::vector<const compile::Signature*> before;
-    for (const auto& e : core.entries) before.push_back(&e->sig);
-    if (!before.empty()) {
-      reason = compile::explain_miss(sig, before, paths(), core.options.arg_names);
-    } else {
-      Sites& s = sites();
-      std::lock_guard lock(s.mu);
-      auto it = s.map.find(site_key(core));
-      if (it != s.map.end() && it->second.last_object != core.object_id) {
-        reason = "new function object at the same call site";
-        std::vector<const compile::Signature*> prev;
-        for (const auto& p : it->second.sigs) prev.push_back(&p);
-        bool seen = false;
-        for (const auto* p : prev) seen |= *p == sig;
-        if (!seen) {
-          std::string diff = compile::explain_miss(sig, prev, paths(), core.options.arg_names);
-          if (!diff.empty()) reason += "; " + diff;
-        }
-      } else {
-        reason = "first compile";
-      }
-    }
+// Why a compile: against this function's earlier signatures, or another
+// object made at the same line.
+std::string miss_reason(const JitCore& core, const compile::Signature& sig, const PathsFn& paths) {
+  std::vector<const compile::Signature*> before;
+  for (const auto& e : core.entries) before.push_back(&e->sig);
+  if (!before.empty()) return compile::explain_miss(sig, before, paths(), core.options.arg_names);
+  Sites& s = sites();
+  std::lock_guard lock(s.mu);
+  auto it = s.map.find(site_key(core));
+  if (it == s.map.end() || it->second.last_object == core.object_id) return "first compile";
+  std::string reason = "new function object at the same call site";
+  std::vector<const compile::Signature*> prev;
+  for (const auto& p : it->second.sigs) prev.push_back(&p);
+  bool seen = false;
+  for (const auto* p : prev) seen |= *p == sig;
+  if (!seen) {
+    std::string diff = compile::explain_miss(sig, prev, paths(), core.options.arg_names);
+    if (!diff.empty()) reason += "; " + diff;
   }
+  return reason;
+}
 
-  // Trace.
-  int64_t t0 = prof::monotonic_ns();
-  auto tr = new_trace(device);
-  std::vector<Array> params;
-  for (const Array& a : flat.arrays) params.push_back(add_parameter(tr, a.shape(), a.dtype(), a.device()));
-  Traced traced;
-  {
-    exec::Phase phase("trace", prof::SpanKind::compile);
-    TraceScope scope(tr);
-    traced = trace(params);
-    for (const Array& o : traced.outputs) tr->graph.outputs.push_back(node_in(tr, o, loc));
-  }
-  int64_t trace_ns = prof::monotonic_ns() - t0;
+// Runs the function on `params` under `tr`: its outputs become the graph's.
+Traced trace_graph(const std::shared_ptr<TraceState>& tr, const std::vector<Array>& params, const TraceFn& trace,
+                   const std::source_location& loc) {
+  exec::Phase phase("trace", prof::SpanKind::compile);
+  TraceScope scope(tr);
+  Traced traced = trace(params);
+  for (const Array& o : traced.outputs) tr->graph.outputs.push_back(node_in(tr, o, loc));
+  return traced;
+}
 
-  compile::Compiled c = compile::compile_graph(std::move(tr->graph), core.name, core.options, device);
-  // LOUPE_DUMP_IR=1 prints what each compile produced, as XLA's dump flags do.
+// LOUPE_DUMP_IR=1 prints what each compile produced, as XLA's dump flags do.
+void dump_ir(const JitCore& core, const std::string& reason, const compile::Compiled& c) {
   static const bool dump = [] {
     const char* env = std::getenv("LOUPE_DUMP_IR");
     return env != nullptr && *env != 0 && *env != '0';
   }();
   if (dump) std::fprintf(stderr, "loupe: compiled %s (%s)\n%s\n", core.name.c_str(), reason.c_str(), c.ir.c_str());
+}
 
+// The cache entry of `sig`, found by its hash from now on.
+JitCore::Entry* add_entry(JitCore& core, compile::Signature sig, const compile::Compiled& c, std::shared_ptr<void> tmpl,
+                          Device device) {
   auto entry = std::make_unique<JitCore::Entry>();
   entry->sig = std::move(sig);
   entry->sig_text = prof::intern(entry->sig.text(core.options.arg_names));
   entry->exe = c.exe;
-  entry->tmpl = std::move(traced.tmpl);
+  entry->tmpl = std::move(tmpl);
   entry->device = device;
   JitCore::Entry* e = entry.get();
   core.index.emplace(e->sig.hash, e);
   core.entries.push_back(std::move(entry));
+  return e;
+}
 
+// The function's stats after a compile: a miss, or one ahead of time.
+void count_compile(JitCore& core, prof::CompileKind kind, const std::string& reason, const compile::Compiled& c,
+                   int64_t trace_ns) {
   if (kind == prof::CompileKind::aot) ++core.stats.aot;
   else ++core.stats.misses;
   core.stats.cache_entries = core.entries.size();
@@ -173,7 +166,39 @@ JitCore::Entry* compile_entry(JitCore& core, const tree::Flat& flat, compile::Si
   core.stats.last_trace_ns = trace_ns;
   core.stats.last_optimize_ns = c.optimize_ns;
   core.stats.last_codegen_ns = c.codegen_ns;
+}
 
+// The signatures this object compiled at its line, the most recent, for
+// miss_reason() when another object is made there.
+void remember_site(const JitCore& core, const compile::Signature& sig) {
+  Sites& s = sites();
+  std::lock_guard lock(s.mu);
+  Site& site = s.map[site_key(core)];
+  if (site.last_object != core.object_id) site.sigs.clear();
+  site.last_object = core.object_id;
+  site.sigs.push_back(sig);
+  if (site.sigs.size() > 16) site.sigs.erase(site.sigs.begin());
+}
+
+// Traces, optimises and lowers the function for `flat`'s signature.
+JitCore::Entry* compile_entry(JitCore& core, const tree::Flat& flat, compile::Signature sig, const TraceFn& trace,
+                              const PathsFn& paths, const std::source_location& loc, prof::CompileKind kind,
+                              prof::Ticks start) {
+  Device device = call_device(core, flat, loc);
+  std::string reason = miss_reason(core, sig, paths);
+
+  // Trace.
+  int64_t t0 = prof::monotonic_ns();
+  auto tr = new_trace(device);
+  std::vector<Array> params;
+  for (const Array& a : flat.arrays) params.push_back(add_parameter(tr, a.shape(), a.dtype(), a.device()));
+  Traced traced = trace_graph(tr, params, trace, loc);
+  int64_t trace_ns = prof::monotonic_ns() - t0;
+
+  compile::Compiled c = compile::compile_graph(std::move(tr->graph), core.name, core.options, device);
+  dump_ir(core, reason, c);
+  JitCore::Entry* e = add_entry(core, std::move(sig), c, std::move(traced.tmpl), device);
+  count_compile(core, kind, reason, c, trace_ns);
   if (prof::capturing()) {
     prof::compile({.function = core.fn_name,
                    .signature = e->sig_text,
@@ -190,15 +215,7 @@ JitCore::Entry* compile_entry(JitCore& core, const tree::Flat& flat, compile::Si
                    .callsite = exec::site_of(loc),
                    .function_object = core.object_id});
   }
-  {
-    Sites& s = sites();
-    std::lock_guard lock(s.mu);
-    Site& site = s.map[site_key(core)];
-    if (site.last_object != core.object_id) site.sigs.clear();
-    site.last_object = core.object_id;
-    site.sigs.push_back(e->sig);
-    if (site.sigs.size() > 16) site.sigs.erase(site.sigs.begin());
-  }
+  remember_site(core, e->sig);
   return e;
 }
 

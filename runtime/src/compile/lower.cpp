@@ -51,6 +51,112 @@ RowKernel row_indexing(Dtype dtype, const Shape& table, const Node& indices) {
   return k;
 }
 
+// A reduction's spec but for its output buffer: what it folds, and where
+// each element of the iteration space lands in its output.
+Reduce reduction_of(const Node& rn, const Shape& iter) {
+  Reduce red;
+  red.kind = rn.op == Op::reduce_sum   ? ReduceKind::sum
+             : rn.op == Op::reduce_max ? ReduceKind::max
+             : rn.op == Op::reduce_min ? ReduceKind::min
+                                       : ReduceKind::argmax;
+  red.dtype = rn.dtype;
+  red.out_size = numel(rn.shape);
+  // Output strides over the iteration space: 0 on reduced axes.
+  std::vector<bool> reduced(iter.size(), false);
+  for (int64_t a : rn.attrs.axes) reduced[size_t(a)] = true;
+  red.out_strides.assign(iter.size(), 0);
+  int64_t stride = 1;
+  for (size_t d = iter.size(); d-- > 0;) {
+    if (reduced[d]) continue;
+    red.out_strides[d] = stride;
+    stride *= iter[d];
+  }
+  if (red.kind == ReduceKind::argmax) red.axis = int(rn.attrs.axes[0]);
+  return red;
+}
+
+// n = matmul(x, y).
+MatmulKernel matmul_kernel(const Node& n, const Shape& x, const Shape& y) {
+  const ir::Attrs& a = n.attrs;
+  MatmulKernel k;
+  k.dtype = n.dtype;
+  k.transpose_a = a.transpose_a;
+  k.transpose_b = a.transpose_b;
+  k.m = n.shape[n.shape.size() - 2];
+  k.n = n.shape.back();
+  k.k = a.transpose_a ? x[x.size() - 2] : x.back();
+  k.batch.assign(n.shape.begin(), n.shape.end() - 2);
+  auto strides = [&](const Shape& s) {
+    size_t nb = s.size() - 2, off = k.batch.size() - nb;
+    std::vector<int64_t> st(k.batch.size(), 0);
+    int64_t acc = 1;
+    for (size_t d = k.batch.size(); d-- > off;) {
+      int64_t e = s[d - off];
+      st[d] = e == 1 ? 0 : acc;
+      acc *= e;
+    }
+    return st;
+  };
+  k.a_batch_stride = strides(x);
+  k.b_batch_stride = strides(y);
+  return k;
+}
+
+ConcatKernel concat_kernel(const Node& n, const std::vector<const Node*>& in) {
+  const ir::Attrs& a = n.attrs;
+  ConcatKernel k;
+  k.dtype = n.dtype;
+  k.outer = numel(Shape(n.shape.begin(), n.shape.begin() + a.axis));
+  for (const Node* x : in) k.chunk.push_back(numel(Shape(x->shape.begin() + a.axis, x->shape.end())));
+  return k;
+}
+
+PadKernel pad_kernel(const Node& n, const Shape& in_shape) {
+  PadKernel k;
+  k.dtype = n.dtype;
+  k.in_shape = in_shape;
+  k.out_shape = n.shape;
+  k.starts = n.attrs.starts;
+  k.steps = n.attrs.steps;
+  return k;
+}
+
+// n = attention(q, k, v, ...), or its gradient.
+AttentionKernel attention_kernel(const Node& n, const std::vector<const Node*>& in) {
+  const ir::Attrs& a = n.attrs;
+  AttentionKernel k;
+  const Shape &q = in[0]->shape, &kk = in[1]->shape, &v = in[2]->shape;
+  size_t r = q.size();
+  k.dtype = in[0]->dtype;
+  k.batch = numel(Shape(q.begin(), q.end() - 2));
+  k.sq = q[r - 2];
+  k.sk = kk[r - 2];
+  k.d = q[r - 1];
+  k.dv = v[r - 1];
+  k.causal = a.causal;
+  k.scale = float(a.value);
+  return k;
+}
+
+// The kernel of an opaque node n, whose operands are `in`.
+KernelBody opaque_body(const Node& n, const std::vector<const Node*>& in) {
+  switch (n.op) {
+    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
+    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
+    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
+    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
+    break;
+    case Op::matmul: return matmul_kernel(n, in[0]->shape, in[1]->shape);
+    case Op::gather: return row_indexing<GatherKernel>(n.dtype, in[0]->shape, *in[1]);
+    case Op::scatter_add: return row_indexing<ScatterAddKernel>(n.dtype, n.shape, *in[0]);
+    case Op::concat: return concat_kernel(n, in);
+    case Op::pad: return pad_kernel(n, in[0]->shape);
+    case Op::attention: return attention_kernel(n, in);
+    case Op::attention_bwd: return AttentionBwdKernel{attention_kernel(n, in)};
+  }
+  throw RuntimeError(fmt::format("internal error: no kernel for {}", ir::op_name(n.op)));
+}
+
 class Lowering {
  public:
   Lowering(const Graph& g, bool fuse) : g_(g), fuse_(fuse), slot_(g.size(), -1) {}
@@ -74,6 +180,13 @@ class Lowering {
   void materialise();
 
   // ---- specs
+  struct Loop;                                                            // a loop kernel being built
+  using LoopStores = std::vector<std::pair<int, std::pair<int, Dtype>>>;  // (register, (slot, dtype))
+  Opnd loop_operand(Loop& l, NodeId x);
+  int loop_register(Loop& l, NodeId x);
+  Opnd random_key(Loop& l, NodeId x);
+  void emit_member(Loop& l, NodeId m);
+  LoopStores loop_stores(Loop& l);
   std::shared_ptr<KernelSpec> build_loop(int gid, std::vector<int>& in_slots, std::vector<int>& out_slots);
   std::shared_ptr<KernelSpec> build_opaque(int gid, std::vector<int>& in_slots, std::vector<int>& out_slots);
   std::vector<int> schedule();
@@ -261,101 +374,112 @@ std::string Lowering::kernel_name(int gid) const {
   return fmt::format("{}[{}]", gr.reduce >= 0 ? "reduce_fusion" : "loop_fusion", list);
 }
 
-std::shared_ptr<KernelSpec> Lowering::build_loop(int gid, std::vector<int>& in_slots, std::vector<int>& out_slots) {
-  const Group& gr = groups_[size_t(gid)];
-  ProgramBuilder b(gr.iter);
+// A loop kernel being built: its register program, the register of each
+// value computed so far, and the slots of its inputs.
+struct Lowering::Loop {
+  int gid;
+  const Group& gr;
+  ProgramBuilder b;
   std::map<NodeId, int> reg;
-  auto arg_of = [&](int slot) {
+  std::vector<int>& in_slots;
+
+  // The kernel's buffer number of input `slot`, taken as a new input if it
+  // is not one yet.
+  int arg_of(int slot) {
     auto it = std::find(in_slots.begin(), in_slots.end(), slot);
     if (it != in_slots.end()) return int(it - in_slots.begin());
     in_slots.push_back(slot);
     return int(in_slots.size() - 1);
-  };
-  // Output buffer indices are fixed up below, once the inputs are known.
-  std::vector<std::pair<int, int>> outs;  // (slot, store index or -1 for the reduction)
-  auto operand_of = [&](NodeId x) -> Opnd {
-    if (auto it = reg.find(x); it != reg.end()) return {it->second, false, 0};
-    Source s = resolve(x, gid);
-    const Node& xn = g_[x];
-    if (s.is_const) return {-1, true, s.value};
-    bool invariant = std::all_of(s.view.strides.begin(), s.view.strides.end(), [](int64_t st) { return st == 0; });
-    return {b.load(arg_of(s.slot), xn.dtype, s.view), false, 0, invariant};
-  };
-  auto operand = [&](NodeId x) -> int {
-    Opnd o = operand_of(x);
-    return o.is_const ? b.constant(class_of(g_[x].dtype), o.value) : o.reg;
-  };
+  }
+};
 
+// x as an operand of the loop: its register, its constant value, or a load.
+Opnd Lowering::loop_operand(Loop& l, NodeId x) {
+  if (auto it = l.reg.find(x); it != l.reg.end()) return {it->second, false, 0};
+  Source s = resolve(x, l.gid);
+  const Node& xn = g_[x];
+  if (s.is_const) return {-1, true, s.value};
+  bool invariant = std::all_of(s.view.strides.begin(), s.view.strides.end(), [](int64_t st) { return st == 0; });
+  return {l.b.load(l.arg_of(s.slot), xn.dtype, s.view), false, 0, invariant};
+}
+
+// x in a register of the loop (a constant in a constant register).
+int Lowering::loop_register(Loop& l, NodeId x) {
+  Opnd o = loop_operand(l, x);
+  return o.is_const ? l.b.constant(class_of(g_[x].dtype), o.value) : o.reg;
+}
+
+// The key of a random op, from outside the loop: its value if a constant,
+// else its one element loaded everywhere.
+Opnd Lowering::random_key(Loop& l, NodeId x) {
+  if (g_[x].op == Op::full) return {-1, true, g_[x].attrs.value};
+  View v;
+  v.strides.assign(l.gr.iter.size(), 0);
+  return {l.b.load(l.arg_of(buffer_of(x, l.gid)), g_[x].dtype, v), false, 0};
+}
+
+// The instructions of member m, given its operands.
+void Lowering::emit_member(Loop& l, NodeId m) {
+  const Node& n = g_[m];
+  std::vector<Opnd> in;
+  std::vector<Dtype> dts;
+  for (NodeId x : n.inputs) {
+    dts.push_back(g_[x].dtype);
+    if (ir::is_random(n.op) && l.reg.find(x) == l.reg.end()) {
+      in.push_back(random_key(l, x));
+      continue;
+    }
+    in.push_back(loop_operand(l, x));
+  }
+  l.reg[m] = emit_node(l.b, n, in, dts, l.gr.iter);
+}
+
+// Stores: copies and fills store their one value; loops their materialised
+// members.
+Lowering::LoopStores Lowering::loop_stores(Loop& l) {
+  const Group& gr = l.gr;
+  LoopStores stores;
+  if (gr.kind != Group::Kind::loop) {
+    NodeId v = gr.members[0];
+    stores.push_back({l.reg[v], {slot_[size_t(v)], g_[v].dtype}});
+  } else {
+    for (NodeId m : gr.members)
+      if (m != gr.reduce && stored_[size_t(m)]) stores.push_back({l.reg[m], {slot_[size_t(m)], g_[m].dtype}});
+  }
+  return stores;
+}
+
+std::shared_ptr<KernelSpec> Lowering::build_loop(int gid, std::vector<int>& in_slots, std::vector<int>& out_slots) {
+  const Group& gr = groups_[size_t(gid)];
+  Loop l{gid, gr, ProgramBuilder(gr.iter), {}, in_slots};
   if (gr.kind == Group::Kind::copy || gr.kind == Group::Kind::fill) {
     NodeId v = gr.members[0];
-    int r = operand(v);  // a view load, or an immediate
-    reg[v] = r;
+    int r = loop_register(l, v);  // a view load, or an immediate
+    l.reg[v] = r;
   }
   for (NodeId m : gr.members) {
     if (gr.kind != Group::Kind::loop || m == gr.reduce) continue;
-    const Node& n = g_[m];
-    std::vector<Opnd> in;
-    std::vector<Dtype> dts;
-    for (NodeId x : n.inputs) {
-      dts.push_back(g_[x].dtype);
-      if (ir::is_random(n.op) && reg.find(x) == reg.end()) {
-        if (g_[x].op == Op::full) {
-          in.push_back({-1, true, g_[x].attrs.value});
-        } else {
-          View v;
-          v.strides.assign(gr.iter.size(), 0);
-          in.push_back({b.load(arg_of(buffer_of(x, gid)), g_[x].dtype, v), false, 0});
-        }
-        continue;
-      }
-      in.push_back(operand_of(x));
-    }
-    reg[m] = emit_node(b, n, in, dts, gr.iter);
+    emit_member(l, m);
   }
-  // Stores: copies and fills store their one value; loops their materialised members.
-  std::vector<std::pair<int, std::pair<int, Dtype>>> stores;  // (reg, (slot, dtype))
-  if (gr.kind != Group::Kind::loop) {
-    NodeId v = gr.members[0];
-    stores.push_back({reg[v], {slot_[size_t(v)], g_[v].dtype}});
-  } else {
-    for (NodeId m : gr.members)
-      if (m != gr.reduce && stored_[size_t(m)]) stores.push_back({reg[m], {slot_[size_t(m)], g_[m].dtype}});
-  }
+  LoopStores stores = loop_stores(l);
   int reduce_reg = -1;
-  if (gr.reduce >= 0) reduce_reg = operand(g_[gr.reduce].inputs[0]);
+  if (gr.reduce >= 0) reduce_reg = loop_register(l, g_[gr.reduce].inputs[0]);
 
+  // Output buffer numbers follow the inputs, now that they are all known.
   const int n_in = int(in_slots.size());
   for (auto& [r, sd] : stores) {
     out_slots.push_back(sd.first);
-    b.store(r, n_in + int(out_slots.size()) - 1, sd.second);
+    l.b.store(r, n_in + int(out_slots.size()) - 1, sd.second);
   }
   if (gr.reduce >= 0) {
-    const Node& rn = g_[gr.reduce];
     out_slots.push_back(slot_[size_t(gr.reduce)]);
-    Reduce red;
-    red.kind = rn.op == Op::reduce_sum   ? ReduceKind::sum
-               : rn.op == Op::reduce_max ? ReduceKind::max
-               : rn.op == Op::reduce_min ? ReduceKind::min
-                                         : ReduceKind::argmax;
+    Reduce red = reduction_of(g_[gr.reduce], gr.iter);
     red.out = n_in + int(out_slots.size()) - 1;
-    red.dtype = rn.dtype;
-    red.out_size = numel(rn.shape);
-    // Output strides over the iteration space: 0 on reduced axes.
-    std::vector<bool> reduced(gr.iter.size(), false);
-    for (int64_t a : rn.attrs.axes) reduced[size_t(a)] = true;
-    red.out_strides.assign(gr.iter.size(), 0);
-    int64_t stride = 1;
-    for (size_t d = gr.iter.size(); d-- > 0;) {
-      if (reduced[d]) continue;
-      red.out_strides[d] = stride;
-      stride *= gr.iter[d];
-    }
-    if (red.kind == ReduceKind::argmax) red.axis = int(rn.attrs.axes[0]);
-    b.reduce(red, reduce_reg);
+    l.b.reduce(red, reduce_reg);
   }
   auto spec = std::make_shared<KernelSpec>();
   spec->name = prof::intern(kernel_name(gid));
-  spec->body = b.finish();
+  spec->body = l.b.finish();
   return spec;
 }
 
@@ -369,77 +493,7 @@ std::shared_ptr<KernelSpec> Lowering::build_opaque(int gid, std::vector<int>& in
   out_slots.push_back(slot_[size_t(groups_[size_t(gid)].members[0])]);
   auto spec = std::make_shared<KernelSpec>();
   spec->name = prof::intern(kernel_name(gid));
-  const ir::Attrs& a = n.attrs;
-  switch (n.op) {
-    LOUPE_SOURCE_OPS(LOUPE_OP_CASE)
-    LOUPE_ELEMENTWISE_OPS(LOUPE_OP_CASE)
-    LOUPE_REDUCTION_OPS(LOUPE_OP_CASE)
-    LOUPE_VIEW_OPS(LOUPE_OP_CASE)
-    throw RuntimeError(fmt::format("internal error: no kernel for {}", ir::op_name(n.op)));
-    case Op::matmul: {
-      MatmulKernel k;
-      k.dtype = n.dtype;
-      const Shape &x = in[0]->shape, &y = in[1]->shape;
-      k.transpose_a = a.transpose_a;
-      k.transpose_b = a.transpose_b;
-      k.m = n.shape[n.shape.size() - 2];
-      k.n = n.shape.back();
-      k.k = a.transpose_a ? x[x.size() - 2] : x.back();
-      k.batch.assign(n.shape.begin(), n.shape.end() - 2);
-      auto strides = [&](const Shape& s) {
-        size_t nb = s.size() - 2, off = k.batch.size() - nb;
-        std::vector<int64_t> st(k.batch.size(), 0);
-        int64_t acc = 1;
-        for (size_t d = k.batch.size(); d-- > off;) {
-          int64_t e = s[d - off];
-          st[d] = e == 1 ? 0 : acc;
-          acc *= e;
-        }
-        return st;
-      };
-      k.a_batch_stride = strides(x);
-      k.b_batch_stride = strides(y);
-      spec->body = k;
-      break;
-    }
-    case Op::gather: spec->body = row_indexing<GatherKernel>(n.dtype, in[0]->shape, *in[1]); break;
-    case Op::scatter_add: spec->body = row_indexing<ScatterAddKernel>(n.dtype, n.shape, *in[0]); break;
-    case Op::concat: {
-      ConcatKernel k;
-      k.dtype = n.dtype;
-      k.outer = numel(Shape(n.shape.begin(), n.shape.begin() + a.axis));
-      for (const Node* x : in) k.chunk.push_back(numel(Shape(x->shape.begin() + a.axis, x->shape.end())));
-      spec->body = k;
-      break;
-    }
-    case Op::pad: {
-      PadKernel k;
-      k.dtype = n.dtype;
-      k.in_shape = in[0]->shape;
-      k.out_shape = n.shape;
-      k.starts = a.starts;
-      k.steps = a.steps;
-      spec->body = k;
-      break;
-    }
-    case Op::attention:
-    case Op::attention_bwd: {
-      AttentionKernel k;
-      const Shape &q = in[0]->shape, &kk = in[1]->shape, &v = in[2]->shape;
-      size_t r = q.size();
-      k.dtype = in[0]->dtype;
-      k.batch = numel(Shape(q.begin(), q.end() - 2));
-      k.sq = q[r - 2];
-      k.sk = kk[r - 2];
-      k.d = q[r - 1];
-      k.dv = v[r - 1];
-      k.causal = a.causal;
-      k.scale = float(a.value);
-      if (n.op == Op::attention) spec->body = k;
-      else spec->body = AttentionBwdKernel{k};
-      break;
-    }
-  }
+  spec->body = opaque_body(n, in);
   return spec;
 }
 

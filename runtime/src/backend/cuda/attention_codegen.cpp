@@ -122,6 +122,138 @@ PlanStep row_launch(std::string entry, std::vector<int> args, int64_t rows, int6
   return s;
 }
 
+// The backward pass's source after common(): where dK and dV start in the
+// packed output, and the key rows a block of the key-row kernel stages.
+std::string bwd_defines(int tile_kv) {
+  return fmt::format(R"(
+#define DK_OFF (BATCH * SQ * D)
+#define DV_OFF (BATCH * SQ * D + BATCH * SK * D)
+#define TILE_KV {tile_kv}
+)",
+                     fmt::arg("tile_kv", tile_kv));
+}
+
+// The query-row kernel: per query row, its log-sum-exp and D = dO·O (kept
+// in the scratch buffer for the key-row kernel), then dQ.
+std::string bwd_query_kernel(const AttentionKernel& k) {
+  return fmt::format(R"(
+extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_q(const void* q_, const void* k_, const void* v_,
+    const void* o_, const void* do_, void* packed, void* scratch) {{
+  __shared__ float ks[TILE * D];
+  __shared__ float vs[TILE * DV];
+  float* lse_out = (float*)scratch;
+  float* dsum_out = (float*)scratch + BATCH * SQ;
+{row_setup}  const float scale = {scale};
+  for (long long b = blockIdx.y; b < BATCH; b += gridDim.y) {{
+    float q[D], dout[DV], dq[D];
+    float m = -__int_as_float(0x7f800000), l = 0.0f, dsum = 0.0f;
+    for (int c = 0; c < D; ++c) {{
+      q[c] = active ? ld(q_, (b * SQ + i) * D + c) : 0.0f;
+      dq[c] = 0.0f;
+    }}
+    for (int c = 0; c < DV; ++c) {{
+      dout[c] = active ? ld(do_, (b * SQ + i) * DV + c) : 0.0f;
+      dsum += active ? dout[c] * ld(o_, (b * SQ + i) * DV + c) : 0.0f;
+    }}
+    // Pass 1: the row's log-sum-exp.
+{key_tiles_no_values}      for (int j = 0; j < jn; ++j) {{
+        float s = 0.0f;
+        for (int c = 0; c < D; ++c) s += q[c] * ks[j * D + c];
+        s *= scale;
+        if (s > m) {{
+          l = l * expf(m - s) + 1.0f;
+          m = s;
+        }} else {{
+          l += expf(s - m);
+        }}
+      }}
+    }}
+    const float lse = l > 0.0f ? m + logf(l) : __int_as_float(0x7f800000);
+    if (active) {{
+      lse_out[b * SQ + i] = lse;
+      dsum_out[b * SQ + i] = dsum;
+    }}
+    // Pass 2: dQ = sum_j P (dP - D) K * scale.
+{key_tiles}      for (int j = 0; j < jn; ++j) {{
+        float s = 0.0f, dp = 0.0f;
+        for (int c = 0; c < D; ++c) s += q[c] * ks[j * D + c];
+        for (int c = 0; c < DV; ++c) dp += dout[c] * vs[j * DV + c];
+        const float pr = expf(s * scale - lse);
+        const float ds = pr * (dp - dsum) * scale;
+        for (int c = 0; c < D; ++c) dq[c] += ds * ks[j * D + c];
+      }}
+    }}
+    if (active)
+      for (int c = 0; c < D; ++c) st(packed, (b * SQ + i) * D + c, dq[c]);
+  }}
+}}
+)",
+                     fmt::arg("row_setup", kQueryRowSetup), fmt::arg("key_tiles", key_tile_loop(true)),
+                     fmt::arg("key_tiles_no_values", key_tile_loop(false)), fmt::arg("scale", float_literal(k.scale)));
+}
+
+// The key-row kernel: per key row, dK and dV, from the saved log-sum-exp
+// and D of the queries that see it.
+std::string bwd_key_kernel(const AttentionKernel& k) {
+  return fmt::format(R"(
+extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_kv(const void* q_, const void* k_, const void* v_,
+    const void* do_, void* packed, const void* scratch) {{
+  __shared__ float qs[TILE_KV * D];
+  __shared__ float dos[TILE_KV * DV];
+  __shared__ float lses[TILE_KV];
+  __shared__ float dsums[TILE_KV];
+  const float* lse_in = (const float*)scratch;
+  const float* dsum_in = (const float*)scratch + BATCH * SQ;
+  const int j = blockIdx.x * ROWS + threadIdx.x;
+  const bool active = j < SK;
+  // Query i sees key j when j < key_end(i): from i = j - (SK - SQ) on.
+  const int first = blockIdx.x * ROWS;
+  int qstart = CAUSAL ? first - (SK - SQ) : 0;
+  qstart = qstart < 0 ? 0 : qstart;
+  int my_start = CAUSAL ? j - (SK - SQ) : 0;
+  my_start = my_start < 0 ? 0 : my_start;
+  const float scale = {scale};
+  for (long long b = blockIdx.y; b < BATCH; b += gridDim.y) {{
+    float kr[D], vr[DV], dk[D], dv[DV];
+    for (int c = 0; c < D; ++c) {{
+      kr[c] = active ? ld(k_, (b * SK + j) * D + c) : 0.0f;
+      dk[c] = 0.0f;
+    }}
+    for (int c = 0; c < DV; ++c) {{
+      vr[c] = active ? ld(v_, (b * SK + j) * DV + c) : 0.0f;
+      dv[c] = 0.0f;
+    }}
+    for (int i0 = qstart; i0 < SQ; i0 += TILE_KV) {{
+      const int n = min(TILE_KV, SQ - i0);
+      __syncthreads();
+      for (int t = threadIdx.x; t < n * D; t += blockDim.x) qs[t] = ld(q_, (b * SQ + i0) * D + t);
+      for (int t = threadIdx.x; t < n * DV; t += blockDim.x) dos[t] = ld(do_, (b * SQ + i0) * DV + t);
+      for (int t = threadIdx.x; t < n; t += blockDim.x) {{
+        lses[t] = lse_in[b * SQ + i0 + t];
+        dsums[t] = dsum_in[b * SQ + i0 + t];
+      }}
+      __syncthreads();
+      if (!active) continue;
+      for (int ii = (my_start > i0 ? my_start - i0 : 0); ii < n; ++ii) {{
+        float s = 0.0f, dp = 0.0f;
+        for (int c = 0; c < D; ++c) s += qs[ii * D + c] * kr[c];
+        for (int c = 0; c < DV; ++c) dp += dos[ii * DV + c] * vr[c];
+        const float pr = expf(s * scale - lses[ii]);
+        const float ds = pr * (dp - dsums[ii]) * scale;
+        for (int c = 0; c < DV; ++c) dv[c] += pr * dos[ii * DV + c];
+        for (int c = 0; c < D; ++c) dk[c] += ds * qs[ii * D + c];
+      }}
+    }}
+    if (active) {{
+      for (int c = 0; c < D; ++c) st(packed, DK_OFF + (b * SK + j) * D + c, dk[c]);
+      for (int c = 0; c < DV; ++c) st(packed, DV_OFF + (b * SK + j) * DV + c, dv[c]);
+    }}
+  }}
+}}
+)",
+                     fmt::arg("scale", float_literal(k.scale)));
+}
+
 }  // namespace
 
 KernelPlan plan_attention(const AttentionKernel& k) {
@@ -186,122 +318,7 @@ KernelPlan plan_attention_bwd(const AttentionBwdKernel& kb) {
     return p;
   }
   const int tile_q = tile_rows(k.d + k.dv), tile_kv = tile_rows(k.d + k.dv + 2);
-  std::string src =
-      common(k, tile_q) + fmt::format(R"(
-#define DK_OFF (BATCH * SQ * D)
-#define DV_OFF (BATCH * SQ * D + BATCH * SK * D)
-#define TILE_KV {tile_kv}
-
-extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_q(const void* q_, const void* k_, const void* v_,
-    const void* o_, const void* do_, void* packed, void* scratch) {{
-  __shared__ float ks[TILE * D];
-  __shared__ float vs[TILE * DV];
-  float* lse_out = (float*)scratch;
-  float* dsum_out = (float*)scratch + BATCH * SQ;
-{row_setup}  const float scale = {scale};
-  for (long long b = blockIdx.y; b < BATCH; b += gridDim.y) {{
-    float q[D], dout[DV], dq[D];
-    float m = -__int_as_float(0x7f800000), l = 0.0f, dsum = 0.0f;
-    for (int c = 0; c < D; ++c) {{
-      q[c] = active ? ld(q_, (b * SQ + i) * D + c) : 0.0f;
-      dq[c] = 0.0f;
-    }}
-    for (int c = 0; c < DV; ++c) {{
-      dout[c] = active ? ld(do_, (b * SQ + i) * DV + c) : 0.0f;
-      dsum += active ? dout[c] * ld(o_, (b * SQ + i) * DV + c) : 0.0f;
-    }}
-    // Pass 1: the row's log-sum-exp.
-{key_tiles_no_values}      for (int j = 0; j < jn; ++j) {{
-        float s = 0.0f;
-        for (int c = 0; c < D; ++c) s += q[c] * ks[j * D + c];
-        s *= scale;
-        if (s > m) {{
-          l = l * expf(m - s) + 1.0f;
-          m = s;
-        }} else {{
-          l += expf(s - m);
-        }}
-      }}
-    }}
-    const float lse = l > 0.0f ? m + logf(l) : __int_as_float(0x7f800000);
-    if (active) {{
-      lse_out[b * SQ + i] = lse;
-      dsum_out[b * SQ + i] = dsum;
-    }}
-    // Pass 2: dQ = sum_j P (dP - D) K * scale.
-{key_tiles}      for (int j = 0; j < jn; ++j) {{
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < D; ++c) s += q[c] * ks[j * D + c];
-        for (int c = 0; c < DV; ++c) dp += dout[c] * vs[j * DV + c];
-        const float pr = expf(s * scale - lse);
-        const float ds = pr * (dp - dsum) * scale;
-        for (int c = 0; c < D; ++c) dq[c] += ds * ks[j * D + c];
-      }}
-    }}
-    if (active)
-      for (int c = 0; c < D; ++c) st(packed, (b * SQ + i) * D + c, dq[c]);
-  }}
-}}
-
-extern "C" __global__ void __launch_bounds__(ROWS) loupe_attention_bwd_kv(const void* q_, const void* k_, const void* v_,
-    const void* do_, void* packed, const void* scratch) {{
-  __shared__ float qs[TILE_KV * D];
-  __shared__ float dos[TILE_KV * DV];
-  __shared__ float lses[TILE_KV];
-  __shared__ float dsums[TILE_KV];
-  const float* lse_in = (const float*)scratch;
-  const float* dsum_in = (const float*)scratch + BATCH * SQ;
-  const int j = blockIdx.x * ROWS + threadIdx.x;
-  const bool active = j < SK;
-  // Query i sees key j when j < key_end(i): from i = j - (SK - SQ) on.
-  const int first = blockIdx.x * ROWS;
-  int qstart = CAUSAL ? first - (SK - SQ) : 0;
-  qstart = qstart < 0 ? 0 : qstart;
-  int my_start = CAUSAL ? j - (SK - SQ) : 0;
-  my_start = my_start < 0 ? 0 : my_start;
-  const float scale = {scale};
-  for (long long b = blockIdx.y; b < BATCH; b += gridDim.y) {{
-    float kr[D], vr[DV], dk[D], dv[DV];
-    for (int c = 0; c < D; ++c) {{
-      kr[c] = active ? ld(k_, (b * SK + j) * D + c) : 0.0f;
-      dk[c] = 0.0f;
-    }}
-    for (int c = 0; c < DV; ++c) {{
-      vr[c] = active ? ld(v_, (b * SK + j) * DV + c) : 0.0f;
-      dv[c] = 0.0f;
-    }}
-    for (int i0 = qstart; i0 < SQ; i0 += TILE_KV) {{
-      const int n = min(TILE_KV, SQ - i0);
-      __syncthreads();
-      for (int t = threadIdx.x; t < n * D; t += blockDim.x) qs[t] = ld(q_, (b * SQ + i0) * D + t);
-      for (int t = threadIdx.x; t < n * DV; t += blockDim.x) dos[t] = ld(do_, (b * SQ + i0) * DV + t);
-      for (int t = threadIdx.x; t < n; t += blockDim.x) {{
-        lses[t] = lse_in[b * SQ + i0 + t];
-        dsums[t] = dsum_in[b * SQ + i0 + t];
-      }}
-      __syncthreads();
-      if (!active) continue;
-      for (int ii = (my_start > i0 ? my_start - i0 : 0); ii < n; ++ii) {{
-        float s = 0.0f, dp = 0.0f;
-        for (int c = 0; c < D; ++c) s += qs[ii * D + c] * kr[c];
-        for (int c = 0; c < DV; ++c) dp += dos[ii * DV + c] * vr[c];
-        const float pr = expf(s * scale - lses[ii]);
-        const float ds = pr * (dp - dsums[ii]) * scale;
-        for (int c = 0; c < DV; ++c) dv[c] += pr * dos[ii * DV + c];
-        for (int c = 0; c < D; ++c) dk[c] += ds * qs[ii * D + c];
-      }}
-    }}
-    if (active) {{
-      for (int c = 0; c < D; ++c) st(packed, DK_OFF + (b * SK + j) * D + c, dk[c]);
-      for (int c = 0; c < DV; ++c) st(packed, DV_OFF + (b * SK + j) * DV + c, dv[c]);
-    }}
-  }}
-}}
-)",
-                                      fmt::arg("row_setup", kQueryRowSetup), fmt::arg("key_tiles", key_tile_loop(true)),
-                                      fmt::arg("key_tiles_no_values", key_tile_loop(false)),
-                                      fmt::arg("scale", float_literal(k.scale)), fmt::arg("tile_kv", tile_kv));
-  p.source = std::move(src);
+  p.source = common(k, tile_q) + bwd_defines(tile_kv) + bwd_query_kernel(k) + bwd_key_kernel(k);
   p.steps.push_back(row_launch("loupe_attention_bwd_q", {0, 1, 2, 3, 4, 5, scratch}, k.sq, k.batch));
   p.steps.push_back(row_launch("loupe_attention_bwd_kv", {0, 1, 2, 4, 5, scratch}, k.sk, k.batch));
   return p;
