@@ -108,8 +108,11 @@ double cast_value(double v, Dtype to) {
     case Dtype::i32: return double(int32_t(int64_t(v)));
     case Dtype::i64: return double(int64_t(v));
     case Dtype::boolean: return v != 0 ? 1.0 : 0.0;
-    default: return double(float(v));
+    case Dtype::f32:
+    case Dtype::f16:
+    case Dtype::bf16: break;
   }
+  return double(float(v));
 }
 
 Array eager(ir::Op op, const std::vector<Array>& inputs, const ir::Attrs& attrs, const ir::Type& out,

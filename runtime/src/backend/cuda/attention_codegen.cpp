@@ -30,16 +30,24 @@ std::string load_fn(Dtype d) {
   switch (d) {
     case Dtype::f16: return "lp_h2f(((const unsigned short*)p)[i])";
     case Dtype::bf16: return "lp_bf2f(((const unsigned short*)p)[i])";
-    default: return "((const float*)p)[i]";
+    case Dtype::f32:
+    case Dtype::i32:
+    case Dtype::i64:
+    case Dtype::boolean: break;  // f32: check() turns the others away
   }
+  return "((const float*)p)[i]";
 }
 
 std::string store_fn(Dtype d) {
   switch (d) {
     case Dtype::f16: return "((unsigned short*)p)[i] = lp_f2h(v)";
     case Dtype::bf16: return "((unsigned short*)p)[i] = lp_f2bf(v)";
-    default: return "((float*)p)[i] = v";
+    case Dtype::f32:
+    case Dtype::i32:
+    case Dtype::i64:
+    case Dtype::boolean: break;  // f32: check() turns the others away
   }
+  return "((float*)p)[i] = v";
 }
 
 void check(const AttentionKernel& k) {

@@ -70,8 +70,11 @@ cudaDataType data_type(Dtype d) {
     case Dtype::f32: return CUDA_R_32F;
     case Dtype::f16: return CUDA_R_16F;
     case Dtype::bf16: return CUDA_R_16BF;
-    default: throw RuntimeError(fmt::format("matmul of {} is not supported on the CUDA device", dtype_name(d)));
+    case Dtype::i32:
+    case Dtype::i64:
+    case Dtype::boolean: break;
   }
+  throw RuntimeError(fmt::format("matmul of {} is not supported on the CUDA device", dtype_name(d)));
 }
 
 }  // namespace

@@ -396,14 +396,18 @@ class FusedSource {
       switch (r.kind) {
         case ReduceKind::sum: return {"double", "0.0"};
         case ReduceKind::max: return {"float", float_literal(-INFINITY)};
-        default: return {"float", float_literal(INFINITY)};
+        case ReduceKind::min:
+        case ReduceKind::argmax: break;  // argmax returned above
       }
+      return {"float", float_literal(INFINITY)};  // min
     }
     switch (r.kind) {
       case ReduceKind::sum: return {"i64", "0"};
       case ReduceKind::max: return {"i64", int_literal(INT64_MIN)};
-      default: return {"i64", int_literal(INT64_MAX)};
+      case ReduceKind::min:
+      case ReduceKind::argmax: break;  // argmax returned above
     }
+    return {"i64", int_literal(INT64_MAX)};  // min
   }
 
   std::string reg_of_reduce() const {
@@ -422,14 +426,18 @@ class FusedSource {
       switch (r.kind) {
         case ReduceKind::sum: return fmt::format("acc += (double){};", v);
         case ReduceKind::max: return fmt::format("acc = lp_max({}, acc);", v);
-        default: return fmt::format("acc = lp_min({}, acc);", v);
+        case ReduceKind::min:
+        case ReduceKind::argmax: break;  // argmax returned above
       }
+      return fmt::format("acc = lp_min({}, acc);", v);  // min
     }
     switch (r.kind) {
       case ReduceKind::sum: return fmt::format("acc = (i64)((u64)acc + (u64){});", v);
       case ReduceKind::max: return fmt::format("acc = {0} > acc ? {0} : acc;", v);
-      default: return fmt::format("acc = {0} < acc ? {0} : acc;", v);
+      case ReduceKind::min:
+      case ReduceKind::argmax: break;  // argmax returned above
     }
+    return fmt::format("acc = {0} < acc ? {0} : acc;", v);  // min
   }
 
   // a = a (+) b, for combining partial results in shared memory.
@@ -443,14 +451,18 @@ class FusedSource {
       switch (r.kind) {
         case ReduceKind::sum: return fmt::format("{} += {};", a, b);
         case ReduceKind::max: return fmt::format("{0} = lp_max({0}, {1});", a, b);
-        default: return fmt::format("{0} = lp_min({0}, {1});", a, b);
+        case ReduceKind::min:
+        case ReduceKind::argmax: break;  // argmax returned above
       }
+      return fmt::format("{0} = lp_min({0}, {1});", a, b);  // min
     }
     switch (r.kind) {
       case ReduceKind::sum: return fmt::format("{0} = (i64)((u64){0} + (u64){1});", a, b);
       case ReduceKind::max: return fmt::format("{0} = {1} > {0} ? {1} : {0};", a, b);
-      default: return fmt::format("{0} = {1} < {0} ? {1} : {0};", a, b);
+      case ReduceKind::min:
+      case ReduceKind::argmax: break;  // argmax returned above
     }
+    return fmt::format("{0} = {1} < {0} ? {1} : {0};", a, b);  // min
   }
 
   std::string write_result(const std::string& value, const std::string& arg) const {

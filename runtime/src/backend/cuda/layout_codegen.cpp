@@ -102,7 +102,7 @@ KernelPlan plan_scatter_add(const ScatterAddKernel& k) {
     case Dtype::i64:
       add = "atomicAdd((unsigned long long*)acc + o, (unsigned long long)((const long long*)upd)[e]);";
       break;
-    default:
+    case Dtype::boolean:
       throw RuntimeError(fmt::format("scatter_add of {} is not supported on the CUDA device", dtype_name(k.dtype)));
   }
   std::string src = prelude() + fmt::format(R"(
