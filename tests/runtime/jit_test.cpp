@@ -14,6 +14,31 @@ Array filled(const Shape& s, rt::Dtype d = f32, rt::Device dev = rt::default_dev
   return rt::astype(rt::full(s, 1, f32, dev), d);
 }
 
+// An opaque kernel (matmul) of views (strided slices) needs copies of them,
+// which lowering appends to its groups while it walks them: wherever that
+// happens in the list of groups (here after 0 to 9 reductions, a group
+// each), the program computes what a float64 reference does.
+TEST(Jit, AnOpaqueKernelOfViewsLowersAfterAnyNumberOfGroups) {
+  Ref a = random_ref({8, 8}, 21), b = random_ref({8, 8}, 22);
+  for (int chain = 0; chain < 10; ++chain) {
+    auto f = rt::jit("views", [chain](Array x, Array y) {
+      for (int i = 0; i < chain; ++i) x = rt::sum(x, {1}, true) * 0.25 + x;
+      return rt::matmul(rt::slice(x, {0, 0}, {8, 8}, {2, 1}), rt::slice(y, {0, 0}, {8, 8}, {1, 2}));
+    });
+    Ref x = a;
+    for (int i = 0; i < chain; ++i) {
+      Ref row = reduce(x, {1}, true, 0, [](double s, double v) { return s + v; });
+      x = zip(map(row, [](double s) { return s * 0.25; }), x, [](double s, double v) { return s + v; });
+    }
+    Ref l({4, 8}), r({8, 4});
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 8; ++j) l[i * 8 + j] = x[2 * i * 8 + j];
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 4; ++j) r[i * 4 + j] = b[i * 8 + 2 * j];
+    EXPECT_TRUE(close(f(to_array(a), to_array(b)), matmul(l, r), 1e-4, 1e-4)) << "after " << chain << " reductions";
+  }
+}
+
 TEST(Jit, HitsOnARepeatedSignature) {
   auto f = rt::jit("f", [](Array x, Array y) { return x * y + 1.0; }, {.arg_names = {"x", "y"}});
   Array x = filled({4, 8}), y = filled({8});

@@ -303,9 +303,11 @@ void Lowering::materialise() {
   }
   // Outputs first: the copies and fills they need join the groups below.
   for (NodeId out : g_.outputs) buffer_of(out, -1);
-  // Groups may be appended (copies, fills) while this runs.
+  // Groups may be appended (copies, fills) while this runs, which moves
+  // groups_: each group is read from a copy, never through a reference
+  // into it.
   for (size_t gid = 0; gid < groups_.size(); ++gid) {
-    Group& gr = groups_[gid];
+    const Group gr = groups_[gid];
     int self = int(gid);
     if (gr.kind == Group::Kind::opaque) {
       for (NodeId x : g_[gr.members[0]].inputs) buffer_of(x, self);
