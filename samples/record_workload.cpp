@@ -90,6 +90,69 @@ class FakeStream {
   std::thread worker_;
 };
 
+// The compile of step `step`: the first, the ragged last batch of each
+// "epoch" and the one after it miss the cache; the others hit.
+void compile_step(int step, const char* signature, const char* ragged) {
+  bool last_batch = step % 10 == 9;
+  prof::Ticks c0 = prof::ticks_now();
+  bool miss = step == 0 || last_batch || step % 10 == 0;
+  if (miss) {
+    prof::Scope compiling("compile", prof::SpanKind::compile);
+    spin_for(std::chrono::microseconds(3000));
+  }
+  prof::compile({.function = "train_step",
+                 .signature = last_batch ? ragged : signature,
+                 .kind = miss ? prof::CompileKind::miss : prof::CompileKind::hit,
+                 .reason = step == 0    ? "first compile"
+                           : last_batch ? "arg 0 `x`: now f32[17,128], before f32[64,128]"
+                           : miss       ? "arg 0 `x`: now f32[64,128], before f32[17,128]"
+                                        : "",
+                 .start = c0,
+                 .end = prof::ticks_now()});
+}
+
+void memory(prof::MemoryEventKind kind, int64_t allocated) {
+  prof::memory_event(
+      {.device = 0, .kind = kind, .bytes = 1 << 20, .allocated = allocated, .reserved = int64_t(8) << 20});
+}
+
+// Forward: six kernels, each allocating 1 MiB; backward: six more, each
+// freeing one.
+void forward_and_backward(FakeStream& stream, int64_t& allocated) {
+  {
+    prof::Scope fwd("forward");
+    for (int k = 0; k < 6; ++k) {
+      allocated += 1 << 20;
+      memory(prof::MemoryEventKind::alloc, allocated);
+      stream.launch(k % 2 ? "matmul" : "fused_elementwise", std::chrono::microseconds(300 + 100 * k));
+    }
+  }
+  prof::Scope bwd("backward");
+  for (int k = 0; k < 6; ++k) {
+    stream.launch("matmul_grad", std::chrono::microseconds(400));
+    allocated -= 1 << 20;
+    memory(prof::MemoryEventKind::free, allocated);
+  }
+}
+
+// loss.item(): wait for the stream, then read 4 bytes back.
+void read_loss(FakeStream& stream, prof::CallSiteId read_back) {
+  prof::Ticks t0 = prof::ticks_now();
+  {
+    prof::Scope wait("synchronize", prof::SpanKind::wait);
+    stream.synchronize();
+  }
+  prof::transfer({.start = t0,
+                  .end = prof::ticks_now(),
+                  .device = 0,
+                  .direction = prof::CopyKind::device_to_host,
+                  .host_memory = prof::HostMemory::pageable,
+                  .synchronous = true,
+                  .implicit = true,
+                  .bytes = 4,
+                  .callsite = read_back});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,62 +181,9 @@ int main(int argc, char** argv) {
     for (int step = 0; step < steps; ++step) {
       prof::StepScope s(step);
       prof::Scope scope("train_step");
-      // The last batch of each "epoch" is smaller: the compile cache misses.
-      bool last_batch = step % 10 == 9;
-      prof::Ticks c0 = prof::ticks_now();
-      bool miss = step == 0 || last_batch || step % 10 == 0;
-      if (miss) {
-        prof::Scope compiling("compile", prof::SpanKind::compile);
-        spin_for(std::chrono::microseconds(3000));
-      }
-      prof::compile({.function = "train_step",
-                     .signature = last_batch ? ragged : signature,
-                     .kind = miss ? prof::CompileKind::miss : prof::CompileKind::hit,
-                     .reason = step == 0    ? "first compile"
-                               : last_batch ? "arg 0 `x`: now f32[17,128], before f32[64,128]"
-                               : miss       ? "arg 0 `x`: now f32[64,128], before f32[17,128]"
-                                            : "",
-                     .start = c0,
-                     .end = prof::ticks_now()});
-      {
-        prof::Scope fwd("forward");
-        for (int k = 0; k < 6; ++k) {
-          allocated += 1 << 20;
-          prof::memory_event({.device = 0,
-                              .kind = prof::MemoryEventKind::alloc,
-                              .bytes = 1 << 20,
-                              .allocated = allocated,
-                              .reserved = int64_t(8) << 20});
-          stream.launch(k % 2 ? "matmul" : "fused_elementwise", std::chrono::microseconds(300 + 100 * k));
-        }
-      }
-      {
-        prof::Scope bwd("backward");
-        for (int k = 0; k < 6; ++k) {
-          stream.launch("matmul_grad", std::chrono::microseconds(400));
-          allocated -= 1 << 20;
-          prof::memory_event({.device = 0,
-                              .kind = prof::MemoryEventKind::free,
-                              .bytes = 1 << 20,
-                              .allocated = allocated,
-                              .reserved = int64_t(8) << 20});
-        }
-      }
-      // loss.item(): wait for the stream, then read 4 bytes back.
-      prof::Ticks t0 = prof::ticks_now();
-      {
-        prof::Scope wait("synchronize", prof::SpanKind::wait);
-        stream.synchronize();
-      }
-      prof::transfer({.start = t0,
-                      .end = prof::ticks_now(),
-                      .device = 0,
-                      .direction = prof::CopyKind::device_to_host,
-                      .host_memory = prof::HostMemory::pageable,
-                      .synchronous = true,
-                      .implicit = true,
-                      .bytes = 4,
-                      .callsite = read_back});
+      compile_step(step, signature, ragged);
+      forward_and_backward(stream, allocated);
+      read_loss(stream, read_back);
       prof::counter("loss", 2.0 / (1 + step));
     }
   }
