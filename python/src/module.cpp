@@ -132,6 +132,7 @@ nb::dict small_table(const Trace& trace, const std::string& name) {
     column("kind", m.devices, [](const Device& r) { return std::string(name_of(r.kind)); });
     column("memory_capacity", m.devices, [](const Device& r) { return r.memory_capacity; });
     column("copy_bandwidth", m.devices, [](const Device& r) { return r.copy_bandwidth; });
+    column("detail", m.devices, [](const Device& r) { return r.detail; });
   } else if (name == "streams") {
     column("device", m.streams, [](const Stream& r) { return r.device; });
     column("stream", m.streams, [](const Stream& r) { return r.stream; });

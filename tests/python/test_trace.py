@@ -108,6 +108,12 @@ class Tables(Workdir):
                 frame = trace.table(table)
                 rows = sql(self.synth, f"SELECT count(*) FROM {table}")
                 self.assertEqual(len(frame), int(rows[1][0]))
+            with self.subTest(columns=table):
+                # Every column of the file's table, by name: the module
+                # misses none.
+                frame = trace.table(table)
+                columns = [row[1] for row in sql(self.synth, f"PRAGMA table_info({table})")[1:]]
+                self.assertEqual(sorted(frame.columns), sorted(columns))
         devices = trace.table("devices")
         raw = sql(self.synth, "SELECT d.id, d.name, k.name FROM devices d JOIN device_kinds k ON k.id = d.kind")[1:]
         self.assertEqual([[str(i), n, k] for i, n, k in zip(devices["id"], devices["name"], devices["kind"])], raw)
