@@ -11,9 +11,13 @@ checkout's: what `build/bin/loupe ...` means from a fresh checkout after
   - a ``` block whose first line starts with "$ ": a transcript, each
     "$ " line a command and the lines after it what it printed;
   - a ```sql block of docs/trace-format.md: a query `loupe sql` runs on
-    trace.db.
-Each scratch folder starts with trace.db, a run of train_mlp, as `make
-demo` records it: the trace a document means when it says trace.db.
+    trace.db;
+  - a ```python block: a script .venv/bin/python runs, which must exit 0;
+    one marked `continued` (```python continued) goes on from the block
+    before it, which runs again first.
+Each scratch folder starts with trace.db and base.db, two runs of
+train_mlp, as `make demo` and the README record them: the traces a
+document means when it says trace.db, or base.db for an earlier run.
 A block whose info string says `no-run` (```sh no-run) is left out: it
 needs a GPU, a program the reader writes, or the network.
 
@@ -170,6 +174,15 @@ def check_command(where, command, expected, cwd, env, problems):
         problems.append(f"{where}: `{command}` shows {what}, which the command does not print:\n{output[-3000:]}")
 
 
+def check_python(where, source, cwd, env, problems):
+    script = os.path.join(cwd, "snippet.py")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(source + "\n")
+    code, output = run(".venv/bin/python snippet.py", cwd, env)
+    if code != 0:
+        problems.append(f"{where}: the Python snippet exited {code}:\n{output[-3000:]}")
+
+
 def check_document(doc, source, build, problems):
     name = os.path.relpath(doc, source)
     with tempfile.TemporaryDirectory(prefix="loupe-docs-") as scratch:
@@ -181,10 +194,11 @@ def check_document(doc, source, build, problems):
         # the PATH.
         path = os.path.join(build, "bin") + os.pathsep + os.environ.get("PATH", "")
         env = dict(os.environ, NO_COLOR="1", PATH=path)
-        # The trace a document means by "trace.db": a run of train_mlp, as
-        # `make demo` records it.
-        run("build/bin/loupe record -q -o trace.db -- build/bin/train_mlp", scratch, env)
+        # The traces a document means by trace.db and base.db.
+        for trace in ("trace.db", "base.db"):
+            run(f"build/bin/loupe record -q -o {trace} -- build/bin/train_mlp", scratch, env)
         demo = os.path.join(scratch, "trace.db")
+        python = ""
         for line, info, lines in blocks(doc):
             words = info.split()
             if "no-run" in words:
@@ -202,6 +216,9 @@ def check_document(doc, source, build, problems):
                                    dict(env, LOUPE_QUERY=query))
                 if code != 0:
                     problems.append(f"{where}: the query fails:\n{output}")
+            elif words[:1] == ["python"]:
+                python = (python + "\n" if "continued" in words else "") + "\n".join(lines)
+                check_python(where, python, scratch, env, problems)
 
 
 def main(argv):
