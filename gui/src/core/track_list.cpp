@@ -135,6 +135,18 @@ Track thread_track(const TraceModel& model, uint32_t id) {
   return track;
 }
 
+// The events of a table as lanes of `kind`, overlapping ones in up to
+// `max_lanes` lanes.
+template <typename Table>
+void add_packed_lanes(Track& track, LaneKind kind, uint32_t table, const Table& events, size_t max_lanes) {
+  PackedLanes p = pack_lanes(events.start.data(), events.dur.data(), events.size(), nullptr, max_lanes);
+  for (auto& lane : p.lanes) {
+    TrackLane tl{kind, table};
+    tl.lane = std::move(lane);
+    track.lanes.push_back(std::move(tl));
+  }
+}
+
 // A device's tracks: one per stream, then its memory.
 void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
   for (uint32_t table = 0; table < model.device_ops.size(); ++table) {
@@ -148,12 +160,7 @@ void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
     track.title = "device " + std::to_string(dev) + " / " +
                   (s && !s->name.empty() ? s->name : "stream " + std::to_string(ops.stream));
     track.subtitle = device_name(model, dev);
-    PackedLanes p = pack_lanes(ops.start.data(), ops.dur.data(), ops.size(), nullptr, 8);
-    for (auto& lane : p.lanes) {
-      TrackLane tl{LaneKind::device_ops, table};
-      tl.lane = std::move(lane);
-      track.lanes.push_back(std::move(tl));
-    }
+    add_packed_lanes(track, LaneKind::device_ops, table, ops, 8);
     list.tracks.push_back(std::move(track));
   }
   for (uint32_t table = 0; table < model.memory.size(); ++table) {
@@ -197,12 +204,7 @@ void add_collective_tracks(const TraceModel& model, TrackList& list) {
     track.table = table;
     const std::string& group = model.str(c.process_group);
     track.title = group.empty() ? "collectives" : "collectives / group " + group;
-    PackedLanes p = pack_lanes(c.start.data(), c.dur.data(), c.size(), nullptr, 4);
-    for (auto& lane : p.lanes) {
-      TrackLane tl{LaneKind::collectives, table};
-      tl.lane = std::move(lane);
-      track.lanes.push_back(std::move(tl));
-    }
+    add_packed_lanes(track, LaneKind::collectives, table, c, 4);
     list.tracks.push_back(std::move(track));
   }
 }
