@@ -26,8 +26,15 @@ std::vector<prof::DeviceOpRow> make_rows() {
   for (uint64_t i = 0; i < kEvents; ++i) {
     uint32_t track = uint32_t((i * 2654435761u) >> 29) & 7;  // 8 interleaved streams
     t[track] += int64_t(2'000 + (i * 7919) % 40'000);
-    rows.push_back({track / 4, track % 4, t[track], int64_t(3'000 + (i * 31) % 90'000), prof::DeviceOpKind::kernel,
-                    prof::StringId(1 + i % 40), 0, prof::CopyKind::none, uint64_t(i + 1)});
+    rows.push_back({.device = track / 4,
+                    .stream = track % 4,
+                    .start = t[track],
+                    .dur = int64_t(3'000 + (i * 31) % 90'000),
+                    .kind = prof::DeviceOpKind::kernel,
+                    .name = prof::StringId(1 + i % 40),
+                    .bytes = 0,
+                    .copy_kind = prof::CopyKind::none,
+                    .correlation = uint64_t(i + 1)});
   }
   return rows;
 }

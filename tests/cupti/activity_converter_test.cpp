@@ -239,7 +239,11 @@ TEST(ActivityConverter, ThroughACaptureIntoTheTrace) {
     c.convert(as_activity(launch), out);
     c.convert(as_activity(k), out);
     c.finish_buffer(out, true);
-    out.devices.push_back({0, "NVIDIA H200", DeviceKind::cuda, int64_t(141) << 30, 0});
+    out.devices.push_back({.id = 0,
+                           .name = "NVIDIA H200",
+                           .kind = DeviceKind::cuda,
+                           .memory_capacity = int64_t(141) << 30,
+                           .copy_bandwidth = 0});
     ASSERT_TRUE(detail::submit_external(std::move(out)));
   }
   TraceModel m = load_trace(dir.file("t.db"));

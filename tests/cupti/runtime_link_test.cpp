@@ -116,8 +116,10 @@ TEST(CuptiRuntimeLink, AdoptedGpusGetTheRuntimesIds) {
   batch.ops.push_back({1, 13, 1, 2, DeviceOpKind::kernel, "other GPU", 0, CopyKind::none, 8});
   batch.memory.push_back({0, 5, MemoryEventKind::alloc, 1024, 0x10, 1024, 1024});
   batch.memory.push_back({1, 5, MemoryEventKind::alloc, 1024, 0x10, 1024, 1024});
-  batch.devices.push_back({0, "NVIDIA H200", DeviceKind::cuda, 1, 0});
-  batch.devices.push_back({1, "NVIDIA H200", DeviceKind::cuda, 1, 0});
+  batch.devices.push_back(
+      {.id = 0, .name = "NVIDIA H200", .kind = DeviceKind::cuda, .memory_capacity = 1, .copy_bandwidth = 0});
+  batch.devices.push_back(
+      {.id = 1, .name = "NVIDIA H200", .kind = DeviceKind::cuda, .memory_capacity = 1, .copy_bandwidth = 0});
   batch.copies.push_back({42, 1, 2, 0, CopyKind::host_to_device, 64, true, HostMemory::pageable, 9});
 
   detail::ExternalEvents untouched = batch;

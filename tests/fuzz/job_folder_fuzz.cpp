@@ -44,8 +44,14 @@ const std::string& source() {
   static const std::string path = [] {
     std::string p = fs::path(loupe::fuzz::write_input(nullptr, 0, ".unused")).parent_path().string() + "/rank0.db";
     TraceWriter w(p, {});
-    w.put(ThreadRow{0, 1, 1, "main", 0});
-    w.add(HostSpanRow{0, 0, 10, w.intern("step"), SpanKind::user, 0, 0});
+    w.put(ThreadRow{.id = 0, .process = 1, .os_tid = 1, .name = "main", .dropped_events = 0});
+    w.add(HostSpanRow{.thread = 0,
+                      .start = 0,
+                      .dur = 10,
+                      .name = w.intern("step"),
+                      .kind = SpanKind::user,
+                      .depth = 0,
+                      .callsite = 0});
     w.set_meta("rank", "0");
     w.close();
     return p;

@@ -19,17 +19,50 @@ void small_trace(const std::string& path, const char* status) {
   o.page_size = 512;
   TraceWriter w(path, o);
   StringId k = w.intern("gemm"), s = w.intern("step"), f = w.intern("f"), sig = w.intern("f32[4]");
-  w.put(DeviceRow{0, "gpu", DeviceKind::cuda, 1 << 30, 1 << 30});
-  w.put(StreamRow{0, 0, "compute"});
-  w.put(ThreadRow{0, 1, 1, "main", 0});
-  w.put(CallSiteRow{1, w.intern("x.cpp"), 3, f});
+  w.put(DeviceRow{
+      .id = 0, .name = "gpu", .kind = DeviceKind::cuda, .memory_capacity = 1 << 30, .copy_bandwidth = 1 << 30});
+  w.put(StreamRow{.device = 0, .stream = 0, .name = "compute"});
+  w.put(ThreadRow{.id = 0, .process = 1, .os_tid = 1, .name = "main", .dropped_events = 0});
+  w.put(CallSiteRow{.id = 1, .file = w.intern("x.cpp"), .line = 3, .function = f});
   for (int i = 0; i < 6; ++i) {
-    w.add(HostSpanRow{0, i * 100, 90, s, SpanKind::user, 0, 1});
-    w.add(LaunchRow{0, i * 100 + 5, 5, k, 0, 0, uint64_t(i + 1)});
-    w.add(DeviceOpRow{0, 0, i * 100 + 20, 50, DeviceOpKind::kernel, k, 0, CopyKind::none, uint64_t(i + 1)});
-    w.add(TransferRow{0, i * 100 + 80, 10, 0, CopyKind::device_to_host, 4, true, true, HostMemory::pageable, 1, 0});
-    w.add(MemoryEventRow{0, i * 100 + 30, MemoryEventKind::alloc, 64, uint64_t(i + 1), 64 * (i + 1), 1024, 1});
-    w.add(StepRow{0, i * 100, 100, i});
+    w.add(HostSpanRow{
+        .thread = 0, .start = i * 100, .dur = 90, .name = s, .kind = SpanKind::user, .depth = 0, .callsite = 1});
+    w.add(LaunchRow{.thread = 0,
+                    .start = i * 100 + 5,
+                    .dur = 5,
+                    .name = k,
+                    .device = 0,
+                    .stream = 0,
+                    .correlation = uint64_t(i + 1)});
+    w.add(DeviceOpRow{.device = 0,
+                      .stream = 0,
+                      .start = i * 100 + 20,
+                      .dur = 50,
+                      .kind = DeviceOpKind::kernel,
+                      .name = k,
+                      .bytes = 0,
+                      .copy_kind = CopyKind::none,
+                      .correlation = uint64_t(i + 1)});
+    w.add(TransferRow{.thread = 0,
+                      .start = i * 100 + 80,
+                      .dur = 10,
+                      .device = 0,
+                      .direction = CopyKind::device_to_host,
+                      .bytes = 4,
+                      .synchronous = true,
+                      .implicit = true,
+                      .host_memory = HostMemory::pageable,
+                      .callsite = 1,
+                      .correlation = 0});
+    w.add(MemoryEventRow{.device = 0,
+                         .time = i * 100 + 30,
+                         .kind = MemoryEventKind::alloc,
+                         .bytes = 64,
+                         .address = uint64_t(i + 1),
+                         .allocated = 64 * (i + 1),
+                         .reserved = 1024,
+                         .callsite = 1});
+    w.add(StepRow{.thread = 0, .start = i * 100, .dur = 100, .number = i});
   }
   CompileRow c;
   c.function = f;
@@ -37,8 +70,8 @@ void small_trace(const std::string& path, const char* status) {
   c.reason = "first compile";
   c.dur = 40;
   w.add(c);
-  w.add(CounterRow{w.intern("loss"), 50, 1.5});
-  w.add(InstantRow{0, 60, s, SpanKind::user});
+  w.add(CounterRow{.name = w.intern("loss"), .time = 50, .value = 1.5});
+  w.add(InstantRow{.thread = 0, .time = 60, .name = s, .kind = SpanKind::user});
   w.set_meta("status", status);
   w.close();
 }

@@ -93,7 +93,7 @@ TraceModel rank_seven_trace() {
   m.strings = {"", "step", "gemm", "cudaLaunchKernel"};
   m.threads.push_back({.id = 3, .name = "main"});
   m.devices.push_back({.id = 0, .name = "cuda:0", .kind = DeviceKind::cuda});
-  m.streams.push_back({0, 7, "stream 7"});
+  m.streams.push_back({.device = 0, .stream = 7, .name = "stream 7"});
   HostSpans spans;
   spans.thread = 3;
   spans.start = {50};

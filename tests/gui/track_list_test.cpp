@@ -25,10 +25,10 @@ using namespace loupe::prof;
 TraceModel small_model() {
   TraceModel m;
   m.strings = {"", "step", "fwd", "bwd", "launch", "k1", "k2", "f", "loss", "sig a", "sig b", "main.cpp", "main"};
-  m.threads.push_back({0, 1, 1, "main", 0});
-  m.devices.push_back({0, "gpu", DeviceKind::cuda, 1000, 0});
-  m.streams.push_back({0, 0, "compute"});
-  m.callsites.push_back({1, 11, 88, 12});
+  m.threads.push_back({.id = 0, .process = 1, .os_tid = 1, .name = "main", .dropped_events = 0});
+  m.devices.push_back({.id = 0, .name = "gpu", .kind = DeviceKind::cuda, .memory_capacity = 1000, .copy_bandwidth = 0});
+  m.streams.push_back({.device = 0, .stream = 0, .name = "compute"});
+  m.callsites.push_back({.id = 1, .file = 11, .line = 88, .function = 12});
   HostSpans s;
   s.thread = 0;
   s.start = {0, 100, 500};

@@ -167,15 +167,38 @@ class ViewerScreenshot : public ::testing::Test {
 // 2 to 5 ms: an idle gap of 3 ms caused by compilation.
 std::string write_gap_trace(const std::string& path) {
   TraceWriter w(path, {});
-  w.put(DeviceRow{0, "gpu", DeviceKind::cuda, int64_t(1) << 30, 0});
-  w.put(StreamRow{0, 0, "compute"});
-  w.put(ThreadRow{0, 1, 1, "main", 0});
+  w.put(DeviceRow{
+      .id = 0, .name = "gpu", .kind = DeviceKind::cuda, .memory_capacity = int64_t(1) << 30, .copy_bandwidth = 0});
+  w.put(StreamRow{.device = 0, .stream = 0, .name = "compute"});
+  w.put(ThreadRow{.id = 0, .process = 1, .os_tid = 1, .name = "main", .dropped_events = 0});
   StringId k = w.intern("kernel"), fn = w.intern("train_step"), sig = w.intern("f32[8]"), jit = w.intern("jit compile");
   for (int64_t t = 0; t < 2'000'000; t += 250'000)
-    w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
+    w.add(DeviceOpRow{.device = 0,
+                      .stream = 0,
+                      .start = t,
+                      .dur = 250'000,
+                      .kind = DeviceOpKind::kernel,
+                      .name = k,
+                      .bytes = 0,
+                      .copy_kind = CopyKind::none,
+                      .correlation = 0});
   for (int64_t t = 5'000'000; t < 8'000'000; t += 250'000)
-    w.add(DeviceOpRow{0, 0, t, 250'000, DeviceOpKind::kernel, k, 0, CopyKind::none, 0});
-  w.add(HostSpanRow{0, 2'000'000, 3'000'000, jit, SpanKind::compile, 0, 0});
+    w.add(DeviceOpRow{.device = 0,
+                      .stream = 0,
+                      .start = t,
+                      .dur = 250'000,
+                      .kind = DeviceOpKind::kernel,
+                      .name = k,
+                      .bytes = 0,
+                      .copy_kind = CopyKind::none,
+                      .correlation = 0});
+  w.add(HostSpanRow{.thread = 0,
+                    .start = 2'000'000,
+                    .dur = 3'000'000,
+                    .name = jit,
+                    .kind = SpanKind::compile,
+                    .depth = 0,
+                    .callsite = 0});
   CompileRow c;
   c.thread = 0;
   c.start = 2'000'000;

@@ -20,8 +20,22 @@ void write_good_trace(const std::string& path, int ops = 2000) {
   TraceWriter w(path, {});
   StringId k = w.intern("k");
   for (int i = 0; i < ops; ++i) {
-    w.add(DeviceOpRow{0, 0, int64_t(i) * 100, 50, DeviceOpKind::kernel, k, 0, CopyKind::none, uint64_t(i)});
-    w.add(HostSpanRow{0, int64_t(i) * 100, 10, k, SpanKind::user, 0, 0});
+    w.add(DeviceOpRow{.device = 0,
+                      .stream = 0,
+                      .start = int64_t(i) * 100,
+                      .dur = 50,
+                      .kind = DeviceOpKind::kernel,
+                      .name = k,
+                      .bytes = 0,
+                      .copy_kind = CopyKind::none,
+                      .correlation = uint64_t(i)});
+    w.add(HostSpanRow{.thread = 0,
+                      .start = int64_t(i) * 100,
+                      .dur = 10,
+                      .name = k,
+                      .kind = SpanKind::user,
+                      .depth = 0,
+                      .callsite = 0});
   }
   w.set_meta("status", "complete");
   w.close();

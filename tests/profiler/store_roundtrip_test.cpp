@@ -22,26 +22,76 @@ TEST(StoreRoundTrip, EveryFieldOfEveryTable) {
     StringId k1 = w.intern("kernel_a"), k2 = w.intern("kernel_b"), file = w.intern("src/x.cpp"),
              fn = w.intern("void f()"), sig = w.intern("f32[2,3]"), cn = w.intern("loss");
     EXPECT_EQ(w.intern("kernel_a"), k1) << "interning is idempotent";
-    w.put(DeviceRow{0, "cpu0", DeviceKind::cpu, 2'147'483'648, 10'000'000'000, "OpenBLAS 0.3.21, Haswell kernels"});
-    w.put(DeviceRow{3, "gpu3", DeviceKind::cuda, 80'000'000'000, 25'000'000'000});
-    w.put(StreamRow{3, 7, "copy"});
-    w.put(ThreadRow{0, 100, 100, "main", 0});
-    w.put(ThreadRow{5, 100, 105, "worker", 17});
-    w.put(CallSiteRow{1, file, 42, fn});
+    w.put(DeviceRow{.id = 0,
+                    .name = "cpu0",
+                    .kind = DeviceKind::cpu,
+                    .memory_capacity = 2'147'483'648,
+                    .copy_bandwidth = 10'000'000'000,
+                    .detail = "OpenBLAS 0.3.21, Haswell kernels"});
+    w.put(DeviceRow{.id = 3,
+                    .name = "gpu3",
+                    .kind = DeviceKind::cuda,
+                    .memory_capacity = 80'000'000'000,
+                    .copy_bandwidth = 25'000'000'000});
+    w.put(StreamRow{.device = 3, .stream = 7, .name = "copy"});
+    w.put(ThreadRow{.id = 0, .process = 100, .os_tid = 100, .name = "main", .dropped_events = 0});
+    w.put(ThreadRow{.id = 5, .process = 100, .os_tid = 105, .name = "worker", .dropped_events = 17});
+    w.put(CallSiteRow{.id = 1, .file = file, .line = 42, .function = fn});
     w.set_meta("status", "complete");
     w.set_meta("custom", "value with ' quote");
 
-    w.add(HostSpanRow{5, 1000, 500, k1, SpanKind::wait, 2, 1});
-    w.add(HostSpanRow{5, 900, 50, k2, SpanKind::runtime, 0, 0});  // out of order: the reader sorts
-    w.add(HostSpanRow{0, 10, 5, k2, SpanKind::compile, 1, 0});
-    w.add(InstantRow{0, 77, k1, SpanKind::user});
-    w.add(CounterRow{cn, 88, 3.25});
-    w.add(CounterRow{cn, 87, -1.5});
-    w.add(DeviceOpRow{3, 7, 2000, 300, DeviceOpKind::memcpy, k2, 4096, CopyKind::device_to_host, 99});
-    w.add(DeviceOpRow{3, 7, 2000, 10, DeviceOpKind::kernel, k1, 0, CopyKind::none, 98});  // same start
-    w.add(LaunchRow{5, 1900, 20, k1, 3, 7, 98});
-    w.add(TransferRow{5, 1950, 400, 3, CopyKind::device_to_host, 4096, true, true, HostMemory::pageable, 1, 99});
-    w.add(MemoryEventRow{3, 1500, MemoryEventKind::retry, 1 << 20, 0xdeadbeef000, 123, 456, 1});
+    w.add(HostSpanRow{
+        .thread = 5, .start = 1000, .dur = 500, .name = k1, .kind = SpanKind::wait, .depth = 2, .callsite = 1});
+    w.add(HostSpanRow{.thread = 5,
+                      .start = 900,
+                      .dur = 50,
+                      .name = k2,
+                      .kind = SpanKind::runtime,
+                      .depth = 0,
+                      .callsite = 0});  // out of order: the reader sorts
+    w.add(HostSpanRow{
+        .thread = 0, .start = 10, .dur = 5, .name = k2, .kind = SpanKind::compile, .depth = 1, .callsite = 0});
+    w.add(InstantRow{.thread = 0, .time = 77, .name = k1, .kind = SpanKind::user});
+    w.add(CounterRow{.name = cn, .time = 88, .value = 3.25});
+    w.add(CounterRow{.name = cn, .time = 87, .value = -1.5});
+    w.add(DeviceOpRow{.device = 3,
+                      .stream = 7,
+                      .start = 2000,
+                      .dur = 300,
+                      .kind = DeviceOpKind::memcpy,
+                      .name = k2,
+                      .bytes = 4096,
+                      .copy_kind = CopyKind::device_to_host,
+                      .correlation = 99});
+    w.add(DeviceOpRow{.device = 3,
+                      .stream = 7,
+                      .start = 2000,
+                      .dur = 10,
+                      .kind = DeviceOpKind::kernel,
+                      .name = k1,
+                      .bytes = 0,
+                      .copy_kind = CopyKind::none,
+                      .correlation = 98});  // same start
+    w.add(LaunchRow{.thread = 5, .start = 1900, .dur = 20, .name = k1, .device = 3, .stream = 7, .correlation = 98});
+    w.add(TransferRow{.thread = 5,
+                      .start = 1950,
+                      .dur = 400,
+                      .device = 3,
+                      .direction = CopyKind::device_to_host,
+                      .bytes = 4096,
+                      .synchronous = true,
+                      .implicit = true,
+                      .host_memory = HostMemory::pageable,
+                      .callsite = 1,
+                      .correlation = 99});
+    w.add(MemoryEventRow{.device = 3,
+                         .time = 1500,
+                         .kind = MemoryEventKind::retry,
+                         .bytes = 1 << 20,
+                         .address = 0xdeadbeef000,
+                         .allocated = 123,
+                         .reserved = 456,
+                         .callsite = 1});
     CompileRow c;
     c.thread = 5;
     c.start = 100;
@@ -59,10 +109,18 @@ TEST(StoreRoundTrip, EveryFieldOfEveryTable) {
     c.callsite = 1;
     c.function_object = 0xabcdef;
     w.add(c);
-    w.add(StepRow{0, 5, 5000, 7});
+    w.add(StepRow{.thread = 0, .start = 5, .dur = 5000, .number = 7});
     w.commit();
     // A second commit adds to a track written in the first.
-    w.add(DeviceOpRow{3, 7, 2500, 1, DeviceOpKind::memset, k2, 64, CopyKind::none, 0});
+    w.add(DeviceOpRow{.device = 3,
+                      .stream = 7,
+                      .start = 2500,
+                      .dur = 1,
+                      .kind = DeviceOpKind::memset,
+                      .name = k2,
+                      .bytes = 64,
+                      .copy_kind = CopyKind::none,
+                      .correlation = 0});
     w.close();
   }
 
@@ -205,8 +263,15 @@ TEST(StoreRoundTrip, ParallelAndSerialLoadsAgreeOnLargeTracks) {
     TraceWriter w(path, {});
     StringId a = w.intern("a"), b = w.intern("b");
     for (int i = 0; i < kOps; ++i) {
-      w.add(DeviceOpRow{0, uint32_t(i % 3 == 0), int64_t(i) * 10, 5, DeviceOpKind::kernel, i % 2 ? a : b, i,
-                        CopyKind::none, uint64_t(i)});
+      w.add(DeviceOpRow{.device = 0,
+                        .stream = uint32_t(i % 3 == 0),
+                        .start = int64_t(i) * 10,
+                        .dur = 5,
+                        .kind = DeviceOpKind::kernel,
+                        .name = i % 2 ? a : b,
+                        .bytes = i,
+                        .copy_kind = CopyKind::none,
+                        .correlation = uint64_t(i)});
     }
     w.set_meta("status", "complete");
     w.close();
@@ -243,7 +308,13 @@ TEST(StoreRoundTrip, ALargeLaunchTrackReadInPiecesIsOneTrack) {
     StringId name = w.intern("cudaLaunchKernel");
     for (int i = 0; i < kLaunches; ++i) {
       // Streams differ between the pieces: the first launches go to stream 1.
-      w.add(LaunchRow{3, int64_t(i) * 10, 4, name, uint32_t(i % 2), uint32_t(i < 100 ? 1 : 0), uint64_t(i + 1)});
+      w.add(LaunchRow{.thread = 3,
+                      .start = int64_t(i) * 10,
+                      .dur = 4,
+                      .name = name,
+                      .device = uint32_t(i % 2),
+                      .stream = uint32_t(i < 100 ? 1 : 0),
+                      .correlation = uint64_t(i + 1)});
     }
     w.set_meta("status", "complete");
     w.close();
@@ -272,8 +343,15 @@ TEST(StoreRoundTrip, BytesPerEventStayCompact) {
     int64_t t = 1'000'000'000;
     for (int i = 0; i < kOps; ++i) {
       t += 3'000 + (i * 7919) % 20'000;
-      w.add(DeviceOpRow{uint32_t(i % 2), uint32_t(i % 4), t, 5'000 + (i * 31) % 90'000, DeviceOpKind::kernel,
-                        names[i % 8], 0, CopyKind::none, uint64_t(i + 1)});
+      w.add(DeviceOpRow{.device = uint32_t(i % 2),
+                        .stream = uint32_t(i % 4),
+                        .start = t,
+                        .dur = 5'000 + (i * 31) % 90'000,
+                        .kind = DeviceOpKind::kernel,
+                        .name = names[i % 8],
+                        .bytes = 0,
+                        .copy_kind = CopyKind::none,
+                        .correlation = uint64_t(i + 1)});
       if (i % 50'000 == 0) w.commit();
     }
     w.close();

@@ -58,7 +58,7 @@ class ModelBuilder {
   void add_device(uint32_t device, std::vector<Piece>& pieces) {
     int64_t rank = report_.ranks[device];
     m_.devices.push_back({.id = device, .name = fmt::format("rank {}", rank), .kind = prof::DeviceKind::other});
-    m_.streams.push_back({device, 0, fmt::format("rank {}", rank)});
+    m_.streams.push_back({.device = device, .stream = 0, .name = fmt::format("rank {}", rank)});
     if (pieces.empty()) return;
     std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.start < b.start; });
     prof::DeviceOps ops;

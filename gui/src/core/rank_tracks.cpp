@@ -58,11 +58,13 @@ class RankAppender {
   void add_ids() {
     for (const prof::Thread& t : in_.threads) thread(t.id);
     for (const prof::Device& d : in_.devices) device(d.id);
-    for (const prof::Stream& s : in_.streams) m_.streams.push_back({device(s.device), s.stream, s.name});
+    for (const prof::Stream& s : in_.streams)
+      m_.streams.push_back({.device = device(s.device), .stream = s.stream, .name = s.name});
     uint32_t next_callsite = m_.callsites.empty() ? 1 : m_.callsites.back().id + 1;
     for (const prof::CallSite& c : in_.callsites) {
       callsites_[c.id] = next_callsite;
-      m_.callsites.push_back({next_callsite++, intern(c.file), c.line, intern(c.function)});
+      m_.callsites.push_back(
+          {.id = next_callsite++, .file = intern(c.file), .line = c.line, .function = intern(c.function)});
     }
   }
 

@@ -44,7 +44,11 @@ struct CuptiCollector::Impl {
       while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
         if (record->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
           const auto& d = *reinterpret_cast<const CUpti_ActivityDevice5*>(record);
-          batch.devices.push_back({d.id, d.name ? d.name : "GPU", DeviceKind::cuda, int64_t(d.globalMemorySize), 0});
+          batch.devices.push_back({.id = d.id,
+                                   .name = d.name ? d.name : "GPU",
+                                   .kind = DeviceKind::cuda,
+                                   .memory_capacity = int64_t(d.globalMemorySize),
+                                   .copy_bandwidth = 0});
           continue;
         }
         converter.convert(record, batch);

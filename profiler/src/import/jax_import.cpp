@@ -357,7 +357,7 @@ class JaxMapper {
     for (const auto& [device, stream] : streams_used_) devices.emplace(device, fmt::format("/device:GPU:{}", device));
     for (const auto& [id, name] : devices) out_.devices.push_back({.id = id, .name = name, .kind = DeviceKind::cuda});
     for (const auto& [device, stream] : streams_used_) {
-      out_.streams.push_back({device, stream, fmt::format("Stream #{}", stream)});
+      out_.streams.push_back({.device = device, .stream = stream, .name = fmt::format("Stream #{}", stream)});
     }
   }
 

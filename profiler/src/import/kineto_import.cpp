@@ -386,7 +386,7 @@ class KinetoMapper {
       std::string name;
       if (auto it = raw_.thread_names.find(lane); it != raw_.thread_names.end()) name = std::string(trim(it->second));
       if (name.empty()) name = fmt::format("stream {}", key.second);
-      out_.streams.push_back({key.first, key.second, name});
+      out_.streams.push_back({.device = key.first, .stream = key.second, .name = name});
     }
   }
 

@@ -576,7 +576,7 @@ class NsysReader {
     for (uint32_t d : memory_devices_) ensure(d);
     for (const auto& [id, d] : devices) out_.devices.push_back(d);
     for (const auto& [device, stream] : streams_) {
-      out_.streams.push_back({device, stream, fmt::format("stream {}", stream)});
+      out_.streams.push_back({.device = device, .stream = stream, .name = fmt::format("stream {}", stream)});
     }
   }
 

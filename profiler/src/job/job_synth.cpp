@@ -223,10 +223,14 @@ uint64_t write_rank(const Plan& plan, int64_t rank, const std::string& path) {
   w.set_meta("world_size", std::to_string(plan.ranks));
   w.set_meta("distributed_backend", "nccl");
   w.set_meta("hostname", host_of(rank));
-  w.put(DeviceRow{0, fmt::format("Synthetic GPU {}", rank % 8), DeviceKind::cuda, int64_t(80) << 30, 24'000'000'000});
-  w.put(StreamRow{0, 0, "compute"});
-  w.put(StreamRow{0, 1, "nccl"});
-  w.put(ThreadRow{0, 1000 + rank, 1000 + rank, "main", 0});
+  w.put(DeviceRow{.id = 0,
+                  .name = fmt::format("Synthetic GPU {}", rank % 8),
+                  .kind = DeviceKind::cuda,
+                  .memory_capacity = int64_t(80) << 30,
+                  .copy_bandwidth = 24'000'000'000});
+  w.put(StreamRow{.device = 0, .stream = 0, .name = "compute"});
+  w.put(StreamRow{.device = 0, .stream = 1, .name = "nccl"});
+  w.put(ThreadRow{.id = 0, .process = 1000 + rank, .os_tid = 1000 + rank, .name = "main", .dropped_events = 0});
   uint64_t rows = RankWriter(plan, rank, w).run();
   w.set_meta("status", "complete");
   w.close();

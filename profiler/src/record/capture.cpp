@@ -433,7 +433,10 @@ void Capture::State::sync_registry() {
   std::lock_guard lock(reg.mu);
   for (; callsites_written < reg.callsites.size(); ++callsites_written) {
     const detail::CallSiteEntry& c = reg.callsites[callsites_written];
-    writer->put(CallSiteRow{uint32_t(callsites_written + 1), string_id(c.file), c.line, string_id(c.function)});
+    writer->put(CallSiteRow{.id = uint32_t(callsites_written + 1),
+                            .file = string_id(c.file),
+                            .line = c.line,
+                            .function = string_id(c.function)});
   }
   for (detail::QueuedCompile& q : reg.compiles) {
     Compile& c = q.event;
@@ -461,23 +464,56 @@ void Capture::State::sync_registry() {
     auto ns = [&](int64_t monotonic) { return monotonic - origin_ns; };
     for (const DeviceRow& d : batch.devices) writer->put(d);
     for (const auto& s : batch.spans) {
-      writer->add(HostSpanRow{thread_of(s.os_tid), ns(s.start), std::max<int64_t>(0, s.end - s.start),
-                              writer->intern(s.name), s.kind, s.depth, 0});
+      writer->add(HostSpanRow{.thread = thread_of(s.os_tid),
+                              .start = ns(s.start),
+                              .dur = std::max<int64_t>(0, s.end - s.start),
+                              .name = writer->intern(s.name),
+                              .kind = s.kind,
+                              .depth = s.depth,
+                              .callsite = 0});
     }
     for (const auto& o : batch.ops) {
-      writer->add(DeviceOpRow{o.device, o.stream, ns(o.start), std::max<int64_t>(0, o.end - o.start), o.kind,
-                              writer->intern(o.name), o.bytes, o.copy, o.correlation});
+      writer->add(DeviceOpRow{.device = o.device,
+                              .stream = o.stream,
+                              .start = ns(o.start),
+                              .dur = std::max<int64_t>(0, o.end - o.start),
+                              .kind = o.kind,
+                              .name = writer->intern(o.name),
+                              .bytes = o.bytes,
+                              .copy_kind = o.copy,
+                              .correlation = o.correlation});
     }
     for (const auto& l : batch.launches) {
-      writer->add(LaunchRow{thread_of(l.os_tid), ns(l.start), std::max<int64_t>(0, l.end - l.start),
-                            writer->intern(l.name), l.device, l.stream, l.correlation});
+      writer->add(LaunchRow{.thread = thread_of(l.os_tid),
+                            .start = ns(l.start),
+                            .dur = std::max<int64_t>(0, l.end - l.start),
+                            .name = writer->intern(l.name),
+                            .device = l.device,
+                            .stream = l.stream,
+                            .correlation = l.correlation});
     }
     for (const auto& c : batch.copies) {
-      writer->add(TransferRow{thread_of(c.os_tid), ns(c.start), std::max<int64_t>(0, c.end - c.start), c.device,
-                              c.direction, c.bytes, c.synchronous, false, c.host_memory, 0, c.correlation});
+      writer->add(TransferRow{.thread = thread_of(c.os_tid),
+                              .start = ns(c.start),
+                              .dur = std::max<int64_t>(0, c.end - c.start),
+                              .device = c.device,
+                              .direction = c.direction,
+                              .bytes = c.bytes,
+                              .synchronous = c.synchronous,
+                              .implicit = false,
+                              .host_memory = c.host_memory,
+                              .callsite = 0,
+                              .correlation = c.correlation});
     }
     for (const auto& m : batch.memory) {
-      writer->add(MemoryEventRow{m.device, ns(m.time), m.kind, m.bytes, m.address, m.allocated, m.reserved, 0});
+      writer->add(MemoryEventRow{.device = m.device,
+                                 .time = ns(m.time),
+                                 .kind = m.kind,
+                                 .bytes = m.bytes,
+                                 .address = m.address,
+                                 .allocated = m.allocated,
+                                 .reserved = m.reserved,
+                                 .callsite = 0});
     }
     external_skipped += batch.skipped;
   }
@@ -486,55 +522,100 @@ void Capture::State::sync_registry() {
   if (reg.version == registry_version) return;
   registry_version = reg.version;
   for (const DeviceInfo& d : reg.devices) {
-    writer->put(DeviceRow{d.id, d.name, d.kind, d.memory_capacity, d.copy_bandwidth, d.detail});
+    writer->put(DeviceRow{.id = d.id,
+                          .name = d.name,
+                          .kind = d.kind,
+                          .memory_capacity = d.memory_capacity,
+                          .copy_bandwidth = d.copy_bandwidth,
+                          .detail = d.detail});
   }
-  for (const Registry::Stream& st : reg.streams) writer->put(StreamRow{st.device, st.stream, st.name});
+  for (const Registry::Stream& st : reg.streams)
+    writer->put(StreamRow{.device = st.device, .stream = st.stream, .name = st.name});
 }
 
 void Capture::State::convert(uint32_t thread, const RawEvent& ev) {
   switch (ev.kind) {
     case detail::EventKind::span: {
       int64_t start = to_trace_ns(ev.span.start);
-      writer->add(HostSpanRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.span.end) - start),
-                              string_id(ev.span.name), ev.span.kind, ev.span.depth, ev.span.callsite});
+      writer->add(HostSpanRow{.thread = thread,
+                              .start = start,
+                              .dur = std::max<int64_t>(0, to_trace_ns(ev.span.end) - start),
+                              .name = string_id(ev.span.name),
+                              .kind = ev.span.kind,
+                              .depth = ev.span.depth,
+                              .callsite = ev.span.callsite});
       break;
     }
     case detail::EventKind::instant:
-      writer->add(InstantRow{thread, to_trace_ns(ev.instant.time), string_id(ev.instant.name), ev.instant.kind});
+      writer->add(InstantRow{.thread = thread,
+                             .time = to_trace_ns(ev.instant.time),
+                             .name = string_id(ev.instant.name),
+                             .kind = ev.instant.kind});
       break;
     case detail::EventKind::counter:
-      writer->add(CounterRow{string_id(ev.counter.name), to_trace_ns(ev.counter.time), ev.counter.value});
+      writer->add(CounterRow{
+          .name = string_id(ev.counter.name), .time = to_trace_ns(ev.counter.time), .value = ev.counter.value});
       break;
     case detail::EventKind::device_op: {
       const DeviceOp& op = ev.device_op;
       int64_t start = to_trace_ns(op.start);
-      writer->add(DeviceOpRow{op.device, op.stream, start, std::max<int64_t>(0, to_trace_ns(op.end) - start), op.kind,
-                              string_id(op.name), int64_t(op.bytes), op.copy, op.correlation});
+      writer->add(DeviceOpRow{.device = op.device,
+                              .stream = op.stream,
+                              .start = start,
+                              .dur = std::max<int64_t>(0, to_trace_ns(op.end) - start),
+                              .kind = op.kind,
+                              .name = string_id(op.name),
+                              .bytes = int64_t(op.bytes),
+                              .copy_kind = op.copy,
+                              .correlation = op.correlation});
       break;
     }
     case detail::EventKind::launch: {
       const Launch& l = ev.launch;
       int64_t start = to_trace_ns(l.start);
-      writer->add(LaunchRow{thread, start, std::max<int64_t>(0, to_trace_ns(l.end) - start), string_id(l.name),
-                            l.device, l.stream, l.correlation});
+      writer->add(LaunchRow{.thread = thread,
+                            .start = start,
+                            .dur = std::max<int64_t>(0, to_trace_ns(l.end) - start),
+                            .name = string_id(l.name),
+                            .device = l.device,
+                            .stream = l.stream,
+                            .correlation = l.correlation});
       break;
     }
     case detail::EventKind::transfer: {
       const Transfer& t = ev.transfer;
       int64_t start = to_trace_ns(t.start);
-      writer->add(TransferRow{thread, start, std::max<int64_t>(0, to_trace_ns(t.end) - start), t.device, t.direction,
-                              int64_t(t.bytes), t.synchronous, t.implicit, t.host_memory, t.callsite, t.correlation});
+      writer->add(TransferRow{.thread = thread,
+                              .start = start,
+                              .dur = std::max<int64_t>(0, to_trace_ns(t.end) - start),
+                              .device = t.device,
+                              .direction = t.direction,
+                              .bytes = int64_t(t.bytes),
+                              .synchronous = t.synchronous,
+                              .implicit = t.implicit,
+                              .host_memory = t.host_memory,
+                              .callsite = t.callsite,
+                              .correlation = t.correlation});
       break;
     }
     case detail::EventKind::memory: {
       const MemoryEvent& m = ev.memory.event;
-      writer->add(MemoryEventRow{m.device, to_trace_ns(ev.memory.time), m.kind, int64_t(m.bytes), m.address,
-                                 m.allocated, m.reserved, m.callsite});
+      writer->add(MemoryEventRow{.device = m.device,
+                                 .time = to_trace_ns(ev.memory.time),
+                                 .kind = m.kind,
+                                 .bytes = int64_t(m.bytes),
+                                 .address = m.address,
+                                 .allocated = m.allocated,
+                                 .reserved = m.reserved,
+                                 .callsite = m.callsite});
       break;
     }
     case detail::EventKind::step: {
       int64_t start = to_trace_ns(ev.step.start);
-      writer->add(StepRow{thread, start, std::max<int64_t>(0, to_trace_ns(ev.step.end) - start), ev.step.number});
+      writer->add(StepRow{.thread = thread,
+                          .start = start,
+                          .dur = std::max<int64_t>(0, to_trace_ns(ev.step.end) - start),
+                          .number = ev.step.number});
       break;
     }
   }
@@ -548,7 +629,8 @@ void Capture::State::commit() {
     for (auto& e : reg.threads) {
       uint64_t d = e->ring.dropped.load(std::memory_order_relaxed) - e->dropped_base;
       dropped += d;
-      writer->put(ThreadRow{e->id, e->process, e->os_tid, e->name, d});
+      writer->put(
+          ThreadRow{.id = e->id, .process = e->process, .os_tid = e->os_tid, .name = e->name, .dropped_events = d});
     }
   }
   uint64_t rows = writer->staged();

@@ -79,8 +79,12 @@ std::vector<Device> read_devices(sqlite3* db) {
                         : "SELECT id, name, kind, memory_capacity, copy_bandwidth, '' FROM devices ORDER BY id";
   for_each_row(db, "devices", sql, {"id", "name", "kind", "memory_capacity", "copy_bandwidth", "detail"},
                [&](const CheckedRow& r) {
-                 devices.push_back({r.u32(0), std::string(r.text(1)), r.enumerator<DeviceKind>(2), r.non_negative(3),
-                                    r.non_negative(4), std::string(r.text(5))});
+                 devices.push_back({.id = r.u32(0),
+                                    .name = std::string(r.text(1)),
+                                    .kind = r.enumerator<DeviceKind>(2),
+                                    .memory_capacity = r.non_negative(3),
+                                    .copy_bandwidth = r.non_negative(4),
+                                    .detail = std::string(r.text(5))});
                });
   return devices;
 }
@@ -89,18 +93,21 @@ std::vector<Stream> read_streams(sqlite3* db) {
   std::vector<Stream> streams;
   for_each_row(db, "streams", "SELECT device, stream, name FROM streams ORDER BY device, stream",
                {"device", "stream", "name"}, [&](const CheckedRow& r) {
-                 streams.push_back({r.u32(0), r.u32(1), std::string(r.text(2))});
+                 streams.push_back({.device = r.u32(0), .stream = r.u32(1), .name = std::string(r.text(2))});
                });
   return streams;
 }
 
 std::vector<Thread> read_threads(sqlite3* db) {
   std::vector<Thread> threads;
-  for_each_row(
-      db, "threads", "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id",
-      {"id", "process", "os_tid", "name", "dropped_events"}, [&](const CheckedRow& r) {
-        threads.push_back({r.u32(0), r.integer(1), r.integer(2), std::string(r.text(3)), uint64_t(r.non_negative(4))});
-      });
+  for_each_row(db, "threads", "SELECT id, process, os_tid, name, dropped_events FROM threads ORDER BY id",
+               {"id", "process", "os_tid", "name", "dropped_events"}, [&](const CheckedRow& r) {
+                 threads.push_back({.id = r.u32(0),
+                                    .process = r.integer(1),
+                                    .os_tid = r.integer(2),
+                                    .name = std::string(r.text(3)),
+                                    .dropped_events = uint64_t(r.non_negative(4))});
+               });
   return threads;
 }
 
@@ -108,7 +115,7 @@ std::vector<CallSite> read_callsites(sqlite3* db, size_t strings) {
   std::vector<CallSite> callsites;
   for_each_row(db, "callsites", "SELECT id, file, line, function FROM callsites ORDER BY id",
                {"id", "file", "line", "function"}, [&](const CheckedRow& r) {
-                 CallSite c{r.u32(0), r.u32(1), r.u32(2), r.u32(3)};
+                 CallSite c{.id = r.u32(0), .file = r.u32(1), .line = r.u32(2), .function = r.u32(3)};
                  if (c.file >= strings || c.function >= strings) {
                    throw StoreError(fmt::format("call site {} refers to a missing string", c.id));
                  }

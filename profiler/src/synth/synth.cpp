@@ -73,9 +73,9 @@ struct SynthNames {
     loss = w.intern("loss"), throughput = w.intern("samples_per_second"), epoch = w.intern("epoch");
     const StringId file = w.intern("examples/train.cpp"), fn_main = w.intern("int main()"),
                    fn_step = w.intern("train_step(Params&, Batch const&)");
-    w.put(CallSiteRow{1, file, 88, fn_main});  // loss.item()
-    w.put(CallSiteRow{2, file, 61, fn_step});  // activations
-    w.put(CallSiteRow{3, file, 74, fn_main});  // batch upload
+    w.put(CallSiteRow{.id = 1, .file = file, .line = 88, .function = fn_main});  // loss.item()
+    w.put(CallSiteRow{.id = 2, .file = file, .line = 61, .function = fn_step});  // activations
+    w.put(CallSiteRow{.id = 3, .file = file, .line = 74, .function = fn_main});  // batch upload
     signatures[0] = w.intern("f32[256,784], i32[256]");
     signatures[1] = w.intern("f32[255,784], i32[255]");
     signatures[2] = w.intern("f32[128,784], i32[128]");
@@ -97,7 +97,8 @@ class SyntheticProgram {
   SynthResult run() {
     while (!out_.full()) {
       load_batch();
-      if (step_ % 500 == 0) out_.add(InstantRow{0, host_t_[0], names_.epoch, SpanKind::user});
+      if (step_ % 500 == 0)
+        out_.add(InstantRow{.thread = 0, .time = host_t_[0], .name = names_.epoch, .kind = SpanKind::user});
       for (uint32_t d = 0; d < kDevices; ++d) train_step(d);
       ++step_;
     }
@@ -131,23 +132,39 @@ class SyntheticProgram {
     w_.set_meta("synth_seed", std::to_string(options.seed));
     w_.set_meta("synth_events", std::to_string(options.events));
     for (uint32_t d = 0; d < kDevices; ++d) {
-      w_.put(DeviceRow{d, fmt::format("Synthetic GPU {}", d), DeviceKind::cuda, 16 * kGiB, 24'000'000'000});
-      w_.put(StreamRow{d, 0, "compute"});
-      w_.put(StreamRow{d, 1, "copy HtoD"});
-      w_.put(StreamRow{d, 2, "copy DtoH"});
-      w_.put(StreamRow{d, 3, "aux compute"});
+      w_.put(DeviceRow{.id = d,
+                       .name = fmt::format("Synthetic GPU {}", d),
+                       .kind = DeviceKind::cuda,
+                       .memory_capacity = 16 * kGiB,
+                       .copy_bandwidth = 24'000'000'000});
+      w_.put(StreamRow{.device = d, .stream = 0, .name = "compute"});
+      w_.put(StreamRow{.device = d, .stream = 1, .name = "copy HtoD"});
+      w_.put(StreamRow{.device = d, .stream = 2, .name = "copy DtoH"});
+      w_.put(StreamRow{.device = d, .stream = 3, .name = "aux compute"});
     }
     // Thread 0 drives device 0, thread 1 device 1, thread 2 loads data.
-    w_.put(ThreadRow{0, 4242, 4242, "main", 0});
-    w_.put(ThreadRow{1, 4242, 4250, "replica 1", 0});
-    w_.put(ThreadRow{kLoader, 4242, 4251, "data loader", 0});
+    w_.put(ThreadRow{.id = 0, .process = 4242, .os_tid = 4242, .name = "main", .dropped_events = 0});
+    w_.put(ThreadRow{.id = 1, .process = 4242, .os_tid = 4250, .name = "replica 1", .dropped_events = 0});
+    w_.put(ThreadRow{.id = kLoader, .process = 4242, .os_tid = 4251, .name = "data loader", .dropped_events = 0});
   }
 
   // The loader prepares the next batch.
   void load_batch() {
     int64_t dur = rng_.uniform(300'000, 900'000);
-    out_.add(HostSpanRow{kLoader, loader_t_, dur, names_.next, SpanKind::user, 0, 0});
-    out_.add(HostSpanRow{kLoader, loader_t_ + dur / 4, dur / 2, names_.collate, SpanKind::user, 1, 0});
+    out_.add(HostSpanRow{.thread = kLoader,
+                         .start = loader_t_,
+                         .dur = dur,
+                         .name = names_.next,
+                         .kind = SpanKind::user,
+                         .depth = 0,
+                         .callsite = 0});
+    out_.add(HostSpanRow{.thread = kLoader,
+                         .start = loader_t_ + dur / 4,
+                         .dur = dur / 2,
+                         .name = names_.collate,
+                         .kind = SpanKind::user,
+                         .depth = 1,
+                         .callsite = 0});
     loader_t_ += dur + rng_.uniform(50'000, 200'000);
   }
 
@@ -161,17 +178,29 @@ class SyntheticProgram {
     backward();
     optimizer();
     read_loss();
-    if (d == 0) out_.add(CounterRow{names_.loss, t_, 2.5 / (1.0 + double(step_) * 0.01)});
-    if (d == 0) out_.add(CounterRow{names_.throughput, t_, 256e9 / double(t_ - step_start)});
+    if (d == 0) out_.add(CounterRow{.name = names_.loss, .time = t_, .value = 2.5 / (1.0 + double(step_) * 0.01)});
+    if (d == 0) out_.add(CounterRow{.name = names_.throughput, .time = t_, .value = 256e9 / double(t_ - step_start)});
     // Host work between steps: logging, and a checkpoint now and then.
     t_ += rng_.uniform(20'000, 80'000);
     if (step_ % 200 == 199) {
       int64_t dur = rng_.uniform(2'000'000, 4'000'000);
-      out_.add(HostSpanRow{d, t_, dur, names_.ckpt, SpanKind::user, 1, 0});
+      out_.add(HostSpanRow{.thread = d,
+                           .start = t_,
+                           .dur = dur,
+                           .name = names_.ckpt,
+                           .kind = SpanKind::user,
+                           .depth = 1,
+                           .callsite = 0});
       t_ += dur;
     }
-    out_.add(HostSpanRow{d, step_start, t_ - step_start, names_.step, SpanKind::user, 0, 0});
-    out_.add(StepRow{d, step_start, t_ - step_start, step_});
+    out_.add(HostSpanRow{.thread = d,
+                         .start = step_start,
+                         .dur = t_ - step_start,
+                         .name = names_.step,
+                         .kind = SpanKind::user,
+                         .depth = 0,
+                         .callsite = 0});
+    out_.add(StepRow{.thread = d, .start = step_start, .dur = t_ - step_start, .number = step_});
     host_t_[d] = t_;
   }
 
@@ -199,7 +228,13 @@ class SyntheticProgram {
       c.reason = step_ == 0 ? std::string("first compile")
                             : fmt::format("arg 0 `x`: now {}, before {}", shapes[signature], shapes[last_signature_]);
       c.ir = fmt::format("func @train_step(%x: {}) {{ ... 412 nodes ... }}", shapes[signature]);
-      out_.add(HostSpanRow{d_, t_, c.dur, names_.compile, SpanKind::compile, 1, 0});
+      out_.add(HostSpanRow{.thread = d_,
+                           .start = t_,
+                           .dur = c.dur,
+                           .name = names_.compile,
+                           .kind = SpanKind::compile,
+                           .depth = 1,
+                           .callsite = 0});
     } else {
       c.kind = CompileKind::hit;
       c.dur = rng_.uniform(2'000, 6'000);
@@ -214,13 +249,30 @@ class SyntheticProgram {
     DeviceState& ds = dev_[d_];
     uint64_t corr = correlation_++;
     int64_t dur = rng_.uniform(8'000, 15'000);
-    out_.add(LaunchRow{d_, t_, dur, names_.memcpy, d_, 1, corr});
-    out_.add(
-        TransferRow{d_, t_, dur, d_, CopyKind::host_to_device, kBatchBytes, false, false, HostMemory::pinned, 3, corr});
+    out_.add(LaunchRow{
+        .thread = d_, .start = t_, .dur = dur, .name = names_.memcpy, .device = d_, .stream = 1, .correlation = corr});
+    out_.add(TransferRow{.thread = d_,
+                         .start = t_,
+                         .dur = dur,
+                         .device = d_,
+                         .direction = CopyKind::host_to_device,
+                         .bytes = kBatchBytes,
+                         .synchronous = false,
+                         .implicit = false,
+                         .host_memory = HostMemory::pinned,
+                         .callsite = 3,
+                         .correlation = corr});
     int64_t copy_start = t_ + dur + rng_.uniform(2'000, 6'000);
     int64_t copy_dur = kBatchBytes / 12;  // ~12 GB/s
-    out_.add(DeviceOpRow{d_, 1, copy_start, copy_dur, DeviceOpKind::memcpy, names_.h2d, kBatchBytes,
-                         CopyKind::host_to_device, corr});
+    out_.add(DeviceOpRow{.device = d_,
+                         .stream = 1,
+                         .start = copy_start,
+                         .dur = copy_dur,
+                         .kind = DeviceOpKind::memcpy,
+                         .name = names_.h2d,
+                         .bytes = kBatchBytes,
+                         .copy_kind = CopyKind::host_to_device,
+                         .correlation = corr});
     ds.compute_free = std::max(ds.compute_free, copy_start + copy_dur);
     t_ += dur;
   }
@@ -229,11 +281,25 @@ class SyntheticProgram {
     DeviceState& ds = dev_[d_];
     uint64_t corr = correlation_++;
     int64_t launch_dur = rng_.uniform(3'000, 9'000);
-    out_.add(LaunchRow{d_, t_, launch_dur, names_.launch, d_, 0, corr});
+    out_.add(LaunchRow{.thread = d_,
+                       .start = t_,
+                       .dur = launch_dur,
+                       .name = names_.launch,
+                       .device = d_,
+                       .stream = 0,
+                       .correlation = corr});
     int64_t start = std::max(ds.compute_free, t_ + launch_dur + rng_.uniform(1'500, 4'000));
     int64_t dur = rng_.uniform(min_dur, max_dur);
     uint32_t stream = rng_.chance(0.1) ? 3 : 0;
-    out_.add(DeviceOpRow{d_, stream, start, dur, DeviceOpKind::kernel, name, 0, CopyKind::none, corr});
+    out_.add(DeviceOpRow{.device = d_,
+                         .stream = stream,
+                         .start = start,
+                         .dur = dur,
+                         .kind = DeviceOpKind::kernel,
+                         .name = name,
+                         .bytes = 0,
+                         .copy_kind = CopyKind::none,
+                         .correlation = corr});
     if (stream == 0) ds.compute_free = start + dur;
     t_ += launch_dur + rng_.uniform(500, 2'000);
   }
@@ -245,11 +311,25 @@ class SyntheticProgram {
     if (ds.allocated + bytes > ds.reserved) {
       int64_t grow = std::max<int64_t>(bytes, 2 << 20);
       ds.reserved += grow;
-      out_.add(MemoryEventRow{d_, t_, MemoryEventKind::reserve, grow, addr, ds.allocated, ds.reserved, 2});
+      out_.add(MemoryEventRow{.device = d_,
+                              .time = t_,
+                              .kind = MemoryEventKind::reserve,
+                              .bytes = grow,
+                              .address = addr,
+                              .allocated = ds.allocated,
+                              .reserved = ds.reserved,
+                              .callsite = 2});
     }
     ds.allocated += bytes;
     ds.live.push_back({addr, bytes});
-    out_.add(MemoryEventRow{d_, t_, MemoryEventKind::alloc, bytes, addr, ds.allocated, ds.reserved, 2});
+    out_.add(MemoryEventRow{.device = d_,
+                            .time = t_,
+                            .kind = MemoryEventKind::alloc,
+                            .bytes = bytes,
+                            .address = addr,
+                            .allocated = ds.allocated,
+                            .reserved = ds.reserved,
+                            .callsite = 2});
   }
 
   void free_last() {
@@ -258,7 +338,14 @@ class SyntheticProgram {
     auto [addr, bytes] = ds.live.back();
     ds.live.pop_back();
     ds.allocated -= bytes;
-    out_.add(MemoryEventRow{d_, t_, MemoryEventKind::free, bytes, addr, ds.allocated, ds.reserved, 2});
+    out_.add(MemoryEventRow{.device = d_,
+                            .time = t_,
+                            .kind = MemoryEventKind::free,
+                            .bytes = bytes,
+                            .address = addr,
+                            .allocated = ds.allocated,
+                            .reserved = ds.reserved,
+                            .callsite = 2});
   }
 
   // Forward: per layer a span, its kernels and its activations.
@@ -271,9 +358,21 @@ class SyntheticProgram {
         run_kernel(names_.forward_kernels[rng_.next() % kForwardKernels.size()], 10'000, 120'000);
       }
       alloc(int64_t(rng_.uniform(4, 24)) << 20);
-      out_.add(HostSpanRow{d_, layer_start, t_ - layer_start, names_.layers[layer], SpanKind::user, 2, 0});
+      out_.add(HostSpanRow{.thread = d_,
+                           .start = layer_start,
+                           .dur = t_ - layer_start,
+                           .name = names_.layers[layer],
+                           .kind = SpanKind::user,
+                           .depth = 2,
+                           .callsite = 0});
     }
-    out_.add(HostSpanRow{d_, fwd_start, t_ - fwd_start, names_.forward, SpanKind::user, 1, 0});
+    out_.add(HostSpanRow{.thread = d_,
+                         .start = fwd_start,
+                         .dur = t_ - fwd_start,
+                         .name = names_.forward,
+                         .kind = SpanKind::user,
+                         .depth = 1,
+                         .callsite = 0});
   }
 
   // Backward: kernels, activations freed in reverse, then the gradient
@@ -289,19 +388,44 @@ class SyntheticProgram {
       free_last();
     }
     uint64_t corr = correlation_++;
-    out_.add(LaunchRow{d_, t_, 12'000, names_.launch, d_, 3, corr});
+    out_.add(LaunchRow{.thread = d_,
+                       .start = t_,
+                       .dur = 12'000,
+                       .name = names_.launch,
+                       .device = d_,
+                       .stream = 3,
+                       .correlation = corr});
     int64_t start = std::max(ds.compute_free, t_ + 15'000);
-    out_.add(DeviceOpRow{d_, 3, start, rng_.uniform(200'000, 600'000), DeviceOpKind::kernel, names_.allreduce, 0,
-                         CopyKind::none, corr});
+    out_.add(DeviceOpRow{.device = d_,
+                         .stream = 3,
+                         .start = start,
+                         .dur = rng_.uniform(200'000, 600'000),
+                         .kind = DeviceOpKind::kernel,
+                         .name = names_.allreduce,
+                         .bytes = 0,
+                         .copy_kind = CopyKind::none,
+                         .correlation = corr});
     t_ += 14'000;
-    out_.add(HostSpanRow{d_, bwd_start, t_ - bwd_start, names_.backward, SpanKind::user, 1, 0});
+    out_.add(HostSpanRow{.thread = d_,
+                         .start = bwd_start,
+                         .dur = t_ - bwd_start,
+                         .name = names_.backward,
+                         .kind = SpanKind::user,
+                         .depth = 1,
+                         .callsite = 0});
   }
 
   // Optimizer: one fused update per parameter group.
   void optimizer() {
     int64_t opt_start = t_;
     for (int g = 0; g < 4; ++g) run_kernel(names_.adamw, 20'000, 60'000);
-    out_.add(HostSpanRow{d_, opt_start, t_ - opt_start, names_.optimizer, SpanKind::user, 1, 0});
+    out_.add(HostSpanRow{.thread = d_,
+                         .start = opt_start,
+                         .dur = t_ - opt_start,
+                         .name = names_.optimizer,
+                         .kind = SpanKind::user,
+                         .depth = 1,
+                         .callsite = 0});
   }
 
   // loss.item(): a synchronous, pageable read-back that waits for the
@@ -312,12 +436,40 @@ class SyntheticProgram {
     int64_t copy_start = std::max(ds.compute_free, t_ + 10'000);
     int64_t copy_dur = rng_.uniform(3'000, 6'000);
     int64_t done = copy_start + copy_dur + rng_.uniform(2'000, 5'000);
-    out_.add(LaunchRow{d_, t_, 9'000, names_.memcpy, d_, 2, corr});
-    out_.add(
-        DeviceOpRow{d_, 2, copy_start, copy_dur, DeviceOpKind::memcpy, names_.d2h, 4, CopyKind::device_to_host, corr});
-    out_.add(HostSpanRow{d_, t_ + 9'000, done - (t_ + 9'000), names_.sync, SpanKind::wait, 1, 0});
-    out_.add(
-        TransferRow{d_, t_, done - t_, d_, CopyKind::device_to_host, 4, true, true, HostMemory::pageable, 1, corr});
+    out_.add(LaunchRow{.thread = d_,
+                       .start = t_,
+                       .dur = 9'000,
+                       .name = names_.memcpy,
+                       .device = d_,
+                       .stream = 2,
+                       .correlation = corr});
+    out_.add(DeviceOpRow{.device = d_,
+                         .stream = 2,
+                         .start = copy_start,
+                         .dur = copy_dur,
+                         .kind = DeviceOpKind::memcpy,
+                         .name = names_.d2h,
+                         .bytes = 4,
+                         .copy_kind = CopyKind::device_to_host,
+                         .correlation = corr});
+    out_.add(HostSpanRow{.thread = d_,
+                         .start = t_ + 9'000,
+                         .dur = done - (t_ + 9'000),
+                         .name = names_.sync,
+                         .kind = SpanKind::wait,
+                         .depth = 1,
+                         .callsite = 0});
+    out_.add(TransferRow{.thread = d_,
+                         .start = t_,
+                         .dur = done - t_,
+                         .device = d_,
+                         .direction = CopyKind::device_to_host,
+                         .bytes = 4,
+                         .synchronous = true,
+                         .implicit = true,
+                         .host_memory = HostMemory::pageable,
+                         .callsite = 1,
+                         .correlation = corr});
     t_ = done;
     ds.compute_free = done;
   }
