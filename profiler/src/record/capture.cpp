@@ -169,7 +169,14 @@ struct Capture::State {
   void run_writer();
   double drain();
   void sync_registry();
+  void write_callsites(Registry& reg);
+  void write_compiles(Registry& reg);
+  void write_external(Registry& reg, detail::ExternalEvents& batch);
+  void write_devices_and_streams(const Registry& reg);
   void convert(uint32_t thread, const RawEvent& ev);
+  void add_device_op(const DeviceOp& op);
+  void add_transfer(uint32_t thread, const Transfer& t);
+  void add_memory_event(const RawEvent& ev);
   void commit();
   void report_loss(const std::string& error, uint64_t rows);
 };
@@ -431,6 +438,17 @@ void Capture::State::run_writer() {
 void Capture::State::sync_registry() {
   Registry& reg = Registry::get();
   std::lock_guard lock(reg.mu);
+  write_callsites(reg);
+  write_compiles(reg);
+  for (detail::ExternalEvents& batch : reg.external) write_external(reg, batch);
+  reg.external.clear();
+  if (external_skipped > 0) writer->set_meta("skipped_events", std::to_string(external_skipped));
+  if (reg.version == registry_version) return;
+  registry_version = reg.version;
+  write_devices_and_streams(reg);
+}
+
+void Capture::State::write_callsites(Registry& reg) {
   for (; callsites_written < reg.callsites.size(); ++callsites_written) {
     const detail::CallSiteEntry& c = reg.callsites[callsites_written];
     writer->put(CallSiteRow{.id = uint32_t(callsites_written + 1),
@@ -438,6 +456,9 @@ void Capture::State::sync_registry() {
                             .line = c.line,
                             .function = string_id(c.function)});
   }
+}
+
+void Capture::State::write_compiles(Registry& reg) {
   for (detail::QueuedCompile& q : reg.compiles) {
     Compile& c = q.event;
     CompileRow row;
@@ -459,68 +480,70 @@ void Capture::State::sync_registry() {
     writer->add(std::move(row));
   }
   reg.compiles.clear();
-  for (detail::ExternalEvents& batch : reg.external) {
-    auto thread_of = [&](int64_t os_tid) { return reg.thread_by_os_tid_locked(os_tid).id; };
-    auto ns = [&](int64_t monotonic) { return monotonic - origin_ns; };
-    for (const DeviceRow& d : batch.devices) writer->put(d);
-    for (const auto& s : batch.spans) {
-      writer->add(HostSpanRow{.thread = thread_of(s.os_tid),
-                              .start = ns(s.start),
-                              .dur = std::max<int64_t>(0, s.end - s.start),
-                              .name = writer->intern(s.name),
-                              .kind = s.kind,
-                              .depth = s.depth,
-                              .callsite = 0});
-    }
-    for (const auto& o : batch.ops) {
-      writer->add(DeviceOpRow{.device = o.device,
-                              .stream = o.stream,
-                              .start = ns(o.start),
-                              .dur = std::max<int64_t>(0, o.end - o.start),
-                              .kind = o.kind,
-                              .name = writer->intern(o.name),
-                              .bytes = o.bytes,
-                              .copy_kind = o.copy,
-                              .correlation = o.correlation});
-    }
-    for (const auto& l : batch.launches) {
-      writer->add(LaunchRow{.thread = thread_of(l.os_tid),
-                            .start = ns(l.start),
-                            .dur = std::max<int64_t>(0, l.end - l.start),
-                            .name = writer->intern(l.name),
-                            .device = l.device,
-                            .stream = l.stream,
-                            .correlation = l.correlation});
-    }
-    for (const auto& c : batch.copies) {
-      writer->add(TransferRow{.thread = thread_of(c.os_tid),
-                              .start = ns(c.start),
-                              .dur = std::max<int64_t>(0, c.end - c.start),
-                              .device = c.device,
-                              .direction = c.direction,
-                              .bytes = c.bytes,
-                              .synchronous = c.synchronous,
-                              .implicit = false,
-                              .host_memory = c.host_memory,
-                              .callsite = 0,
-                              .correlation = c.correlation});
-    }
-    for (const auto& m : batch.memory) {
-      writer->add(MemoryEventRow{.device = m.device,
-                                 .time = ns(m.time),
-                                 .kind = m.kind,
-                                 .bytes = m.bytes,
-                                 .address = m.address,
-                                 .allocated = m.allocated,
-                                 .reserved = m.reserved,
-                                 .callsite = 0});
-    }
-    external_skipped += batch.skipped;
+}
+
+// A batch another source (CUPTI) recorded, on the monotonic clock and OS
+// thread ids.
+void Capture::State::write_external(Registry& reg, detail::ExternalEvents& batch) {
+  auto thread_of = [&](int64_t os_tid) { return reg.thread_by_os_tid_locked(os_tid).id; };
+  auto ns = [&](int64_t monotonic) { return monotonic - origin_ns; };
+  for (const DeviceRow& d : batch.devices) writer->put(d);
+  for (const auto& s : batch.spans) {
+    writer->add(HostSpanRow{.thread = thread_of(s.os_tid),
+                            .start = ns(s.start),
+                            .dur = std::max<int64_t>(0, s.end - s.start),
+                            .name = writer->intern(s.name),
+                            .kind = s.kind,
+                            .depth = s.depth,
+                            .callsite = 0});
   }
-  reg.external.clear();
-  if (external_skipped > 0) writer->set_meta("skipped_events", std::to_string(external_skipped));
-  if (reg.version == registry_version) return;
-  registry_version = reg.version;
+  for (const auto& o : batch.ops) {
+    writer->add(DeviceOpRow{.device = o.device,
+                            .stream = o.stream,
+                            .start = ns(o.start),
+                            .dur = std::max<int64_t>(0, o.end - o.start),
+                            .kind = o.kind,
+                            .name = writer->intern(o.name),
+                            .bytes = o.bytes,
+                            .copy_kind = o.copy,
+                            .correlation = o.correlation});
+  }
+  for (const auto& l : batch.launches) {
+    writer->add(LaunchRow{.thread = thread_of(l.os_tid),
+                          .start = ns(l.start),
+                          .dur = std::max<int64_t>(0, l.end - l.start),
+                          .name = writer->intern(l.name),
+                          .device = l.device,
+                          .stream = l.stream,
+                          .correlation = l.correlation});
+  }
+  for (const auto& c : batch.copies) {
+    writer->add(TransferRow{.thread = thread_of(c.os_tid),
+                            .start = ns(c.start),
+                            .dur = std::max<int64_t>(0, c.end - c.start),
+                            .device = c.device,
+                            .direction = c.direction,
+                            .bytes = c.bytes,
+                            .synchronous = c.synchronous,
+                            .implicit = false,
+                            .host_memory = c.host_memory,
+                            .callsite = 0,
+                            .correlation = c.correlation});
+  }
+  for (const auto& m : batch.memory) {
+    writer->add(MemoryEventRow{.device = m.device,
+                               .time = ns(m.time),
+                               .kind = m.kind,
+                               .bytes = m.bytes,
+                               .address = m.address,
+                               .allocated = m.allocated,
+                               .reserved = m.reserved,
+                               .callsite = 0});
+  }
+  external_skipped += batch.skipped;
+}
+
+void Capture::State::write_devices_and_streams(const Registry& reg) {
   for (const DeviceInfo& d : reg.devices) {
     writer->put(DeviceRow{.id = d.id,
                           .name = d.name,
@@ -556,20 +579,7 @@ void Capture::State::convert(uint32_t thread, const RawEvent& ev) {
       writer->add(CounterRow{
           .name = string_id(ev.counter.name), .time = to_trace_ns(ev.counter.time), .value = ev.counter.value});
       break;
-    case detail::EventKind::device_op: {
-      const DeviceOp& op = ev.device_op;
-      int64_t start = to_trace_ns(op.start);
-      writer->add(DeviceOpRow{.device = op.device,
-                              .stream = op.stream,
-                              .start = start,
-                              .dur = std::max<int64_t>(0, to_trace_ns(op.end) - start),
-                              .kind = op.kind,
-                              .name = string_id(op.name),
-                              .bytes = int64_t(op.bytes),
-                              .copy_kind = op.copy,
-                              .correlation = op.correlation});
-      break;
-    }
+    case detail::EventKind::device_op: add_device_op(ev.device_op); break;
     case detail::EventKind::launch: {
       const Launch& l = ev.launch;
       int64_t start = to_trace_ns(l.start);
@@ -582,34 +592,8 @@ void Capture::State::convert(uint32_t thread, const RawEvent& ev) {
                             .correlation = l.correlation});
       break;
     }
-    case detail::EventKind::transfer: {
-      const Transfer& t = ev.transfer;
-      int64_t start = to_trace_ns(t.start);
-      writer->add(TransferRow{.thread = thread,
-                              .start = start,
-                              .dur = std::max<int64_t>(0, to_trace_ns(t.end) - start),
-                              .device = t.device,
-                              .direction = t.direction,
-                              .bytes = int64_t(t.bytes),
-                              .synchronous = t.synchronous,
-                              .implicit = t.implicit,
-                              .host_memory = t.host_memory,
-                              .callsite = t.callsite,
-                              .correlation = t.correlation});
-      break;
-    }
-    case detail::EventKind::memory: {
-      const MemoryEvent& m = ev.memory.event;
-      writer->add(MemoryEventRow{.device = m.device,
-                                 .time = to_trace_ns(ev.memory.time),
-                                 .kind = m.kind,
-                                 .bytes = int64_t(m.bytes),
-                                 .address = m.address,
-                                 .allocated = m.allocated,
-                                 .reserved = m.reserved,
-                                 .callsite = m.callsite});
-      break;
-    }
+    case detail::EventKind::transfer: add_transfer(thread, ev.transfer); break;
+    case detail::EventKind::memory: add_memory_event(ev); break;
     case detail::EventKind::step: {
       int64_t start = to_trace_ns(ev.step.start);
       writer->add(StepRow{.thread = thread,
@@ -619,6 +603,46 @@ void Capture::State::convert(uint32_t thread, const RawEvent& ev) {
       break;
     }
   }
+}
+
+void Capture::State::add_device_op(const DeviceOp& op) {
+  int64_t start = to_trace_ns(op.start);
+  writer->add(DeviceOpRow{.device = op.device,
+                          .stream = op.stream,
+                          .start = start,
+                          .dur = std::max<int64_t>(0, to_trace_ns(op.end) - start),
+                          .kind = op.kind,
+                          .name = string_id(op.name),
+                          .bytes = int64_t(op.bytes),
+                          .copy_kind = op.copy,
+                          .correlation = op.correlation});
+}
+
+void Capture::State::add_transfer(uint32_t thread, const Transfer& t) {
+  int64_t start = to_trace_ns(t.start);
+  writer->add(TransferRow{.thread = thread,
+                          .start = start,
+                          .dur = std::max<int64_t>(0, to_trace_ns(t.end) - start),
+                          .device = t.device,
+                          .direction = t.direction,
+                          .bytes = int64_t(t.bytes),
+                          .synchronous = t.synchronous,
+                          .implicit = t.implicit,
+                          .host_memory = t.host_memory,
+                          .callsite = t.callsite,
+                          .correlation = t.correlation});
+}
+
+void Capture::State::add_memory_event(const RawEvent& ev) {
+  const MemoryEvent& m = ev.memory.event;
+  writer->add(MemoryEventRow{.device = m.device,
+                             .time = to_trace_ns(ev.memory.time),
+                             .kind = m.kind,
+                             .bytes = int64_t(m.bytes),
+                             .address = m.address,
+                             .allocated = m.allocated,
+                             .reserved = m.reserved,
+                             .callsite = m.callsite});
 }
 
 void Capture::State::commit() {
