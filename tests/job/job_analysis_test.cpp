@@ -564,7 +564,8 @@ TEST_F(JobAnalysis, CliWritesAndAnalysesAJob) {
   auto some = loupe::test::run_command(
       {LOUPE_BIN, "analyze", job_dir, "--format", "json", "--rules", "straggler,idle-gap"}, dir.file(""));
   ASSERT_EQ(some.exit_code, 0) << some.err;
-  for (const auto& f : nlohmann::json::parse(some.out)["findings"]) EXPECT_EQ(f["rule"], "straggler");
+  nlohmann::json some_doc = nlohmann::json::parse(some.out);  // kept: the loop reads into it
+  for (const auto& f : some_doc["findings"]) EXPECT_EQ(f["rule"], "straggler");
   auto bad = loupe::test::run_command({LOUPE_BIN, "analyze", job_dir, "--rules", "speed"}, dir.file(""));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("unknown rule 'speed'"), std::string::npos) << bad.err;
