@@ -183,7 +183,14 @@ def check_python(where, source, cwd, env, problems):
         problems.append(f"{where}: the Python snippet exited {code}:\n{output[-3000:]}")
 
 
-def check_document(doc, source, build, problems):
+def record_demos(build, folder):
+    """trace.db and base.db, recorded once for every document."""
+    env = dict(os.environ, NO_COLOR="1")
+    for trace in ("trace.db", "base.db"):
+        run(f"{build}/bin/loupe record -q -o {trace} -- {build}/bin/train_mlp", folder, env)
+
+
+def check_document(doc, source, build, demos, problems):
     name = os.path.relpath(doc, source)
     with tempfile.TemporaryDirectory(prefix="loupe-docs-") as scratch:
         os.symlink(build, os.path.join(scratch, "build"))
@@ -194,9 +201,9 @@ def check_document(doc, source, build, problems):
         # the PATH.
         path = os.path.join(build, "bin") + os.pathsep + os.environ.get("PATH", "")
         env = dict(os.environ, NO_COLOR="1", PATH=path)
-        # The traces a document means by trace.db and base.db.
+        # The traces a document means by trace.db and base.db, fresh copies.
         for trace in ("trace.db", "base.db"):
-            run(f"build/bin/loupe record -q -o {trace} -- build/bin/train_mlp", scratch, env)
+            shutil.copy(os.path.join(demos, trace), scratch)
         demo = os.path.join(scratch, "trace.db")
         python = ""
         for line, info, lines in blocks(doc):
@@ -228,8 +235,10 @@ def main(argv):
     docs = argv[3:] or ["README.md"] + sorted(
         os.path.join("docs", f) for f in os.listdir(os.path.join(source, "docs")) if f.endswith(".md"))
     problems = []
-    for doc in docs:
-        check_document(os.path.join(source, doc), source, build, problems)
+    with tempfile.TemporaryDirectory(prefix="loupe-docs-demos-") as demos:
+        record_demos(build, demos)
+        for doc in docs:
+            check_document(os.path.join(source, doc), source, build, demos, problems)
     for p in problems:
         print(p, end="\n\n")
     if problems:
