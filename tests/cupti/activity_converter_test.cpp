@@ -3,9 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include "cupti/activity_converter.h"
+#include "cupti/activity_records.h"
 #include "loupe/prof/capture.h"
 #include "loupe/prof/clock.h"
 #include "loupe/prof/trace_reader.h"
@@ -14,6 +13,11 @@
 using namespace loupe::prof;
 using cupti::ActivityConverter;
 using cupti::kCuptiCorrelationTag;
+using loupe::test::api_call_record;
+using loupe::test::convert;
+using loupe::test::external_correlation_record;
+using loupe::test::kernel_record;
+using loupe::test::marker_record;
 
 namespace {
 
@@ -27,44 +31,12 @@ std::string names(bool driver, uint32_t cbid) {
   }
 }
 
-template <typename T>
-const CUpti_Activity* as_activity(const T& r) {
-  return reinterpret_cast<const CUpti_Activity*>(&r);
-}
-
-CUpti_ActivityKernel10 kernel(uint32_t corr, uint64_t start, uint64_t end, const char* name) {
-  CUpti_ActivityKernel10 k;
-  std::memset(&k, 0, sizeof k);
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = start;
-  k.end = end;
-  k.deviceId = 0;
-  k.streamId = 7;
-  k.correlationId = corr;
-  k.name = name;
-  return k;
-}
-
-CUpti_ActivityAPI api(CUpti_ActivityKind kind, uint32_t cbid, uint32_t corr, uint64_t start, uint64_t end,
-                      uint32_t tid) {
-  CUpti_ActivityAPI a;
-  std::memset(&a, 0, sizeof a);
-  a.kind = kind;
-  a.cbid = cbid;
-  a.correlationId = corr;
-  a.start = start;
-  a.end = end;
-  a.threadId = tid;
-  return a;
-}
-
 TEST(ActivityConverter, KernelsAndTheirLaunches) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
-  auto launch = api(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 5, 100, 110, 42);
-  auto k = kernel(5, 200, 260, "_Z6squarePfi");
-  c.convert(as_activity(launch), out);
-  c.convert(as_activity(k), out);
+  auto launch = api_call_record(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 5, 100, 110, 42);
+  auto k = kernel_record(5, 200, 260, 7, "_Z6squarePfi");
+  convert(c, out, launch, k);
   c.finish_buffer(out);
   ASSERT_EQ(out.launches.size(), 1u);
   EXPECT_EQ(out.launches[0].name, "cudaLaunchKernel");
@@ -82,10 +54,9 @@ TEST(ActivityConverter, DriverCallUnderARuntimeCallIsNotASecondLaunch) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
   // The driver call ends first, so its record comes first.
-  auto inner = api(CUPTI_ACTIVITY_KIND_DRIVER, 1, 9, 105, 108, 42);
-  auto outer = api(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 9, 100, 110, 42);
-  c.convert(as_activity(inner), out);
-  c.convert(as_activity(outer), out);
+  auto inner = api_call_record(CUPTI_ACTIVITY_KIND_DRIVER, 1, 9, 105, 108, 42);
+  auto outer = api_call_record(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 9, 100, 110, 42);
+  convert(c, out, inner, outer);
   c.finish_buffer(out, true);
   ASSERT_EQ(out.launches.size(), 1u);
   EXPECT_EQ(out.launches[0].name, "cudaLaunchKernel");
@@ -96,8 +67,8 @@ TEST(ActivityConverter, DriverCallUnderARuntimeCallIsNotASecondLaunch) {
 TEST(ActivityConverter, DriverOnlyProgramsGetTheirLaunches) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
-  auto call = api(CUPTI_ACTIVITY_KIND_DRIVER, 1, 3, 100, 108, 42);
-  c.convert(as_activity(call), out);
+  auto call = api_call_record(CUPTI_ACTIVITY_KIND_DRIVER, 1, 3, 100, 108, 42);
+  convert(c, out, call);
   c.finish_buffer(out);  // its runtime call may still come in the next buffer
   EXPECT_TRUE(out.launches.empty());
   c.finish_buffer(out);  // it did not: the driver call is the launch
@@ -108,17 +79,10 @@ TEST(ActivityConverter, DriverOnlyProgramsGetTheirLaunches) {
 TEST(ActivityConverter, ExternalCorrelationLinksToTheRuntimesLaunch) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
-  CUpti_ActivityExternalCorrelation e;
-  std::memset(&e, 0, sizeof e);
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  e.externalId = 777;
-  e.correlationId = 12;
-  auto launch = api(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 12, 100, 110, 42);
-  auto k = kernel(12, 200, 300, "k");
-  c.convert(as_activity(e), out);
-  c.convert(as_activity(launch), out);
-  c.convert(as_activity(k), out);
+  auto e = external_correlation_record(12, 777);
+  auto launch = api_call_record(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 12, 100, 110, 42);
+  auto k = kernel_record(12, 200, 300, 7, "k");
+  convert(c, out, e, launch, k);
   c.finish_buffer(out, true);
   ASSERT_EQ(out.ops.size(), 1u);
   EXPECT_EQ(out.ops[0].correlation, 777u);  // the loupe runtime's id
@@ -130,20 +94,18 @@ TEST(ActivityConverter, ExternalCorrelationLinksToTheRuntimesLaunch) {
 TEST(ActivityConverter, CopiesBecomeTransfersOfTheCallingThread) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
-  CUpti_ActivityMemcpy6 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-  m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-  m.bytes = 4096;
-  m.start = 500;
-  m.end = 520;
-  m.streamId = 7;
-  m.correlationId = 20;
-  auto call = api(CUPTI_ACTIVITY_KIND_RUNTIME, 11, 20, 400, 530, 42);  // cudaMemcpy
-  c.convert(as_activity(m), out);                                      // the device record first, this time
-  c.convert(as_activity(call), out);
+  CUpti_ActivityMemcpy6 m{.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+                          .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+                          .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                          .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                          .bytes = 4096,
+                          .start = 500,
+                          .end = 520,
+                          .streamId = 7,
+                          .correlationId = 20};
+  auto call = api_call_record(CUPTI_ACTIVITY_KIND_RUNTIME, 11, 20, 400, 530, 42);  // cudaMemcpy
+  // The device record first, this time.
+  convert(c, out, m, call);
   c.finish_buffer(out, true);
   ASSERT_EQ(out.ops.size(), 1u);
   EXPECT_EQ(out.ops[0].kind, DeviceOpKind::memcpy);
@@ -161,8 +123,8 @@ TEST(ActivityConverter, CopiesBecomeTransfersOfTheCallingThread) {
 TEST(ActivityConverter, SynchronizeIsAWait) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
-  auto call = api(CUPTI_ACTIVITY_KIND_RUNTIME, 12, 30, 100, 900, 42);
-  c.convert(as_activity(call), out);
+  auto call = api_call_record(CUPTI_ACTIVITY_KIND_RUNTIME, 12, 30, 100, 900, 42);
+  convert(c, out, call);
   ASSERT_EQ(out.spans.size(), 1u);
   EXPECT_EQ(out.spans[0].kind, SpanKind::wait);
 }
@@ -171,22 +133,12 @@ TEST(ActivityConverter, NvtxRangesNestAndMemoryKeepsTotals) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
   auto marker = [](uint32_t id, CUpti_ActivityFlag flag, uint64_t t, const char* name) {
-    CUpti_ActivityMarker2 m;
-    std::memset(&m, 0, sizeof m);
-    m.kind = CUPTI_ACTIVITY_KIND_MARKER;
-    m.flags = flag;
-    m.timestamp = t;
-    m.id = id;
-    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-    m.objectId.pt.threadId = 42;
-    m.name = name;
-    return m;
+    return marker_record(id, flag, t, 42, name, nullptr);
   };
-  auto a = marker(1, CUPTI_ACTIVITY_FLAG_MARKER_START, 100, "step");
-  auto b = marker(2, CUPTI_ACTIVITY_FLAG_MARKER_START, 110, "forward");
-  auto b_end = marker(2, CUPTI_ACTIVITY_FLAG_MARKER_END, 150, nullptr);
-  auto a_end = marker(1, CUPTI_ACTIVITY_FLAG_MARKER_END, 200, nullptr);
-  for (auto* m : {&a, &b, &b_end, &a_end}) c.convert(as_activity(*m), out);
+  convert(c, out, marker(1, CUPTI_ACTIVITY_FLAG_MARKER_START, 100, "step"),
+          marker(2, CUPTI_ACTIVITY_FLAG_MARKER_START, 110, "forward"),
+          marker(2, CUPTI_ACTIVITY_FLAG_MARKER_END, 150, nullptr),
+          marker(1, CUPTI_ACTIVITY_FLAG_MARKER_END, 200, nullptr));
   ASSERT_EQ(out.spans.size(), 2u);
   EXPECT_EQ(out.spans[0].name, "forward");
   EXPECT_EQ(out.spans[0].depth, 1u);
@@ -196,19 +148,15 @@ TEST(ActivityConverter, NvtxRangesNestAndMemoryKeepsTotals) {
   EXPECT_EQ(out.spans[1].end, 200);
 
   auto mem = [](CUpti_ActivityMemoryOperationType op, uint64_t bytes, uint64_t t) {
-    CUpti_ActivityMemory4 m;
-    std::memset(&m, 0, sizeof m);
-    m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-    m.memoryOperationType = op;
-    m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    m.bytes = bytes;
-    m.timestamp = t;
-    return m;
+    return CUpti_ActivityMemory4{.kind = CUPTI_ACTIVITY_KIND_MEMORY2,
+                                 .memoryOperationType = op,
+                                 .memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                                 .bytes = bytes,
+                                 .timestamp = t};
   };
-  auto m1 = mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 1000, 10);
-  auto m2 = mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 500, 20);
-  auto m3 = mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 1000, 30);
-  for (auto* m : {&m1, &m2, &m3}) c.convert(as_activity(*m), out);
+  convert(c, out, mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 1000, 10),
+          mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 500, 20),
+          mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 1000, 30));
   ASSERT_EQ(out.memory.size(), 3u);
   EXPECT_EQ(out.memory[1].allocated, 1500);
   EXPECT_EQ(out.memory[2].allocated, 500);
@@ -234,10 +182,10 @@ TEST(ActivityConverter, ThroughACaptureIntoTheTrace) {
     ActivityConverter c(names);
     detail::ExternalEvents out;
     t0 = monotonic_ns();
-    auto launch = api(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 5, uint64_t(t0), uint64_t(t0 + 1000), uint32_t(::gettid()));
-    auto k = kernel(5, uint64_t(t0 + 5000), uint64_t(t0 + 9000), "gemm");
-    c.convert(as_activity(launch), out);
-    c.convert(as_activity(k), out);
+    auto launch =
+        api_call_record(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 5, uint64_t(t0), uint64_t(t0 + 1000), uint32_t(::gettid()));
+    auto k = kernel_record(5, uint64_t(t0 + 5000), uint64_t(t0 + 9000), 7, "gemm");
+    convert(c, out, launch, k);
     c.finish_buffer(out, true);
     out.devices.push_back({.id = 0,
                            .name = "NVIDIA H200",

@@ -94,49 +94,49 @@ void capture_many(const Fake& f, const loupe::test::TempDir& dir, int captures) 
   }
 }
 
-TEST(CuptiLifecycle, ManyCapturesSwitchCuptiOnOnceAndEachHoldsExactlyItsOwnRecords) {
-  Fake f = fake();
-  ASSERT_TRUE(f.counts_fn);
-  loupe::test::TempDir dir;
-  capture_many(f, dir, 40);
-
+// CUPTI was switched on `on` times and off `off` times, as the fake and the
+// collector both count; its clock was hooked once, however often that was.
+void expect_switched(const Fake& f, uint64_t on, uint64_t off) {
   FakeCuptiCounts c = f.counts();
   EXPECT_EQ(c.timestamp_registrations, 1u);
-  EXPECT_EQ(c.kernel_kind_enables, 1u);
-  EXPECT_EQ(c.kernel_kind_disables, 0u);
+  EXPECT_EQ(c.kernel_kind_enables, on);
+  EXPECT_EQ(c.kernel_kind_disables, off);
+  EXPECT_EQ(CuptiCollector::stats().times_switched_on, on);
+}
+
+// Each test runs against the fake, with a scratch directory for its traces.
+class CuptiLifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(f.counts_fn); }
+  Fake f = fake();
+  loupe::test::TempDir dir;
+};
+
+TEST_F(CuptiLifecycle, ManyCapturesSwitchCuptiOnOnceAndEachHoldsExactlyItsOwnRecords) {
+  capture_many(f, dir, 40);
+
+  expect_switched(f, 1, 0);
   CuptiStats s = CuptiCollector::stats();
-  EXPECT_EQ(s.times_switched_on, 1u);
   // "between 0" came before CUPTI was on; the other 39 were recorded and dropped.
   EXPECT_EQ(s.records_dropped, 39u);
   // The fake completes each buffer before it asks for the next: one buffer,
   // reused 40 + 20 + 39 times (a flush at each stop, one mid-capture in odd
   // captures, one at each start with the kernel made between captures).
-  EXPECT_EQ(c.buffers_completed, 40u + 20u + 39u);
+  EXPECT_EQ(f.counts().buffers_completed, 40u + 20u + 39u);
   EXPECT_EQ(s.buffers_allocated, 1u);
   EXPECT_EQ(s.buffers_live, 1u);
 }
 
-TEST(CuptiLifecycle, NotKeptOnCuptiIsSwitchedOnAndOffWithEachCapture) {
+TEST_F(CuptiLifecycle, NotKeptOnCuptiIsSwitchedOnAndOffWithEachCapture) {
   ASSERT_EQ(setenv("LOUPE_CUPTI_KEEP_ON", "0", 1), 0);
-  Fake f = fake();
-  ASSERT_TRUE(f.counts_fn);
-  loupe::test::TempDir dir;
   capture_many(f, dir, 5);
 
-  FakeCuptiCounts c = f.counts();
-  EXPECT_EQ(c.timestamp_registrations, 1u);
-  EXPECT_EQ(c.kernel_kind_enables, 5u);
-  EXPECT_EQ(c.kernel_kind_disables, 5u);
-  CuptiStats s = CuptiCollector::stats();
-  EXPECT_EQ(s.times_switched_on, 5u);
-  EXPECT_EQ(s.records_dropped, 0u);  // off between captures: nothing recorded to drop
+  expect_switched(f, 5, 5);
+  EXPECT_EQ(CuptiCollector::stats().records_dropped, 0u);  // off between captures: nothing recorded to drop
 }
 
-TEST(CuptiLifecycle, WithoutThePoolEveryBufferIsAllocatedAndFreed) {
+TEST_F(CuptiLifecycle, WithoutThePoolEveryBufferIsAllocatedAndFreed) {
   ASSERT_EQ(setenv("LOUPE_CUPTI_BUFFER_POOL", "0", 1), 0);
-  Fake f = fake();
-  ASSERT_TRUE(f.counts_fn);
-  loupe::test::TempDir dir;
   capture_many(f, dir, 6);
 
   CuptiStats s = CuptiCollector::stats();
@@ -168,10 +168,7 @@ TraceModel capture_calls(const Fake& f, const loupe::test::TempDir& dir) {
   return load_trace(path);
 }
 
-TEST(CuptiLifecycle, CallsThatQueueNoWorkAreNotRecorded) {
-  Fake f = fake();
-  ASSERT_TRUE(f.counts_fn);
-  loupe::test::TempDir dir;
+TEST_F(CuptiLifecycle, CallsThatQueueNoWorkAreNotRecorded) {
   TraceModel m = capture_calls(f, dir);
   ASSERT_EQ(m.launches.size(), 1u);
   ASSERT_EQ(m.launches[0].size(), 1u);
@@ -179,11 +176,8 @@ TEST(CuptiLifecycle, CallsThatQueueNoWorkAreNotRecorded) {
   EXPECT_EQ(span_names(m), (std::multiset<std::string>{"cudaEventSynchronize"}));
 }
 
-TEST(CuptiLifecycle, WithoutTheFilterEveryCallIsRecorded) {
+TEST_F(CuptiLifecycle, WithoutTheFilterEveryCallIsRecorded) {
   ASSERT_EQ(setenv("LOUPE_CUPTI_API_FILTER", "0", 1), 0);
-  Fake f = fake();
-  ASSERT_TRUE(f.counts_fn);
-  loupe::test::TempDir dir;
   TraceModel m = capture_calls(f, dir);
   EXPECT_EQ(span_names(m), (std::multiset<std::string>{"cudaEventRecord", "cudaEventQuery", "cudaEventSynchronize",
                                                        "cuCtxGetCurrent"}));

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "cupti/activity_records.h"
+
 namespace {
 
 std::recursive_mutex g_mu;  // a flush calls back into the collector, which may ask again
@@ -44,15 +46,7 @@ extern "C" {
 __attribute__((visibility("default"))) void loupe_fake_cupti_kernel(const char* name, uint64_t start, uint64_t end) {
   std::lock_guard lock(g_mu);
   if (!g_enabled_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
-  CUpti_ActivityKernel10 k;
-  std::memset(&k, 0, sizeof k);
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = start;
-  k.end = end;
-  k.streamId = 7;
-  k.correlationId = ++g_correlation;
-  k.name = g_names.emplace_back(name).c_str();
-  keep(k);
+  keep(loupe::test::kernel_record(++g_correlation, start, end, 7, g_names.emplace_back(name).c_str()));
 }
 
 __attribute__((visibility("default"))) void loupe_fake_cupti_api(int driver, uint32_t cbid, uint64_t start,
@@ -60,15 +54,7 @@ __attribute__((visibility("default"))) void loupe_fake_cupti_api(int driver, uin
   std::lock_guard lock(g_mu);
   CUpti_ActivityKind kind = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
   if (!g_enabled_kinds.count(kind) || (driver ? g_quiet_driver : g_quiet_runtime).count(cbid)) return;
-  CUpti_ActivityAPI a;
-  std::memset(&a, 0, sizeof a);
-  a.kind = kind;
-  a.cbid = cbid;
-  a.start = start;
-  a.end = end;
-  a.correlationId = ++g_correlation;
-  a.threadId = 1;
-  keep(a);
+  keep(loupe::test::api_call_record(kind, cbid, ++g_correlation, start, end, 1));
 }
 
 __attribute__((visibility("default"))) void loupe_fake_cupti_counts(FakeCuptiCounts* out) {

@@ -4,68 +4,41 @@
 // and its GPUs' records get its device and stream ids.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "cupti/activity_converter.h"
+#include "cupti/activity_records.h"
 #include "cupti/adoption.h"
 
 using namespace loupe::prof;
 using cupti::ActivityConverter;
+using loupe::test::api_call_record;
+using loupe::test::convert;
+using loupe::test::external_correlation_record;
+using loupe::test::marker_record;
 
 namespace {
 
 std::string names(bool, uint32_t cbid) { return cbid == 41 ? "cudaMemcpyAsync" : "cudaLaunchKernel"; }
 
-template <typename T>
-const CUpti_Activity* as_activity(const T& r) {
-  return reinterpret_cast<const CUpti_Activity*>(&r);
-}
-
-CUpti_ActivityExternalCorrelation external(uint32_t corr, uint64_t id) {
-  CUpti_ActivityExternalCorrelation e;
-  std::memset(&e, 0, sizeof e);
-  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
-  e.externalId = id;
-  e.correlationId = corr;
-  return e;
-}
-
+// A cudaMemcpyAsync of 4096 bytes to the device, its call and its copy.
 CUpti_ActivityAPI copy_call(uint32_t corr) {
-  CUpti_ActivityAPI a;
-  std::memset(&a, 0, sizeof a);
-  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-  a.cbid = 41;
-  a.correlationId = corr;
-  a.start = 100;
-  a.end = 110;
-  a.threadId = 42;
-  return a;
+  return api_call_record(CUPTI_ACTIVITY_KIND_RUNTIME, 41, corr, 100, 110, 42);
 }
 
 CUpti_ActivityMemcpy6 copy(uint32_t corr) {
-  CUpti_ActivityMemcpy6 m;
-  std::memset(&m, 0, sizeof m);
-  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-  m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-  m.bytes = 4096;
-  m.start = 200;
-  m.end = 300;
-  m.correlationId = corr;
-  m.streamId = 13;
-  return m;
+  return {.kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+          .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+          .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+          .bytes = 4096,
+          .start = 200,
+          .end = 300,
+          .streamId = 13,
+          .correlationId = corr};
 }
 
 TEST(CuptiRuntimeLink, CopiesTheRuntimeMadeAreItsTransfers) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
-  auto e = external(7, 900);
-  auto call = copy_call(7);
-  auto m = copy(7);
-  c.convert(as_activity(e), out);
-  c.convert(as_activity(call), out);
-  c.convert(as_activity(m), out);
+  convert(c, out, external_correlation_record(7, 900), copy_call(7), copy(7));
   c.finish_buffer(out, true);
   ASSERT_EQ(out.ops.size(), 1u);
   EXPECT_EQ(out.ops[0].correlation, 900u) << "the device copy links to the runtime's copy";
@@ -74,10 +47,7 @@ TEST(CuptiRuntimeLink, CopiesTheRuntimeMadeAreItsTransfers) {
 
   // The same copy from an unmodified program is a transfer.
   detail::ExternalEvents plain;
-  auto call2 = copy_call(8);
-  auto m2 = copy(8);
-  c.convert(as_activity(call2), plain);
-  c.convert(as_activity(m2), plain);
+  convert(c, plain, copy_call(8), copy(8));
   c.finish_buffer(plain, true);
   EXPECT_EQ(plain.copies.size(), 1u);
 }
@@ -85,24 +55,13 @@ TEST(CuptiRuntimeLink, CopiesTheRuntimeMadeAreItsTransfers) {
 TEST(CuptiRuntimeLink, TheRuntimesNvtxPhasesAreLeftToIt) {
   ActivityConverter c(names);
   detail::ExternalEvents out;
-  auto marker = [](uint32_t id, uint32_t flags, uint64_t t, const char* name, const char* domain) {
-    CUpti_ActivityMarker2 m;
-    std::memset(&m, 0, sizeof m);
-    m.kind = CUPTI_ACTIVITY_KIND_MARKER;
-    m.flags = CUpti_ActivityFlag(flags);
-    m.timestamp = t;
-    m.id = id;
-    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-    m.objectId.pt.threadId = 42;
-    m.name = name;
-    m.domain = domain;
-    return m;
+  auto marker = [](uint32_t id, CUpti_ActivityFlag flag, uint64_t t, const char* name, const char* domain) {
+    return marker_record(id, flag, t, 42, name, domain);
   };
-  auto a = marker(1, CUPTI_ACTIVITY_FLAG_MARKER_START, 10, "jit step", "loupe");
-  auto b = marker(1, CUPTI_ACTIVITY_FLAG_MARKER_END, 20, nullptr, "loupe");
-  auto x = marker(2, CUPTI_ACTIVITY_FLAG_MARKER_START, 30, "forward", nullptr);
-  auto y = marker(2, CUPTI_ACTIVITY_FLAG_MARKER_END, 40, nullptr, nullptr);
-  for (auto* m : {&a, &b, &x, &y}) c.convert(as_activity(*m), out);
+  convert(c, out, marker(1, CUPTI_ACTIVITY_FLAG_MARKER_START, 10, "jit step", "loupe"),
+          marker(1, CUPTI_ACTIVITY_FLAG_MARKER_END, 20, nullptr, "loupe"),
+          marker(2, CUPTI_ACTIVITY_FLAG_MARKER_START, 30, "forward", nullptr),
+          marker(2, CUPTI_ACTIVITY_FLAG_MARKER_END, 40, nullptr, nullptr));
   ASSERT_EQ(out.spans.size(), 1u);
   EXPECT_EQ(out.spans[0].name, "forward");
 }
