@@ -11,10 +11,7 @@
 namespace loupe::hostile {
 namespace {
 
-class HostileBounds : public ::testing::Test {
- protected:
-  loupe::test::TempDir dir;
-};
+class HostileBounds : public loupe::test::TempDirTest {};
 
 // Defect 12: 200,000 streams in an 18 MB trace made `analyze` take 4.3 GB,
 // about 21 KB a track: each track reserved its whole read unit's rows.

@@ -8,9 +8,8 @@
 namespace loupe::hostile {
 namespace {
 
-class HostileContent : public ::testing::Test {
+class HostileContent : public loupe::test::TempDirTest {
  protected:
-  loupe::test::TempDir dir;
   std::string trace = synth_trace(dir, "t.db", 5000);
 
   // Renames the kernel with the most launches to `sql_text` (an SQL

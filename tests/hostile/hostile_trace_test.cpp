@@ -7,9 +7,8 @@
 namespace loupe::hostile {
 namespace {
 
-class HostileTrace : public ::testing::Test {
+class HostileTrace : public loupe::test::TempDirTest {
  protected:
-  loupe::test::TempDir dir;
   std::string trace = synth_trace(dir, "t.db", 20'000);
   static constexpr const char* kFirstKernel = "(SELECT min(id) FROM device_ops WHERE kind = 0)";
 

@@ -6,10 +6,7 @@
 namespace loupe::hostile {
 namespace {
 
-class InputFiles : public ::testing::Test {
- protected:
-  loupe::test::TempDir dir;
-};
+class InputFiles : public loupe::test::TempDirTest {};
 
 // Defect 6: a FIFO given as an input blocked forever in open().
 TEST_F(InputFiles, AFifoIsRefusedNotWaitedOn) {

@@ -24,10 +24,8 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   return files;
 }
 
-class HostileJobs : public ::testing::Test {
+class HostileJobs : public loupe::test::TempDirTest {
  protected:
-  loupe::test::TempDir dir;
-
   // A job of `ranks` ranks written by `loupe synth`.
   std::string synth_job(const std::string& name, int ranks, int events = 3000, int seed = 1) {
     std::string job = dir.file(name);

@@ -8,9 +8,8 @@
 namespace loupe::hostile {
 namespace {
 
-class OutputFiles : public ::testing::Test {
+class OutputFiles : public loupe::test::TempDirTest {
  protected:
-  loupe::test::TempDir dir;
   // A real Kineto trace kept in the repository (its import is over 100 KB).
   std::string kineto() const { return std::string(LOUPE_REPO_FIXTURES_DIR) + "/h100_qwen_infer.json.gz"; }
 };

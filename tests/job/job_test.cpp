@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "error_message.h"
 #include "loupe/prof/job.h"
 #include "loupe/prof/synth.h"
 #include "loupe/prof/trace_query.h"
@@ -58,12 +59,7 @@ std::string kineto(const std::string& distributed) {
 }
 
 std::string error_of(const std::vector<std::string>& sources, const std::string& dir) {
-  try {
-    import_job(sources, dir);
-  } catch (const JobError& e) {
-    return e.what();
-  }
-  return "";
+  return loupe::test::error_message<JobError>([&] { import_job(sources, dir); });
 }
 
 class Jobs : public ::testing::Test {
@@ -193,12 +189,7 @@ TEST_F(Jobs, AJobIsWrittenIntoAnEmptyFolderOrOverAJob) {
 }
 
 std::string read_error(const std::string& dir) {
-  try {
-    read_job(dir);
-  } catch (const JobError& e) {
-    return e.what();
-  }
-  return "";
+  return loupe::test::error_message<JobError>([&] { read_job(dir); });
 }
 
 TEST_F(Jobs, AnIndexIsReadDefensively) {

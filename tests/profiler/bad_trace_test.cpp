@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 
+#include "error_message.h"
 #include "loupe/prof/trace_query.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_writer.h"
@@ -41,25 +42,25 @@ void write_good_trace(const std::string& path, int ops = 2000) {
   w.close();
 }
 
-void sql(const std::string& path, const char* statement) {
+void sql(const std::string& path, const std::string& statement) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   char* err = nullptr;
-  int rc = sqlite3_exec(db, statement, nullptr, nullptr, &err);
+  int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err);
   std::string message = err ? err : "";
   sqlite3_free(err);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
+// Marks the file as written in format version major.minor.
+void set_format_version(const std::string& path, int major, int minor) {
+  sql(path, "PRAGMA user_version=" + std::to_string(pack_user_version(major, minor)));
+}
+
 // The error load_trace() raises, or "" if it loaded.
 std::string load_error(const std::string& path) {
-  try {
-    load_trace(path);
-  } catch (const TraceError& e) {
-    return e.what();
-  }
-  return "";
+  return loupe::test::error_message<TraceError>([&] { load_trace(path); });
 }
 
 void expect_error(const std::string& path, const std::string& fragment) {
@@ -69,9 +70,15 @@ void expect_error(const std::string& path, const std::string& fragment) {
   EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
 }
 
-class BadTrace : public ::testing::Test {
+class BadTrace : public loupe::test::TempDirTest {
  protected:
-  loupe::test::TempDir dir;
+  // A good trace, damaged by one SQL statement, is refused with `fragment`.
+  void expect_damage_refused(const std::string& name, const std::string& damage, const std::string& fragment) {
+    std::string path = dir.file(name);
+    write_good_trace(path);
+    sql(path, damage);
+    expect_error(path, fragment);
+  }
 };
 
 TEST_F(BadTrace, MissingFile) { expect_error(dir.file("nope.db"), "No such file"); }
@@ -110,14 +117,14 @@ TEST_F(BadTrace, DatabaseOfAnotherProgram) {
 TEST_F(BadTrace, NewerMajorVersion) {
   std::string path = dir.file("newer.db");
   write_good_trace(path);
-  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(kFormatMajor + 1, 0))).c_str());
+  set_format_version(path, kFormatMajor + 1, 0);
   expect_error(path, "newer than this loupe reads");
 }
 
 TEST_F(BadTrace, NewerMinorVersionIsRead) {
   std::string path = dir.file("minor.db");
   write_good_trace(path);
-  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(kFormatMajor, kFormatMinor + 3))).c_str());
+  set_format_version(path, kFormatMajor, kFormatMinor + 3);
   sql(path, "ALTER TABLE device_ops ADD COLUMN future INTEGER NOT NULL DEFAULT 0; CREATE TABLE future_table(x);");
   EXPECT_EQ(load_error(path), "");
 }
@@ -128,7 +135,7 @@ TEST_F(BadTrace, NewerMinorVersionIsRead) {
 TEST_F(BadTrace, OlderMinorVersionWithoutALaterTableIsRead) {
   std::string path = dir.file("older.db");
   write_good_trace(path);
-  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 1))).c_str());
+  set_format_version(path, 1, 1);
   sql(path, "DROP TABLE collectives; DELETE FROM tracks WHERE tbl = 'collectives';");
   EXPECT_EQ(load_error(path), "");
   TraceModel m = load_trace(path);
@@ -138,7 +145,7 @@ TEST_F(BadTrace, OlderMinorVersionWithoutALaterTableIsRead) {
   for (const TableCount& c : summarize_trace(path).counts) counted += c.rows;
   EXPECT_EQ(counted, m.total_events());
 
-  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 2))).c_str());
+  set_format_version(path, 1, 2);
   expect_error(path, "missing table 'collectives'");
 }
 
@@ -146,7 +153,7 @@ TEST_F(BadTrace, OlderMinorVersionWithoutALaterColumnIsRead) {
   std::string path = dir.file("older-column.db");
   write_good_trace(path);
   sql(path, "INSERT INTO devices VALUES (0, 'gpu0', 1, 0, 0, 'cuBLAS');");
-  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 2))).c_str());
+  set_format_version(path, 1, 2);
   sql(path, "ALTER TABLE devices DROP COLUMN detail;");
   EXPECT_EQ(load_error(path), "");
   TraceModel m = load_trace(path);
@@ -155,60 +162,45 @@ TEST_F(BadTrace, OlderMinorVersionWithoutALaterColumnIsRead) {
   EXPECT_EQ(m.devices[0].detail, "");
   EXPECT_EQ(summarize_trace(path).devices.size(), 1u);
 
-  sql(path, ("PRAGMA user_version=" + std::to_string(pack_user_version(1, 3))).c_str());
+  set_format_version(path, 1, 3);
   expect_error(path, "table 'devices' lacks column 'detail'");
 }
 
 TEST_F(BadTrace, TableReplacedByView) {
-  std::string path = dir.file("view.db");
-  write_good_trace(path);
-  sql(path,
+  expect_damage_refused(
+      "view.db",
       "DROP TABLE device_ops; CREATE VIEW device_ops AS SELECT 0 AS device, 0 AS stream, 0 AS start, 0 AS id, 0 AS "
-      "dur, 0 AS kind, 0 AS name, 0 AS bytes, 0 AS copy_kind, 0 AS correlation;");
-  expect_error(path, "'device_ops' is a view, not a table");
+      "dur, 0 AS kind, 0 AS name, 0 AS bytes, 0 AS copy_kind, 0 AS correlation;",
+      "'device_ops' is a view, not a table");
 }
 
-TEST_F(BadTrace, MissingTable) {
-  std::string path = dir.file("missing.db");
-  write_good_trace(path);
-  sql(path, "DROP TABLE steps;");
-  expect_error(path, "missing table 'steps'");
-}
+TEST_F(BadTrace, MissingTable) { expect_damage_refused("missing.db", "DROP TABLE steps;", "missing table 'steps'"); }
 
 TEST_F(BadTrace, MissingColumn) {
-  std::string path = dir.file("column.db");
-  write_good_trace(path);
-  sql(path, "ALTER TABLE host_spans DROP COLUMN callsite;");
-  expect_error(path, "'host_spans' lacks column 'callsite'");
+  expect_damage_refused("column.db", "ALTER TABLE host_spans DROP COLUMN callsite;",
+                        "'host_spans' lacks column 'callsite'");
 }
 
 TEST_F(BadTrace, WrongColumnType) {
-  std::string path = dir.file("type.db");
-  write_good_trace(path);
-  sql(path,
-      "DROP TABLE steps; CREATE TABLE steps(thread TEXT, start INTEGER, id INTEGER, dur INTEGER, number INTEGER);");
-  expect_error(path, "'steps.thread' is declared TEXT, expected INTEGER");
+  expect_damage_refused(
+      "type.db",
+      "DROP TABLE steps; CREATE TABLE steps(thread TEXT, start INTEGER, id INTEGER, dur INTEGER, number INTEGER);",
+      "'steps.thread' is declared TEXT, expected INTEGER");
 }
 
 TEST_F(BadTrace, DanglingStringReference) {
-  std::string path = dir.file("dangling.db");
-  write_good_trace(path);
-  sql(path, "UPDATE device_ops SET name = 999999 WHERE start = 500;");
-  expect_error(path, "device_ops: name refers to string id 999999");
+  expect_damage_refused("dangling.db", "UPDATE device_ops SET name = 999999 WHERE start = 500;",
+                        "device_ops: name refers to string id 999999");
 }
 
 TEST_F(BadTrace, NegativeDuration) {
-  std::string path = dir.file("negative.db");
-  write_good_trace(path);
-  sql(path, "UPDATE host_spans SET dur = -5 WHERE start = 300;");
-  expect_error(path, "host_spans: negative duration -5 ns");
+  expect_damage_refused("negative.db", "UPDATE host_spans SET dur = -5 WHERE start = 300;",
+                        "host_spans: negative duration -5 ns");
 }
 
 TEST_F(BadTrace, UnknownCallSite) {
-  std::string path = dir.file("callsite.db");
-  write_good_trace(path);
-  sql(path, "UPDATE host_spans SET callsite = 12 WHERE start = 300;");
-  expect_error(path, "callsite 12 is not in the callsites table");
+  expect_damage_refused("callsite.db", "UPDATE host_spans SET callsite = 12 WHERE start = 300;",
+                        "callsite 12 is not in the callsites table");
 }
 
 TEST_F(BadTrace, CorruptPagesInTheMiddle) {

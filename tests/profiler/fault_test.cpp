@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "capture_threads.h"
 #include "loupe/prof/capture.h"
 #include "loupe/prof/clock.h"
 #include "loupe/prof/record.h"
@@ -194,22 +195,12 @@ TEST(Fault, AForkedChildLeavesTheCaptureToItsParent) {
 TEST(Fault, SixtyFourThreadsWithSmallBuffersCountEveryEvent) {
   loupe::test::TempDir dir;
   constexpr int kThreads = 64, kPerThread = 20'000;
-  CaptureStats stats;
-  {
-    Capture capture({.path = dir.file("t.db"), .buffer_events = 256});
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([] {
-        for (int i = 0; i < kPerThread; ++i) {
-          instant("tick");
-          if (i % 1000 == 0) std::this_thread::yield();
-        }
-      });
+  CaptureStats stats = loupe::test::capture_threads(dir.file("t.db"), 256, kThreads, [](int) {
+    for (int i = 0; i < kPerThread; ++i) {
+      instant("tick");
+      if (i % 1000 == 0) std::this_thread::yield();
     }
-    for (auto& th : threads) th.join();
-    capture.stop();
-    stats = capture.stats();
-  }
+  });
   TraceModel m = load_trace(dir.file("t.db"));
   EXPECT_EQ(m.total_events(), stats.recorded);
   EXPECT_EQ(stats.recorded + stats.dropped, uint64_t(kThreads) * kPerThread);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "error_message.h"
 #include "loupe/prof/synth.h"
 #include "loupe/prof/trace_query.h"
 #include "loupe/prof/trace_reader.h"
@@ -21,12 +22,7 @@ std::vector<QueryRow> run(const std::string& path, const std::string& sql, std::
 }
 
 std::string error_of(const std::string& path, const std::string& sql) {
-  try {
-    run(path, sql);
-  } catch (const TraceError& e) {
-    return e.what();
-  }
-  return "";
+  return loupe::test::error_message<TraceError>([&] { run(path, sql); });
 }
 
 TEST(Query, ReturnsColumnsAndRows) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "capture_threads.h"
 #include "loupe/prof/capture.h"
 #include "loupe/prof/record.h"
 #include "loupe/prof/trace_reader.h"
@@ -108,32 +109,24 @@ TEST(Record, ManyThreadsLoseNothing) {
   register_device({.id = 0, .name = "test device", .kind = DeviceKind::cpu, .memory_capacity = 1 << 30});
   register_stream(0, 1, "stream one");
   CallSiteId site = callsite();
-  {
-    Capture capture({.path = dir.file("t.db"), .buffer_events = 1u << 16});
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([t, site] {
-        set_thread_name("worker " + std::to_string(t));
-        for (int i = 0; i < kPerThread; ++i) {
-          step_begin(i);
-          { Scope s("span"); }
-          instant("mark");
-          counter("value", double(t * kPerThread + i));
-          Ticks a = ticks_now();
-          uint64_t corr = next_correlation_id();
-          launch({.name = "launch", .start = a, .end = a + 10, .device = 0, .stream = 1, .correlation = corr});
-          device_op({.device = 0, .stream = 1, .name = "op", .start = a, .end = a + 100, .correlation = corr});
-          transfer({.start = a, .end = a + 5, .bytes = 64, .callsite = site});
-          memory_event({.device = 0, .bytes = 64, .allocated = i, .reserved = i + 1});
-          step_end();
-        }
-      });
+  CaptureStats stats = loupe::test::capture_threads(dir.file("t.db"), 1u << 16, kThreads, [site](int t) {
+    set_thread_name("worker " + std::to_string(t));
+    for (int i = 0; i < kPerThread; ++i) {
+      step_begin(i);
+      { Scope s("span"); }
+      instant("mark");
+      counter("value", double(t * kPerThread + i));
+      Ticks a = ticks_now();
+      uint64_t corr = next_correlation_id();
+      launch({.name = "launch", .start = a, .end = a + 10, .device = 0, .stream = 1, .correlation = corr});
+      device_op({.device = 0, .stream = 1, .name = "op", .start = a, .end = a + 100, .correlation = corr});
+      transfer({.start = a, .end = a + 5, .bytes = 64, .callsite = site});
+      memory_event({.device = 0, .bytes = 64, .allocated = i, .reserved = i + 1});
+      step_end();
     }
-    for (auto& th : threads) th.join();
-    capture.stop();
-    EXPECT_EQ(capture.stats().dropped, 0u);
-    EXPECT_EQ(capture.stats().recorded, uint64_t(kThreads) * kPerThread * 8);
-  }
+  });
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_EQ(stats.recorded, uint64_t(kThreads) * kPerThread * 8);
   TraceModel m = load_trace(dir.file("t.db"));
   const uint64_t n = uint64_t(kThreads) * kPerThread;
   EXPECT_EQ(m.count_host_spans(), n);
@@ -179,19 +172,9 @@ TEST(Record, ManyThreadsLoseNothing) {
 TEST(Record, DroppedEventsAreCountedExactly) {
   loupe::test::TempDir dir;
   constexpr int kThreads = 4, kPerThread = 200'000;
-  CaptureStats stats;
-  {
-    Capture capture({.path = dir.file("t.db"), .buffer_events = 64});
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([] {
-        for (int i = 0; i < kPerThread; ++i) counter("burst", i);
-      });
-    }
-    for (auto& th : threads) th.join();
-    capture.stop();
-    stats = capture.stats();
-  }
+  CaptureStats stats = loupe::test::capture_threads(dir.file("t.db"), 64, kThreads, [](int) {
+    for (int i = 0; i < kPerThread; ++i) counter("burst", i);
+  });
   TraceModel m = load_trace(dir.file("t.db"));
   uint64_t recorded = m.total_events();
   EXPECT_GT(stats.dropped, 0u) << "a 64-event ring cannot hold a burst of 200,000";
@@ -288,13 +271,9 @@ TEST(Record, ARingCostsOnlyWhatItHolds) {
   {
     Capture capture({.path = dir.file("t.db"), .buffer_events = kRingEvents});
     before = resident_bytes();
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([] {
-        for (int i = 0; i < 100; ++i) instant("few");
-      });
-    }
-    for (auto& th : threads) th.join();
+    loupe::test::on_threads(kThreads, [](int) {
+      for (int i = 0; i < 100; ++i) instant("few");
+    });
     after = resident_bytes();
   }
   EXPECT_LT(after - before, int64_t(32) << 20) << "4 rings of 256 MiB hold 400 events";

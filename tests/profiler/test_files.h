@@ -25,4 +25,10 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A test with a scratch directory of its own, `dir`.
+class TempDirTest : public ::testing::Test {
+ protected:
+  TempDir dir;
+};
+
 }  // namespace loupe::test
