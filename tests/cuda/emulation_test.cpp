@@ -53,6 +53,18 @@ std::vector<Dtype> buffer_dtypes(const KernelSpec& spec, size_t n) {
   return t;
 }
 
+// An element of a buffer, at an address that may not be aligned for it.
+template <typename T>
+void store(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 void fill(std::vector<char>& buf, Dtype d, std::mt19937& gen) {
   std::uniform_real_distribution<float> f(-2.0f, 2.0f);
   std::uniform_int_distribution<int> i(0, 7);
@@ -60,31 +72,11 @@ void fill(std::vector<char>& buf, Dtype d, std::mt19937& gen) {
   for (size_t k = 0; k < n; ++k) {
     char* p = buf.data() + k * rt::itemsize(d);
     switch (d) {
-      case Dtype::f32: {
-        float v = f(gen);
-        std::memcpy(p, &v, 4);
-        break;
-      }
-      case Dtype::f16: {
-        uint16_t v = cpu::float_to_half(f(gen));
-        std::memcpy(p, &v, 2);
-        break;
-      }
-      case Dtype::bf16: {
-        uint16_t v = cpu::float_to_bfloat(f(gen));
-        std::memcpy(p, &v, 2);
-        break;
-      }
-      case Dtype::i32: {
-        int32_t v = i(gen);
-        std::memcpy(p, &v, 4);
-        break;
-      }
-      case Dtype::i64: {
-        int64_t v = i(gen);
-        std::memcpy(p, &v, 8);
-        break;
-      }
+      case Dtype::f32: store(p, f(gen)); break;
+      case Dtype::f16: store(p, cpu::float_to_half(f(gen))); break;
+      case Dtype::bf16: store(p, cpu::float_to_bfloat(f(gen))); break;
+      case Dtype::i32: store(p, int32_t(i(gen))); break;
+      case Dtype::i64: store(p, int64_t(i(gen))); break;
       case Dtype::boolean: *p = char(i(gen) & 1); break;
     }
   }
@@ -93,31 +85,11 @@ void fill(std::vector<char>& buf, Dtype d, std::mt19937& gen) {
 double value(const std::vector<char>& buf, Dtype d, size_t k) {
   const char* p = buf.data() + k * rt::itemsize(d);
   switch (d) {
-    case Dtype::f32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case Dtype::f16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return cpu::half_to_float(v);
-    }
-    case Dtype::bf16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return cpu::bfloat_to_float(v);
-    }
-    case Dtype::i32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case Dtype::i64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return double(v);
-    }
+    case Dtype::f32: return load<float>(p);
+    case Dtype::f16: return cpu::half_to_float(load<uint16_t>(p));
+    case Dtype::bf16: return cpu::bfloat_to_float(load<uint16_t>(p));
+    case Dtype::i32: return load<int32_t>(p);
+    case Dtype::i64: return double(load<int64_t>(p));
     case Dtype::boolean: return *p != 0;
   }
   return 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -179,50 +180,55 @@ void expect_import_error(const std::string& in, const std::string& out, const st
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-TEST(NsysMalformed, MissingColumn) {
+// An export that `write` makes is refused with `expected`.
+void expect_export_refused(const std::function<void(NsysExportWriter&)>& write, const std::string& expected) {
   loupe::test::TempDir dir;
   {
-    NsysExportWriter w(dir.file("a.sqlite"));
-    w.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)");
-    w.exec(
-        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin_ns INTEGER, end INTEGER, deviceId INTEGER, "
-        "streamId INTEGER)");
+    NsysExportWriter w(dir.file("bad.sqlite"));
+    write(w);
   }
-  expect_import_error(dir.file("a.sqlite"), dir.file("o.db"), "table CUPTI_ACTIVITY_KIND_KERNEL: lacks column 'start'");
+  expect_import_error(dir.file("bad.sqlite"), dir.file("o.db"), expected);
+}
+
+TEST(NsysMalformed, MissingColumn) {
+  expect_export_refused(
+      [](NsysExportWriter& w) {
+        w.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)");
+        w.exec(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin_ns INTEGER, end INTEGER, deviceId INTEGER, "
+            "streamId INTEGER)");
+      },
+      "table CUPTI_ACTIVITY_KIND_KERNEL: lacks column 'start'");
 }
 
 TEST(NsysMalformed, ViewInsteadOfTable) {
-  loupe::test::TempDir dir;
-  {
-    NsysExportWriter w(dir.file("v.sqlite"));
-    w.create_schema();
-    w.exec("DROP TABLE NVTX_EVENTS");
-    w.exec(
-        "CREATE VIEW NVTX_EVENTS AS SELECT start, end, 59 AS eventType, NULL AS text, 0 AS globalTid FROM "
-        "CUPTI_ACTIVITY_KIND_RUNTIME");
-  }
-  expect_import_error(dir.file("v.sqlite"), dir.file("o.db"), "table NVTX_EVENTS: is a view, not a table");
+  expect_export_refused(
+      [](NsysExportWriter& w) {
+        w.create_schema();
+        w.exec("DROP TABLE NVTX_EVENTS");
+        w.exec(
+            "CREATE VIEW NVTX_EVENTS AS SELECT start, end, 59 AS eventType, NULL AS text, 0 AS globalTid FROM "
+            "CUPTI_ACTIVITY_KIND_RUNTIME");
+      },
+      "table NVTX_EVENTS: is a view, not a table");
 }
 
 TEST(NsysMalformed, WrongTypesAndDanglingStrings) {
-  loupe::test::TempDir dir;
-  {
-    NsysExportWriter w(dir.file("t.sqlite"));
-    w.create_schema();
-    w.exec(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, bytes, copyKind) "
-        "VALUES ('soon', 10, 0, 1, 7, 64, 1)");
-  }
-  expect_import_error(dir.file("t.sqlite"), dir.file("o.db"),
-                      "table CUPTI_ACTIVITY_KIND_MEMCPY: row 1: column 'start' is not an integer");
-  {
-    NsysExportWriter w(dir.file("s.sqlite"));
-    w.create_schema();
-    w.kernel(0, 10, 0, 7, 1, "k");
-    w.exec("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (0, 5, 0, 1, 1, 777, 0, NULL)");
-  }
-  expect_import_error(dir.file("s.sqlite"), dir.file("o.db"),
-                      "table CUPTI_ACTIVITY_KIND_RUNTIME: row 1: column 'nameId' refers to string id 777");
+  expect_export_refused(
+      [](NsysExportWriter& w) {
+        w.create_schema();
+        w.exec(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, bytes, copyKind) "
+            "VALUES ('soon', 10, 0, 1, 7, 64, 1)");
+      },
+      "table CUPTI_ACTIVITY_KIND_MEMCPY: row 1: column 'start' is not an integer");
+  expect_export_refused(
+      [](NsysExportWriter& w) {
+        w.create_schema();
+        w.kernel(0, 10, 0, 7, 1, "k");
+        w.exec("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (0, 5, 0, 1, 1, 777, 0, NULL)");
+      },
+      "table CUPTI_ACTIVITY_KIND_RUNTIME: row 1: column 'nameId' refers to string id 777");
 }
 
 TEST(NsysMalformed, TruncatedFile) {
