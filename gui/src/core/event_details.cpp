@@ -38,19 +38,23 @@ void add(EventDetails& d, std::string what, std::string value) {
   if (!value.empty()) d.lines.emplace_back(std::move(what), std::move(value));
 }
 
-void set_timing(EventDetails& d, int64_t start, int64_t dur) {
-  d.start = start;
-  d.end = start + dur;
-  add(d, "duration", format_duration(dur));
-  add(d, "start", format_duration(start));
+// How the details of event `i` of a table of events with a duration begin:
+// the title, then its duration and start.
+template <typename Table>
+EventDetails timed_event(std::string title, const Table& events, size_t i) {
+  EventDetails d;
+  d.title = std::move(title);
+  d.start = events.start[i];
+  d.end = events.end(i);
+  add(d, "duration", format_duration(events.dur[i]));
+  add(d, "start", format_duration(events.start[i]));
+  return d;
 }
 
 }  // namespace
 
 EventDetails describe_span(const prof::TraceModel& model, const prof::HostSpans& s, size_t i) {
-  EventDetails d;
-  d.title = model.str(s.name[i]);
-  set_timing(d, s.start[i], s.dur[i]);
+  EventDetails d = timed_event(model.str(s.name[i]), s, i);
   add(d, "kind", std::string(name_of(s.kind[i])));
   add(d, "depth", std::to_string(s.depth[i]));
   add(d, "call site", callsite_text(model, s.callsite[i]));
@@ -58,9 +62,7 @@ EventDetails describe_span(const prof::TraceModel& model, const prof::HostSpans&
 }
 
 EventDetails describe_launch(const prof::TraceModel& model, const prof::Launches& l, size_t i) {
-  EventDetails d;
-  d.title = model.str(l.name[i]);
-  set_timing(d, l.start[i], l.dur[i]);
+  EventDetails d = timed_event(model.str(l.name[i]), l, i);
   add(d, "launches on",
       l.device[i] == prof::kUnknownDevice ? std::string("a device the trace does not say (its operation is not in it)")
                                           : fmt::format("device {} stream {}", l.device[i], l.stream[i]));
@@ -69,9 +71,8 @@ EventDetails describe_launch(const prof::TraceModel& model, const prof::Launches
 }
 
 EventDetails describe_transfer(const prof::TraceModel& model, const prof::Transfers& t, size_t i) {
-  EventDetails d;
-  d.title = fmt::format("{} transfer{}", copy_name(t.direction[i]), t.synchronous[i] ? " (synchronous)" : "");
-  set_timing(d, t.start[i], t.dur[i]);
+  const char* sync = t.synchronous[i] ? " (synchronous)" : "";
+  EventDetails d = timed_event(fmt::format("{} transfer{}", copy_name(t.direction[i]), sync), t, i);
   add(d, "bytes", format_bytes(t.bytes[i]));
   add(d, "device", std::to_string(t.device[i]));
   add(d, "synchronous", t.synchronous[i] ? "yes" : "no");
@@ -82,9 +83,7 @@ EventDetails describe_transfer(const prof::TraceModel& model, const prof::Transf
 }
 
 EventDetails describe_device_op(const prof::TraceModel& model, const prof::DeviceOps& o, size_t i) {
-  EventDetails d;
-  d.title = model.str(o.name[i]);
-  set_timing(d, o.start[i], o.dur[i]);
+  EventDetails d = timed_event(model.str(o.name[i]), o, i);
   std::string k(name_of(o.kind[i]));
   if (o.copy_kind[i] != prof::CopyKind::none) k += " " + copy_name(o.copy_kind[i]);
   add(d, "kind", k);
@@ -109,9 +108,7 @@ EventDetails describe_instant(const prof::TraceModel& model, const prof::Instant
 }
 
 EventDetails describe_compile(const prof::TraceModel& model, const prof::Compiles& c, size_t i) {
-  EventDetails d;
-  d.title = "compile of " + model.str(c.function[i]);
-  set_timing(d, c.start[i], c.dur[i]);
+  EventDetails d = timed_event("compile of " + model.str(c.function[i]), c, i);
   add(d, "kind", std::string(name_of(c.kind[i])));
   add(d, "signature", model.str(c.signature[i]));
   add(d, "reason", c.reason[i]);
@@ -123,9 +120,7 @@ EventDetails describe_compile(const prof::TraceModel& model, const prof::Compile
 }
 
 EventDetails describe_collective(const prof::TraceModel& model, const prof::Collectives& c, size_t i) {
-  EventDetails d;
-  d.title = model.str(c.name[i]);
-  set_timing(d, c.start[i], c.dur[i]);
+  EventDetails d = timed_event(model.str(c.name[i]), c, i);
   add(d, "process group", model.str(c.process_group));
   add(d, "ranks", c.group_size[i] ? std::to_string(c.group_size[i]) : "");
   add(d, "in", c.in_bytes[i] > 0 ? format_bytes(c.in_bytes[i]) : "");

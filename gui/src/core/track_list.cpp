@@ -79,10 +79,7 @@ namespace {
 // A host thread's track: its instants, recompiles, spans (packed into
 // lanes by depth), launches and transfers.
 Track thread_track(const TraceModel& model, uint32_t id) {
-  Track track;
-  track.kind = TrackKind::thread;
-  track.thread = id;
-  track.title = thread_title(model, id);
+  Track track{.kind = TrackKind::thread, .title = thread_title(model, id), .thread = id};
   uint32_t table = 0;
   if (const auto* inst = by_thread(model.instants, id, &table); inst && inst->size()) {
     TrackLane tl{LaneKind::instants, table};
@@ -152,30 +149,28 @@ void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
   for (uint32_t table = 0; table < model.device_ops.size(); ++table) {
     const prof::DeviceOps& ops = model.device_ops[table];
     if (ops.device != dev || ops.size() == 0) continue;
-    Track track;
-    track.kind = TrackKind::stream;
-    track.device = dev;
-    track.stream = ops.stream;
     const prof::Stream* s = model.stream(dev, ops.stream);
-    track.title = "device " + std::to_string(dev) + " / " +
-                  (s && !s->name.empty() ? s->name : "stream " + std::to_string(ops.stream));
-    track.subtitle = device_name(model, dev);
+    std::string stream_name = s && !s->name.empty() ? s->name : "stream " + std::to_string(ops.stream);
+    Track track{.kind = TrackKind::stream,
+                .title = "device " + std::to_string(dev) + " / " + stream_name,
+                .subtitle = device_name(model, dev),
+                .device = dev,
+                .stream = ops.stream};
     add_packed_lanes(track, LaneKind::device_ops, table, ops, 8);
     list.tracks.push_back(std::move(track));
   }
   for (uint32_t table = 0; table < model.memory.size(); ++table) {
     const prof::MemoryEvents& me = model.memory[table];
     if (me.device != dev || me.size() == 0) continue;
-    Track track;
-    track.kind = TrackKind::memory;
-    track.device = dev;
-    track.table = table;
-    track.title = "device " + std::to_string(dev) + " / memory";
-    track.subtitle = device_name(model, dev);
-    track.allocated = make_series(me.time, me.allocated.data(), nullptr);
-    track.reserved = make_series(me.time, me.reserved.data(), nullptr);
-    if (const prof::Device* d = model.device(dev)) track.capacity = d->memory_capacity;
-    list.tracks.push_back(std::move(track));
+    const prof::Device* d = model.device(dev);
+    list.tracks.push_back({.kind = TrackKind::memory,
+                           .title = "device " + std::to_string(dev) + " / memory",
+                           .subtitle = device_name(model, dev),
+                           .device = dev,
+                           .table = table,
+                           .allocated = make_series(me.time, me.allocated.data(), nullptr),
+                           .reserved = make_series(me.time, me.reserved.data(), nullptr),
+                           .capacity = d ? d->memory_capacity : 0});
   }
 }
 
@@ -183,12 +178,10 @@ void add_counter_tracks(const TraceModel& model, TrackList& list) {
   for (uint32_t table = 0; table < model.counters.size(); ++table) {
     const prof::Counter& c = model.counters[table];
     if (c.size() == 0) continue;
-    Track track;
-    track.kind = TrackKind::counter;
-    track.table = table;
-    track.title = model.str(c.name);
-    track.value = make_series(c.time, nullptr, c.value.data());
-    list.tracks.push_back(std::move(track));
+    list.tracks.push_back({.kind = TrackKind::counter,
+                           .title = model.str(c.name),
+                           .table = table,
+                           .value = make_series(c.time, nullptr, c.value.data())});
   }
 }
 
@@ -199,11 +192,10 @@ void add_collective_tracks(const TraceModel& model, TrackList& list) {
   for (uint32_t table = 0; table < model.collectives.size(); ++table) {
     const prof::Collectives& c = model.collectives[table];
     if (c.size() == 0) continue;
-    Track track;
-    track.kind = TrackKind::collectives;
-    track.table = table;
     const std::string& group = model.str(c.process_group);
-    track.title = group.empty() ? "collectives" : "collectives / group " + group;
+    Track track{.kind = TrackKind::collectives,
+                .title = group.empty() ? "collectives" : "collectives / group " + group,
+                .table = table};
     add_packed_lanes(track, LaneKind::collectives, table, c, 4);
     list.tracks.push_back(std::move(track));
   }
