@@ -6,11 +6,13 @@
 #include <algorithm>
 
 #include "loupe/view/flows.h"
+#include "model_rows.h"
 
 namespace loupe::view {
 namespace {
 
 using namespace loupe::prof;
+using test::add_row;
 
 // Two ranks and one all-reduce: rank 0 arrives at 100 ns, rank 1 at 300 ns;
 // both end near 500 ns. Rank 0 waits for rank 1 from 100 to 300 ns.
@@ -94,35 +96,15 @@ TraceModel rank_seven_trace() {
   m.threads.push_back({.id = 3, .name = "main"});
   m.devices.push_back({.id = 0, .name = "cuda:0", .kind = DeviceKind::cuda});
   m.streams.push_back({.device = 0, .stream = 7, .name = "stream 7"});
-  HostSpans spans;
-  spans.thread = 3;
-  spans.start = {50};
-  spans.dur = {100};
-  spans.name = {1};
-  spans.kind = {SpanKind::user};
-  spans.depth = {0};
-  spans.callsite = {0};
-  m.host_spans.push_back(spans);
-  Launches launches;
-  launches.thread = 3;
-  launches.start = {40};
-  launches.dur = {5};
-  launches.name = {3};
-  launches.device = {0};
-  launches.stream = {7};
-  launches.correlation = {9};
-  m.launches.push_back(launches);
-  DeviceOps ops;
-  ops.device = 0;
-  ops.stream = 7;
-  ops.start = {100};
-  ops.dur = {200};
-  ops.kind = {DeviceOpKind::kernel};
-  ops.name = {2};
-  ops.bytes = {0};
-  ops.copy_kind = {CopyKind::none};
-  ops.correlation = {9};
-  m.device_ops.push_back(ops);
+  add_row(m, HostSpanRow{.thread = 3, .start = 50, .dur = 100, .name = 1, .kind = SpanKind::user});
+  add_row(m, LaunchRow{.thread = 3, .start = 40, .dur = 5, .name = 3, .device = 0, .stream = 7, .correlation = 9});
+  add_row(m, DeviceOpRow{.device = 0,
+                         .stream = 7,
+                         .start = 100,
+                         .dur = 200,
+                         .kind = DeviceOpKind::kernel,
+                         .name = 2,
+                         .correlation = 9});
   m.start_ns = 40;
   m.end_ns = 300;
   return m;

@@ -166,13 +166,19 @@ TEST(Lane, FirstBreakAgreesWithAScan) {
 // Axis 0..1000 ns over 100 px: 10 ns a pixel; 3 px = 30 ns.
 const TimeAxis kAxis{.start_ns = 0, .ns_per_px = 10, .x0 = 0, .width = 100};
 
+// What is drawn of a lane of all the events (instants when `dur` is null)
+// on `axis`, merging runs narrower than 3 px.
+std::vector<DrawItem> items_of(const std::vector<int64_t>& start, const int64_t* dur, const TimeAxis& axis = kAxis) {
+  std::vector<DrawItem> items;
+  lane_items(whole_lane(start.data(), dur, start.size()), axis, 3, items);
+  return items;
+}
+
 TEST(LevelOfDetail, MergesNarrowRunsKeepsWideAndIsolatedEvents) {
   //            A      B      C        D          E         F         G           H
   std::vector<int64_t> start = {0, 6, 12, 100, 500, 600, 990, 1200};
   std::vector<int64_t> dur = {5, 3, 2, 300, 5, 5, 110, 100};
-  Lane l = whole_lane(start.data(), dur.data(), start.size());
-  std::vector<DrawItem> items;
-  lane_items(l, kAxis, 3, items);
+  std::vector<DrawItem> items = items_of(start, dur.data());
   ASSERT_EQ(items.size(), 5u);
   // A, B, C end within 30 ns of each other: one item of 3, from 0 to 14 ns.
   EXPECT_EQ(items[0].first, 0u);
@@ -204,9 +210,7 @@ TEST(LevelOfDetail, DenseRunsSplitAtVisibleGaps) {
   std::vector<int64_t> start, dur;
   for (int i = 0; i <= 20; ++i) start.push_back(i * 10), dur.push_back(5);
   for (int i = 0; i < 10; ++i) start.push_back(300 + i * 10), dur.push_back(5);
-  Lane l = whole_lane(start.data(), dur.data(), start.size());
-  std::vector<DrawItem> items;
-  lane_items(l, kAxis, 3, items);
+  std::vector<DrawItem> items = items_of(start, dur.data());
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].count, 21u);
   EXPECT_EQ(items[0].end, 205);
@@ -218,10 +222,8 @@ TEST(LevelOfDetail, DenseRunsSplitAtVisibleGaps) {
 
 TEST(LevelOfDetail, VisibleRangeStartsWithTheEventOpenAtTheLeftEdge) {
   std::vector<int64_t> start = {0, 100, 500}, dur = {50, 300, 10};
-  Lane l = whole_lane(start.data(), dur.data(), 3);
   TimeAxis a{.start_ns = 200, .ns_per_px = 10, .x0 = 0, .width = 20};  // 200..400
-  std::vector<DrawItem> items;
-  lane_items(l, a, 3, items);
+  std::vector<DrawItem> items = items_of(start, dur.data(), a);
   ASSERT_EQ(items.size(), 1u);  // only [100,400)
   EXPECT_EQ(items[0].first, 1u);
   EXPECT_FLOAT_EQ(items[0].x0, -10);
@@ -232,19 +234,15 @@ TEST(LevelOfDetail, ManyEventsCostPixelsNotEvents) {
   // A million 1 ns events every 2 ns across 2 ms on 1000 px: one run.
   std::vector<int64_t> start(1'000'000), dur(1'000'000, 1);
   for (size_t i = 0; i < start.size(); ++i) start[i] = int64_t(i) * 2;
-  Lane l = whole_lane(start.data(), dur.data(), start.size());
   TimeAxis a{.start_ns = 0, .ns_per_px = 2000, .x0 = 0, .width = 1000};
-  std::vector<DrawItem> items;
-  lane_items(l, a, 3, items);
+  std::vector<DrawItem> items = items_of(start, dur.data(), a);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].count, 1'000'000u);
 }
 
 TEST(LevelOfDetail, Instants) {
   std::vector<int64_t> time = {0, 1, 2, 500};
-  Lane l = whole_lane(time.data(), nullptr, time.size());
-  std::vector<DrawItem> items;
-  lane_items(l, kAxis, 3, items);
+  std::vector<DrawItem> items = items_of(time, nullptr);
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].count, 3u);
   EXPECT_EQ(items[1].first, 3u);

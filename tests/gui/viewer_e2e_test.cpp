@@ -172,26 +172,19 @@ std::string write_gap_trace(const std::string& path) {
   w.put(StreamRow{.device = 0, .stream = 0, .name = "compute"});
   w.put(ThreadRow{.id = 0, .process = 1, .os_tid = 1, .name = "main", .dropped_events = 0});
   StringId k = w.intern("kernel"), fn = w.intern("train_step"), sig = w.intern("f32[8]"), jit = w.intern("jit compile");
-  for (int64_t t = 0; t < 2'000'000; t += 250'000)
-    w.add(DeviceOpRow{.device = 0,
-                      .stream = 0,
-                      .start = t,
-                      .dur = 250'000,
-                      .kind = DeviceOpKind::kernel,
-                      .name = k,
-                      .bytes = 0,
-                      .copy_kind = CopyKind::none,
-                      .correlation = 0});
-  for (int64_t t = 5'000'000; t < 8'000'000; t += 250'000)
-    w.add(DeviceOpRow{.device = 0,
-                      .stream = 0,
-                      .start = t,
-                      .dur = 250'000,
-                      .kind = DeviceOpKind::kernel,
-                      .name = k,
-                      .bytes = 0,
-                      .copy_kind = CopyKind::none,
-                      .correlation = 0});
+  const std::pair<int64_t, int64_t> busy[] = {{0, 2'000'000}, {5'000'000, 8'000'000}};
+  for (auto [from, to] : busy) {
+    for (int64_t t = from; t < to; t += 250'000)
+      w.add(DeviceOpRow{.device = 0,
+                        .stream = 0,
+                        .start = t,
+                        .dur = 250'000,
+                        .kind = DeviceOpKind::kernel,
+                        .name = k,
+                        .bytes = 0,
+                        .copy_kind = CopyKind::none,
+                        .correlation = 0});
+  }
   w.add(HostSpanRow{.thread = 0,
                     .start = 2'000'000,
                     .dur = 3'000'000,
@@ -282,12 +275,25 @@ TEST_F(ViewerScreenshot, TraceRecordedBySampleShowsItsGaps) {
   expect_gap_shading(img, layout, *tr, gap.start, gap.end, gap_color(gap.cause), inside_before, inside_after);
 }
 
-// The number `loupe analyze` gives a job's finding of `rule` (from 1), 0 if none.
-int finding_number(const JobReport& report, const std::string& rule) {
+// The synthetic job the job tests view: four ranks, one of them late.
+struct StragglerJob {
+  std::string dir;
+  PlantedJob planted;
+  int finding = 0;  // the number `loupe analyze` gives its straggler finding (from 1), 0 if none
+  TimeRange late;   // that finding's first late collective
+};
+
+StragglerJob write_straggler_job(const std::string& dir) {
+  StragglerJob job{.dir = dir, .planted = write_synthetic_job(dir, {.ranks = 4, .events = 3'000, .seed = 6})};
+  JobReport report = analyze_job(dir);
   for (size_t i = 0; i < report.findings.size(); ++i) {
-    if (report.findings[i].rule == rule) return int(i) + 1;
+    if (report.findings[i].rule == "straggler") {
+      job.finding = int(i) + 1;
+      job.late = report.findings[i].ranges.front();
+      break;
+    }
   }
-  return 0;
+  return job;
 }
 
 // A job: one row per rank, on the aligned timeline. With the straggler
@@ -295,12 +301,8 @@ int finding_number(const JobReport& report, const std::string& rule) {
 // rank's row holds its wait there, the straggler's row is empty (it has
 // not arrived), and once it arrives every row holds the same transfer.
 TEST_F(ViewerScreenshot, JobShowsEachRankAndTheStragglersLateArrival) {
-  std::string job = dir_.file("job");
-  PlantedJob p = write_synthetic_job(job, {.ranks = 4, .events = 3'000, .seed = 6});
-  JobReport report = analyze_job(job);
-  int straggler_finding = finding_number(report, "straggler");
+  const auto [job, p, straggler_finding, late] = write_straggler_job(dir_.file("job"));
   ASSERT_GT(straggler_finding, 0);
-  const TimeRange late = report.findings[size_t(straggler_finding - 1)].ranges.front();
   ASSERT_EQ(late.end - late.start, p.delay_ns);
 
   nlohmann::json layout;
@@ -343,12 +345,8 @@ TEST_F(ViewerScreenshot, JobShowsEachRankAndTheStragglersLateArrival) {
 // the job's clock: while the other ranks wait for it, its compute stream is
 // still busy with the kernel that made it late.
 TEST_F(ViewerScreenshot, AnExpandedRankShowsItsOwnTracksUnderItsRow) {
-  std::string job = dir_.file("job");
-  PlantedJob p = write_synthetic_job(job, {.ranks = 4, .events = 3'000, .seed = 6});
-  JobReport report = analyze_job(job);
-  int straggler_finding = finding_number(report, "straggler");
+  const auto [job, p, straggler_finding, late] = write_straggler_job(dir_.file("job"));
   ASSERT_GT(straggler_finding, 0);
-  const TimeRange late = report.findings[size_t(straggler_finding - 1)].ranges.front();
 
   nlohmann::json layout;
   std::string png = dir_.file("expanded.png");
