@@ -148,23 +148,55 @@ class SyntheticProgram {
     w_.put(ThreadRow{.id = kLoader, .process = 4242, .os_tid = 4251, .name = "data loader", .dropped_events = 0});
   }
 
+  // The program's rows, one function a kind. Host spans have no call site;
+  // launches, device ops and memory events belong to the step being
+  // written (its device and thread, at its host time).
+  void span(uint32_t thread, int64_t start, int64_t dur, StringId name, uint32_t depth,
+            SpanKind kind = SpanKind::user) {
+    out_.add(HostSpanRow{
+        .thread = thread, .start = start, .dur = dur, .name = name, .kind = kind, .depth = depth, .callsite = 0});
+  }
+
+  // A span of the step's thread that ends now.
+  void span_to_now(int64_t start, StringId name, uint32_t depth) { span(d_, start, t_ - start, name, depth); }
+
+  void launch(StringId name, int64_t dur, uint32_t stream, uint64_t corr) {
+    out_.add(LaunchRow{
+        .thread = d_, .start = t_, .dur = dur, .name = name, .device = d_, .stream = stream, .correlation = corr});
+  }
+
+  // A kernel, or a copy of `bytes` in `direction`.
+  void device_op(uint32_t stream, int64_t start, int64_t dur, StringId name, uint64_t corr, int64_t bytes = 0,
+                 CopyKind direction = CopyKind::none) {
+    out_.add(DeviceOpRow{.device = d_,
+                         .stream = stream,
+                         .start = start,
+                         .dur = dur,
+                         .kind = direction == CopyKind::none ? DeviceOpKind::kernel : DeviceOpKind::memcpy,
+                         .name = name,
+                         .bytes = bytes,
+                         .copy_kind = direction,
+                         .correlation = corr});
+  }
+
+  // With the device's levels as they are after the event.
+  void memory_event(MemoryEventKind kind, int64_t bytes, uint64_t address) {
+    const DeviceState& ds = dev_[d_];
+    out_.add(MemoryEventRow{.device = d_,
+                            .time = t_,
+                            .kind = kind,
+                            .bytes = bytes,
+                            .address = address,
+                            .allocated = ds.allocated,
+                            .reserved = ds.reserved,
+                            .callsite = 2});
+  }
+
   // The loader prepares the next batch.
   void load_batch() {
     int64_t dur = rng_.uniform(300'000, 900'000);
-    out_.add(HostSpanRow{.thread = kLoader,
-                         .start = loader_t_,
-                         .dur = dur,
-                         .name = names_.next,
-                         .kind = SpanKind::user,
-                         .depth = 0,
-                         .callsite = 0});
-    out_.add(HostSpanRow{.thread = kLoader,
-                         .start = loader_t_ + dur / 4,
-                         .dur = dur / 2,
-                         .name = names_.collate,
-                         .kind = SpanKind::user,
-                         .depth = 1,
-                         .callsite = 0});
+    span(kLoader, loader_t_, dur, names_.next, 0);
+    span(kLoader, loader_t_ + dur / 4, dur / 2, names_.collate, 1);
     loader_t_ += dur + rng_.uniform(50'000, 200'000);
   }
 
@@ -184,22 +216,10 @@ class SyntheticProgram {
     t_ += rng_.uniform(20'000, 80'000);
     if (step_ % 200 == 199) {
       int64_t dur = rng_.uniform(2'000'000, 4'000'000);
-      out_.add(HostSpanRow{.thread = d,
-                           .start = t_,
-                           .dur = dur,
-                           .name = names_.ckpt,
-                           .kind = SpanKind::user,
-                           .depth = 1,
-                           .callsite = 0});
+      span(d, t_, dur, names_.ckpt, 1);
       t_ += dur;
     }
-    out_.add(HostSpanRow{.thread = d,
-                         .start = step_start,
-                         .dur = t_ - step_start,
-                         .name = names_.step,
-                         .kind = SpanKind::user,
-                         .depth = 0,
-                         .callsite = 0});
+    span_to_now(step_start, names_.step, 0);
     out_.add(StepRow{.thread = d, .start = step_start, .dur = t_ - step_start, .number = step_});
     host_t_[d] = t_;
   }
@@ -228,13 +248,7 @@ class SyntheticProgram {
       c.reason = step_ == 0 ? std::string("first compile")
                             : fmt::format("arg 0 `x`: now {}, before {}", shapes[signature], shapes[last_signature_]);
       c.ir = fmt::format("func @train_step(%x: {}) {{ ... 412 nodes ... }}", shapes[signature]);
-      out_.add(HostSpanRow{.thread = d_,
-                           .start = t_,
-                           .dur = c.dur,
-                           .name = names_.compile,
-                           .kind = SpanKind::compile,
-                           .depth = 1,
-                           .callsite = 0});
+      span(d_, t_, c.dur, names_.compile, 1, SpanKind::compile);
     } else {
       c.kind = CompileKind::hit;
       c.dur = rng_.uniform(2'000, 6'000);
@@ -249,8 +263,7 @@ class SyntheticProgram {
     DeviceState& ds = dev_[d_];
     uint64_t corr = correlation_++;
     int64_t dur = rng_.uniform(8'000, 15'000);
-    out_.add(LaunchRow{
-        .thread = d_, .start = t_, .dur = dur, .name = names_.memcpy, .device = d_, .stream = 1, .correlation = corr});
+    launch(names_.memcpy, dur, 1, corr);
     out_.add(TransferRow{.thread = d_,
                          .start = t_,
                          .dur = dur,
@@ -264,15 +277,7 @@ class SyntheticProgram {
                          .correlation = corr});
     int64_t copy_start = t_ + dur + rng_.uniform(2'000, 6'000);
     int64_t copy_dur = kBatchBytes / 12;  // ~12 GB/s
-    out_.add(DeviceOpRow{.device = d_,
-                         .stream = 1,
-                         .start = copy_start,
-                         .dur = copy_dur,
-                         .kind = DeviceOpKind::memcpy,
-                         .name = names_.h2d,
-                         .bytes = kBatchBytes,
-                         .copy_kind = CopyKind::host_to_device,
-                         .correlation = corr});
+    device_op(1, copy_start, copy_dur, names_.h2d, corr, kBatchBytes, CopyKind::host_to_device);
     ds.compute_free = std::max(ds.compute_free, copy_start + copy_dur);
     t_ += dur;
   }
@@ -281,25 +286,11 @@ class SyntheticProgram {
     DeviceState& ds = dev_[d_];
     uint64_t corr = correlation_++;
     int64_t launch_dur = rng_.uniform(3'000, 9'000);
-    out_.add(LaunchRow{.thread = d_,
-                       .start = t_,
-                       .dur = launch_dur,
-                       .name = names_.launch,
-                       .device = d_,
-                       .stream = 0,
-                       .correlation = corr});
+    launch(names_.launch, launch_dur, 0, corr);
     int64_t start = std::max(ds.compute_free, t_ + launch_dur + rng_.uniform(1'500, 4'000));
     int64_t dur = rng_.uniform(min_dur, max_dur);
     uint32_t stream = rng_.chance(0.1) ? 3 : 0;
-    out_.add(DeviceOpRow{.device = d_,
-                         .stream = stream,
-                         .start = start,
-                         .dur = dur,
-                         .kind = DeviceOpKind::kernel,
-                         .name = name,
-                         .bytes = 0,
-                         .copy_kind = CopyKind::none,
-                         .correlation = corr});
+    device_op(stream, start, dur, name, corr);
     if (stream == 0) ds.compute_free = start + dur;
     t_ += launch_dur + rng_.uniform(500, 2'000);
   }
@@ -311,25 +302,11 @@ class SyntheticProgram {
     if (ds.allocated + bytes > ds.reserved) {
       int64_t grow = std::max<int64_t>(bytes, 2 << 20);
       ds.reserved += grow;
-      out_.add(MemoryEventRow{.device = d_,
-                              .time = t_,
-                              .kind = MemoryEventKind::reserve,
-                              .bytes = grow,
-                              .address = addr,
-                              .allocated = ds.allocated,
-                              .reserved = ds.reserved,
-                              .callsite = 2});
+      memory_event(MemoryEventKind::reserve, grow, addr);
     }
     ds.allocated += bytes;
     ds.live.push_back({addr, bytes});
-    out_.add(MemoryEventRow{.device = d_,
-                            .time = t_,
-                            .kind = MemoryEventKind::alloc,
-                            .bytes = bytes,
-                            .address = addr,
-                            .allocated = ds.allocated,
-                            .reserved = ds.reserved,
-                            .callsite = 2});
+    memory_event(MemoryEventKind::alloc, bytes, addr);
   }
 
   void free_last() {
@@ -338,14 +315,7 @@ class SyntheticProgram {
     auto [addr, bytes] = ds.live.back();
     ds.live.pop_back();
     ds.allocated -= bytes;
-    out_.add(MemoryEventRow{.device = d_,
-                            .time = t_,
-                            .kind = MemoryEventKind::free,
-                            .bytes = bytes,
-                            .address = addr,
-                            .allocated = ds.allocated,
-                            .reserved = ds.reserved,
-                            .callsite = 2});
+    memory_event(MemoryEventKind::free, bytes, addr);
   }
 
   // Forward: per layer a span, its kernels and its activations.
@@ -358,21 +328,9 @@ class SyntheticProgram {
         run_kernel(names_.forward_kernels[rng_.next() % kForwardKernels.size()], 10'000, 120'000);
       }
       alloc(int64_t(rng_.uniform(4, 24)) << 20);
-      out_.add(HostSpanRow{.thread = d_,
-                           .start = layer_start,
-                           .dur = t_ - layer_start,
-                           .name = names_.layers[layer],
-                           .kind = SpanKind::user,
-                           .depth = 2,
-                           .callsite = 0});
+      span_to_now(layer_start, names_.layers[layer], 2);
     }
-    out_.add(HostSpanRow{.thread = d_,
-                         .start = fwd_start,
-                         .dur = t_ - fwd_start,
-                         .name = names_.forward,
-                         .kind = SpanKind::user,
-                         .depth = 1,
-                         .callsite = 0});
+    span_to_now(fwd_start, names_.forward, 1);
   }
 
   // Backward: kernels, activations freed in reverse, then the gradient
@@ -388,44 +346,18 @@ class SyntheticProgram {
       free_last();
     }
     uint64_t corr = correlation_++;
-    out_.add(LaunchRow{.thread = d_,
-                       .start = t_,
-                       .dur = 12'000,
-                       .name = names_.launch,
-                       .device = d_,
-                       .stream = 3,
-                       .correlation = corr});
+    launch(names_.launch, 12'000, 3, corr);
     int64_t start = std::max(ds.compute_free, t_ + 15'000);
-    out_.add(DeviceOpRow{.device = d_,
-                         .stream = 3,
-                         .start = start,
-                         .dur = rng_.uniform(200'000, 600'000),
-                         .kind = DeviceOpKind::kernel,
-                         .name = names_.allreduce,
-                         .bytes = 0,
-                         .copy_kind = CopyKind::none,
-                         .correlation = corr});
+    device_op(3, start, rng_.uniform(200'000, 600'000), names_.allreduce, corr);
     t_ += 14'000;
-    out_.add(HostSpanRow{.thread = d_,
-                         .start = bwd_start,
-                         .dur = t_ - bwd_start,
-                         .name = names_.backward,
-                         .kind = SpanKind::user,
-                         .depth = 1,
-                         .callsite = 0});
+    span_to_now(bwd_start, names_.backward, 1);
   }
 
   // Optimizer: one fused update per parameter group.
   void optimizer() {
     int64_t opt_start = t_;
     for (int g = 0; g < 4; ++g) run_kernel(names_.adamw, 20'000, 60'000);
-    out_.add(HostSpanRow{.thread = d_,
-                         .start = opt_start,
-                         .dur = t_ - opt_start,
-                         .name = names_.optimizer,
-                         .kind = SpanKind::user,
-                         .depth = 1,
-                         .callsite = 0});
+    span_to_now(opt_start, names_.optimizer, 1);
   }
 
   // loss.item(): a synchronous, pageable read-back that waits for the
@@ -436,29 +368,9 @@ class SyntheticProgram {
     int64_t copy_start = std::max(ds.compute_free, t_ + 10'000);
     int64_t copy_dur = rng_.uniform(3'000, 6'000);
     int64_t done = copy_start + copy_dur + rng_.uniform(2'000, 5'000);
-    out_.add(LaunchRow{.thread = d_,
-                       .start = t_,
-                       .dur = 9'000,
-                       .name = names_.memcpy,
-                       .device = d_,
-                       .stream = 2,
-                       .correlation = corr});
-    out_.add(DeviceOpRow{.device = d_,
-                         .stream = 2,
-                         .start = copy_start,
-                         .dur = copy_dur,
-                         .kind = DeviceOpKind::memcpy,
-                         .name = names_.d2h,
-                         .bytes = 4,
-                         .copy_kind = CopyKind::device_to_host,
-                         .correlation = corr});
-    out_.add(HostSpanRow{.thread = d_,
-                         .start = t_ + 9'000,
-                         .dur = done - (t_ + 9'000),
-                         .name = names_.sync,
-                         .kind = SpanKind::wait,
-                         .depth = 1,
-                         .callsite = 0});
+    launch(names_.memcpy, 9'000, 2, corr);
+    device_op(2, copy_start, copy_dur, names_.d2h, corr, 4, CopyKind::device_to_host);
+    span(d_, t_ + 9'000, done - (t_ + 9'000), names_.sync, 1, SpanKind::wait);
     out_.add(TransferRow{.thread = d_,
                          .start = t_,
                          .dur = done - t_,
