@@ -12,6 +12,7 @@
 
 #include "loupe/prof/import.h"
 #include "loupe/prof/trace_format.h"
+#include "loupe/prof/trace_model.h"
 
 namespace loupe::prof::import {
 
@@ -116,17 +117,8 @@ uint64_t drop_beyond(std::vector<Row>& rows, int64_t origin) {
 template <typename Row>
 bool counts_in_range(const Row& r) {
   bool ok = true;
-#define LOUPE_CHECK_COUNT(name, type, check, init)                       \
-  if constexpr (ColumnCheck::check == ColumnCheck::count) {              \
-    ok = ok && int64_t(r.name) >= 0 && int64_t(r.name) < kMaxTableTotal; \
-  }
-#define LOUPE_CHECK_COUNTS(R, Track, table, member)                                    \
-  if constexpr (std::is_same_v<Row, R>) {                                              \
-    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_CHECK_COUNT) \
-  }
-  LOUPE_EVENT_TABLES(LOUPE_CHECK_COUNTS)
-#undef LOUPE_CHECK_COUNTS
-#undef LOUPE_CHECK_COUNT
+  for_each_count_column<Row>(
+      [&](const char*, auto member) { ok = ok && int64_t(r.*member) >= 0 && int64_t(r.*member) < kMaxTableTotal; });
   return ok;
 }
 
@@ -168,29 +160,16 @@ void drop_unreadable(std::vector<Row>& rows, std::map<std::string, uint64_t>& sk
 // fails rather than write what the reader refuses.
 template <typename Row>
 void check_totals(const std::vector<Row>& rows, const char* table) {
-  auto check = [&](const char* column, auto value_of) {
+  for_each_totalled_column<Row>([&](const char* column, auto member) {
     int64_t total = 0;
     for (const Row& r : rows) {
-      if (!add_to_table_total(total, int64_t(value_of(r)))) {
+      if (!add_to_table_total(total, int64_t(r.*member))) {
         throw ImportError(
             fmt::format("the {} of the source's {} add up to 2^60 or more (36 years, or an exbibyte): not a real trace",
                         column, table));
       }
     }
-  };
-#define LOUPE_TOTAL_SPAN(start, dur) check(#dur, [](const Row& r) { return r.dur; });
-#define LOUPE_TOTAL_COUNT(name, type, check_, init)          \
-  if constexpr (ColumnCheck::check_ == ColumnCheck::count) { \
-    check(#name, [](const Row& r) { return r.name; });       \
-  }
-#define LOUPE_TOTALS(R, Track, table, member)                                              \
-  if constexpr (std::is_same_v<Row, R>) {                                                  \
-    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TOTAL_SPAN, LOUPE_IGNORE, LOUPE_TOTAL_COUNT) \
-  }
-  LOUPE_EVENT_TABLES(LOUPE_TOTALS)
-#undef LOUPE_TOTALS
-#undef LOUPE_TOTAL_COUNT
-#undef LOUPE_TOTAL_SPAN
+  });
 }
 
 }  // namespace

@@ -429,10 +429,10 @@ void validate_track(const std::string& path, const char* table, const TraceModel
 // total them.
 template <typename Track>
 void check_totals(const std::string& path, const char* table, const std::vector<Track>& tracks) {
-  auto total_of = [&](const char* column, auto column_of) {
+  for_each_totalled_column<Track>([&](const char* column, auto member) {
     int64_t total = 0;
     for (const Track& t : tracks) {
-      for (int64_t v : column_of(t)) {
+      for (int64_t v : t.*member) {
         if (!add_to_table_total(total, v)) {
           throw TraceError(file_error(path, fmt::format("{}: the values of '{}' add up to 2^60 or more (36 years "
                                                         "of nanoseconds, an exbibyte); the file was damaged or edited",
@@ -440,21 +440,7 @@ void check_totals(const std::string& path, const char* table, const std::vector<
         }
       }
     }
-  };
-  using Column = const std::vector<int64_t>&;
-#define LOUPE_TOTAL_SPAN(start, dur) total_of(#dur, [](const Track& t) -> Column { return t.dur; });
-#define LOUPE_TOTAL_COLUMN(name, type, check, init)                   \
-  if constexpr (Check::check == Check::count) {                       \
-    total_of(#name, [](const Track& t) -> Column { return t.name; }); \
-  }
-#define LOUPE_TOTALS(Row, T, table, member)                                                 \
-  if constexpr (std::is_same_v<Track, T>) {                                                 \
-    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_TOTAL_SPAN, LOUPE_IGNORE, LOUPE_TOTAL_COLUMN) \
-  }
-  LOUPE_EVENT_TABLES(LOUPE_TOTALS)
-#undef LOUPE_TOTALS
-#undef LOUPE_TOTAL_COLUMN
-#undef LOUPE_TOTAL_SPAN
+  });
 }
 
 template <typename Track>

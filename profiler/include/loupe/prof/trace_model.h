@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "loupe/prof/trace_format.h"
@@ -81,6 +82,33 @@ LOUPE_EVENT_TABLES(LOUPE_TRACK_STRUCT)
 #undef LOUPE_TRACK_POINT
 #undef LOUPE_TRACK_SPAN
 #undef LOUPE_TRACK_KEY
+
+// Calls f(column, member) for each count column of T's table (trace_tables.h:
+// byte counts, phase times), in column order. T is the table's row struct
+// or its track, and member points into T, so that an importer holds the
+// rows it writes to the columns the reader checks.
+template <typename T, typename F>
+void for_each_count_column(F&& f) {
+#define LOUPE_COUNT_COLUMN(name, type, check, init)         \
+  if constexpr (ColumnCheck::check == ColumnCheck::count) { \
+    f(#name, &T::name);                                     \
+  }
+#define LOUPE_COUNT_COLUMNS(Row, Track, table, member)                                  \
+  if constexpr (std::is_same_v<T, Row> || std::is_same_v<T, Track>) {                   \
+    LOUPE_COLUMNS_##table(LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_COUNT_COLUMN) \
+  }
+  LOUPE_EVENT_TABLES(LOUPE_COUNT_COLUMNS)
+#undef LOUPE_COUNT_COLUMNS
+#undef LOUPE_COUNT_COLUMN
+}
+
+// The columns whose values add up to less than kMaxTableTotal in a table
+// (trace_format.h): a span's duration, then the count columns.
+template <typename T, typename F>
+void for_each_totalled_column(F&& f) {
+  if constexpr (requires { &T::dur; }) f("dur", &T::dur);
+  for_each_count_column<T>(f);
+}
 
 struct TraceModel {
   std::string path;
