@@ -49,6 +49,27 @@ bool any_crossed(const std::vector<prof::FailOn>& rules, const std::vector<prof:
   return failed;
 }
 
+// The formats of a trace's or a job's diff.
+template <typename Diff>
+struct DiffFormats {
+  std::string (*json)(const Diff&, const std::string& base, const std::string& head);
+  std::string (*markdown)(const Diff&, const std::string& base, const std::string& head, size_t limit);
+  std::string (*text)(const Diff&, const std::string& base, const std::string& head, size_t limit);
+};
+
+// Prints the diff in the format asked for, then each --fail-on verdict.
+template <typename Diff>
+int print_diff(const DiffArgs& args, const Diff& d, const DiffFormats<Diff>& formats,
+               const std::vector<prof::FailOn>& rules) {
+  std::string out;
+  if (args.format == "json") out = formats.json(d, args.base, args.head);
+  else if (args.format == "markdown") out = formats.markdown(d, args.base, args.head, args.limit);
+  else out = formats.text(d, args.base, args.head, args.limit);
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  return any_crossed(rules, d.metrics) ? kExitFailed : kExitOk;
+}
+
 // Two jobs, each analysed as `loupe analyze job/` does.
 int run_diff_jobs(const DiffArgs& args) {
   if (!prof::is_job(args.base) || !prof::is_job(args.head)) {
@@ -60,13 +81,7 @@ int run_diff_jobs(const DiffArgs& args) {
   prof::JobAnalysisOptions job_options = make_job_options(args.analysis);
   prof::JobDiff d =
       prof::diff_jobs(prof::analyze_job(args.base, job_options), prof::analyze_job(args.head, job_options));
-  std::string out;
-  if (args.format == "json") out = prof::job_diff_json(d, args.base, args.head);
-  else if (args.format == "markdown") out = prof::job_diff_markdown(d, args.base, args.head, args.limit);
-  else out = prof::job_diff_text(d, args.base, args.head, args.limit);
-  std::fputs(out.c_str(), stdout);
-  std::fflush(stdout);
-  return any_crossed(rules, d.metrics) ? kExitFailed : kExitOk;
+  return print_diff(args, d, {prof::job_diff_json, prof::job_diff_markdown, prof::job_diff_text}, rules);
 }
 
 int run_diff(const DiffArgs& args) {
@@ -97,13 +112,7 @@ int run_diff(const DiffArgs& args) {
   if (head_error) std::rethrow_exception(head_error);
 
   prof::TraceDiff d = prof::diff_traces(base, base_report, head, head_report);
-  std::string out;
-  if (args.format == "json") out = prof::diff_json(d, args.base, args.head);
-  else if (args.format == "markdown") out = prof::diff_markdown(d, args.base, args.head, args.limit);
-  else out = prof::diff_text(d, args.base, args.head, args.limit);
-  std::fputs(out.c_str(), stdout);
-  std::fflush(stdout);
-  return any_crossed(rules, d.metrics) ? kExitFailed : kExitOk;
+  return print_diff(args, d, {prof::diff_json, prof::diff_markdown, prof::diff_text}, rules);
 }
 
 }  // namespace

@@ -220,7 +220,11 @@ bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, st
   return false;
 }
 
-std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title, NameColumn name) {
+namespace {
+
+// A titled text table of at most `limit` rows.
+std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title,
+                            NameColumn name = NameColumn::first) {
   std::string out = fmt::format("\n{}\n", title);
   std::vector<std::vector<std::string>> cells;  // name, base, head, delta, delta %, mark
   size_t shown = 0;
@@ -277,38 +281,69 @@ std::string diff_rows_json(const std::vector<DiffRow>& rows, uint64_t* replaced)
   return a.dump();
 }
 
-std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string out = fmt::format(
-      "loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
-      "'*' marks changes beyond it\n",
-      printable(base), printable(head), d.noise_fraction * 100);
-  out += diff_table_text(d.metrics, d.metrics.size(), "metrics");
-  out += diff_table_text(d.device_ops, limit, "device ops: time per step, largest changes first", NameColumn::last);
-  out += diff_table_text(d.host_spans, limit, "host spans: time per step, largest changes first", NameColumn::last);
+// The tables of a trace's diff after its metrics.
+std::vector<DiffTable> tables_of(const TraceDiff& d) {
+  return {{.key = "device_ops",
+           .title = "device ops: time per step, largest changes first",
+           .markdown_title = "Device ops (time per step)",
+           .rows = d.device_ops,
+           .name = NameColumn::last},
+          {.key = "host_spans",
+           .title = "host spans: time per step, largest changes first",
+           .markdown_title = "Host spans (time per step)",
+           .rows = d.host_spans,
+           .name = NameColumn::last}};
+}
+
+}  // namespace
+
+std::string diff_tables_text(const std::string& heading, const std::vector<DiffRow>& metrics,
+                             std::span<const DiffTable> tables, size_t limit) {
+  std::string out = heading + diff_table_text(metrics, metrics.size(), "metrics");
+  for (const DiffTable& t : tables) out += diff_table_text(t.rows, limit, t.title, t.name);
   return out;
 }
 
-std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string out =
-      fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
-                  printable(base), printable(head), d.noise_fraction * 100);
-  out += diff_table_markdown(d.metrics, d.metrics.size(), "Metrics");
-  out += diff_table_markdown(d.device_ops, limit, "Device ops (time per step)");
-  out += diff_table_markdown(d.host_spans, limit, "Host spans (time per step)");
+std::string diff_tables_markdown(const std::string& heading, const std::vector<DiffRow>& metrics,
+                                 std::span<const DiffTable> tables, size_t limit) {
+  std::string out = heading + diff_table_markdown(metrics, metrics.size(), "Metrics");
+  for (const DiffTable& t : tables) out += diff_table_markdown(t.rows, limit, t.markdown_title);
   return out;
 }
 
-std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
+std::string diff_tables_json(const std::string& base, const std::string& head, double noise_fraction,
+                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables) {
   using nlohmann::json;
   // JSON must be valid UTF-8; names from the traces may not be.
   uint64_t replaced = 0;
   auto rows = [&](const std::vector<DiffRow>& v) { return json::parse(diff_rows_json(v, &replaced)); };
-  json doc = {{"schema", kReportSchemaVersion},      {"base", valid_utf8(base, &replaced)},
-              {"head", valid_utf8(head, &replaced)}, {"noise_fraction", d.noise_fraction},
-              {"metrics", rows(d.metrics)},          {"device_ops", rows(d.device_ops)},
-              {"host_spans", rows(d.host_spans)}};
+  json doc = {{"schema", kReportSchemaVersion},
+              {"base", valid_utf8(base, &replaced)},
+              {"head", valid_utf8(head, &replaced)},
+              {"noise_fraction", noise_fraction},
+              {"metrics", rows(metrics)}};
+  for (const DiffTable& t : tables) doc[t.key] = rows(t.rows);
   if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
   return doc.dump(2) + "\n";
+}
+
+std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
+  std::string heading = fmt::format(
+      "loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
+      "'*' marks changes beyond it\n",
+      printable(base), printable(head), d.noise_fraction * 100);
+  return diff_tables_text(heading, d.metrics, tables_of(d), limit);
+}
+
+std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
+  std::string heading =
+      fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
+                  printable(base), printable(head), d.noise_fraction * 100);
+  return diff_tables_markdown(heading, d.metrics, tables_of(d), limit);
+}
+
+std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
+  return diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d));
 }
 
 }  // namespace loupe::prof

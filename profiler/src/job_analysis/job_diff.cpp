@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "loupe/prof/job_analysis.h"
-#include "loupe/prof/report_format.h"
 #include "loupe/prof/safe_text.h"
 #include "loupe/prof/units.h"
 
@@ -65,6 +63,18 @@ void by_change(std::vector<DiffRow>& rows) {
                    [](const DiffRow& a, const DiffRow& b) { return std::fabs(a.delta) > std::fabs(b.delta); });
 }
 
+// The tables of a job's diff after its metrics.
+std::vector<DiffTable> tables_of(const JobDiff& d) {
+  return {{.key = "collectives",
+           .title = "collectives: median per rank and collective, largest changes first",
+           .markdown_title = "Collectives (median per rank and collective)",
+           .rows = d.collectives},
+          {.key = "ranks",
+           .title = "ranks: median compute per step, largest changes first",
+           .markdown_title = "Ranks (median compute per step)",
+           .rows = d.ranks}};
+}
+
 }  // namespace
 
 JobDiff diff_jobs(const JobReport& b, const JobReport& h) {
@@ -80,38 +90,22 @@ JobDiff diff_jobs(const JobReport& b, const JobReport& h) {
 }
 
 std::string job_diff_text(const JobDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string out = fmt::format(
+  std::string heading = fmt::format(
       "loupe diff {} -> {} (jobs)\nnoise: changes within {:.1f}% are what the ranks' step-to-step spread explains; "
       "'*' marks changes beyond it\n",
       printable(base), printable(head), d.noise_fraction * 100);
-  out += diff_table_text(d.metrics, d.metrics.size(), "metrics");
-  out += diff_table_text(d.collectives, limit, "collectives: median per rank and collective, largest changes first");
-  out += diff_table_text(d.ranks, limit, "ranks: median compute per step, largest changes first");
-  return out;
+  return diff_tables_text(heading, d.metrics, tables_of(d), limit);
 }
 
 std::string job_diff_markdown(const JobDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string out = fmt::format(
+  std::string heading = fmt::format(
       "### loupe diff: jobs `{}` → `{}`\n\nChanges within {:.1f}% are within the ranks' step-to-step noise.\n",
       printable(base), printable(head), d.noise_fraction * 100);
-  out += diff_table_markdown(d.metrics, d.metrics.size(), "Metrics");
-  out += diff_table_markdown(d.collectives, limit, "Collectives (median per rank and collective)");
-  out += diff_table_markdown(d.ranks, limit, "Ranks (median compute per step)");
-  return out;
+  return diff_tables_markdown(heading, d.metrics, tables_of(d), limit);
 }
 
 std::string job_diff_json(const JobDiff& d, const std::string& base, const std::string& head) {
-  using nlohmann::json;
-  uint64_t replaced = 0;
-  json doc = {{"schema", kReportSchemaVersion},
-              {"base", valid_utf8(base, &replaced)},
-              {"head", valid_utf8(head, &replaced)},
-              {"noise_fraction", d.noise_fraction},
-              {"metrics", json::parse(diff_rows_json(d.metrics, &replaced))},
-              {"collectives", json::parse(diff_rows_json(d.collectives, &replaced))},
-              {"ranks", json::parse(diff_rows_json(d.ranks, &replaced))}};
-  if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
-  return doc.dump(2) + "\n";
+  return diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d));
 }
 
 }  // namespace loupe::prof

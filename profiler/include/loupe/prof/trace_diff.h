@@ -61,16 +61,26 @@ FailOn parse_fail_on(const std::string& text, std::span<const std::string> metri
 // Whether the rule is crossed by the metric rows, and a sentence saying so.
 bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, std::string* why);
 
-// One table of rows, as diff_text, diff_markdown and diff_json write them:
-// a titled text table of at most `limit` rows, a Markdown table, a JSON
-// array. Rows named by the trace (kernels, ops: a C++ kernel's name runs to
-// hundreds of characters) print their name last, as `nsys stats` does, so
-// that the figures keep their columns.
+// A table of a diff's rows after its metrics, as each format titles it.
+// Rows named by the trace (kernels, ops: a C++ kernel's name runs to
+// hundreds of characters) print their name last in text, as `nsys stats`
+// does, so that the figures keep their columns.
 enum class NameColumn { first, last };
-std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title,
-                            NameColumn name = NameColumn::first);
-std::string diff_table_markdown(const std::vector<DiffRow>& rows, size_t limit, const char* title);
-std::string diff_rows_json(const std::vector<DiffRow>& rows, uint64_t* replaced);
+struct DiffTable {
+  const char* key;    // its member in JSON
+  const char* title;  // in text
+  const char* markdown_title;
+  const std::vector<DiffRow>& rows;
+  NameColumn name = NameColumn::first;
+};
+// A diff of two traces or of two jobs: the heading, its metrics in full,
+// then at most `limit` rows of each table; in JSON, every row.
+std::string diff_tables_text(const std::string& heading, const std::vector<DiffRow>& metrics,
+                             std::span<const DiffTable> tables, size_t limit);
+std::string diff_tables_markdown(const std::string& heading, const std::vector<DiffRow>& metrics,
+                                 std::span<const DiffTable> tables, size_t limit);
+std::string diff_tables_json(const std::string& base, const std::string& head, double noise_fraction,
+                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables);
 
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);
 std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);
