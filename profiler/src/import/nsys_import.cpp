@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -180,16 +179,29 @@ class NsysReader {
 
   // ---- tables ---------------------------------------------------------------------
 
+  // Calls f(row) for each row of `s`, numbered from 1 as errors name them.
+  template <typename F>
+  static void each_row(Stmt& s, F&& f) {
+    for (uint64_t row = 1; s.step(); ++row) f(row);
+  }
+
+  // The same over a table of events, each one of the source's events.
+  template <typename F>
+  void each_event(Stmt& s, F&& f) {
+    each_row(s, [&](uint64_t row) {
+      ++out_.source_events;
+      f(row);
+    });
+  }
+
   void string_ids() {
     if (!has("StringIds")) return;
     columns("StringIds", {"id", "value"});
     Stmt s(db_.get(), "SELECT id, value FROM StringIds");
-    uint64_t row = 0;
-    while (s.step()) {
-      ++row;
+    each_row(s, [&](uint64_t row) {
       int64_t id = integer(s, 0, "id", row);
       string_ids_[id] = strings_.intern(s.text(1));
-    }
+    });
   }
 
   // Enum tables name their values; the documented ids are the fallback.
@@ -200,8 +212,7 @@ class NsysReader {
     std::string label = cols.count("name") ? "name" : cols.count("label") ? "label" : "";
     if (label.empty()) return names;
     Stmt s(db_.get(), fmt::format("SELECT id, \"{}\" FROM \"{}\"", label, table));
-    uint64_t row = 0;
-    while (s.step()) names[integer(s, 0, "id", ++row)] = std::string(s.text(1));
+    each_row(s, [&](uint64_t row) { names[integer(s, 0, "id", row)] = std::string(s.text(1)); });
     return names;
   }
 
@@ -285,19 +296,17 @@ class NsysReader {
     if (has("ThreadNames")) {
       columns("ThreadNames", {"nameId", "globalTid"});
       Stmt s(db_.get(), "SELECT nameId, globalTid FROM ThreadNames");
-      uint64_t row = 0;
-      while (s.step()) {
-        ++row;
+      each_row(s, [&](uint64_t row) {
         int64_t name = integer(s, 0, "nameId", row);
         auto it = string_ids_.find(name);
         if (it != string_ids_.end()) thread_names_[integer(s, 1, "globalTid", row)] = it->second;
-      }
+      });
     }
     if (has("PROCESSES")) {
       columns("PROCESSES", {"globalPid", "name"});
       Stmt s(db_.get(), "SELECT globalPid, name FROM PROCESSES");
-      uint64_t row = 0;
-      while (s.step()) process_names_[integer(s, 0, "globalPid", ++row) >> 24] = std::string(s.text(1));
+      each_row(s,
+               [&](uint64_t row) { process_names_[integer(s, 0, "globalPid", row) >> 24] = std::string(s.text(1)); });
     }
   }
 
@@ -322,9 +331,7 @@ class NsysReader {
     if (!has("TARGET_INFO_GPU")) return;
     auto cols = columns("TARGET_INFO_GPU", {"id"});
     Stmt s(db_.get(), select("TARGET_INFO_GPU", cols, {"id", "name", "totalMemory"}));
-    uint64_t row = 0;
-    while (s.step()) {
-      ++row;
+    each_row(s, [&](uint64_t row) {
       int64_t id = integer(s, 0, "id", row);
       if (id < 0 || id > 0xffff) fail(current_table_, fmt::format("row {}: bad GPU id {}", row, id));
       DeviceRow d{.id = uint32_t(id),
@@ -333,7 +340,7 @@ class NsysReader {
                   .memory_capacity = integer(s, 2, "totalMemory", row, 0)};
       if (d.name.empty()) d.name = fmt::format("GPU {}", id);
       gpus_[d.id] = d;
-    }
+    });
   }
 
   void session_start() {
@@ -355,47 +362,38 @@ class NsysReader {
     return uint32_t(id);
   }
 
+  // The rows of a kernel, memcpy or memset table as device ops of `kind`,
+  // from the columns the three share, selected first: start, end,
+  // deviceId, streamId, correlationId; finish(op, row) reads the rest.
+  // Rows whose times cannot be used are left out.
+  template <typename Finish>
+  void device_ops(Stmt& s, DeviceOpKind kind, Finish&& finish) {
+    each_event(s, [&](uint64_t row) {
+      int64_t start = integer(s, 0, "start", row), end = integer(s, 1, "end", row);
+      if (!span(start, end)) return;
+      PendingOp op;
+      op.row = {.device = device_id(integer(s, 2, "deviceId", row), row),
+                .stream = stream_id(integer(s, 3, "streamId", row), row),
+                .start = start,
+                .dur = end - start,
+                .kind = kind};
+      op.correlation = integer(s, 4, "correlationId", row, kNone);
+      finish(op, row);
+      ops_.push_back(op);
+    });
+  }
+
   void kernels() {
     auto cols = columns(kKernel, {"start", "end", "deviceId", "streamId"});
     std::string_view name_col = cols.count("demangledName") ? "demangledName"
                                 : cols.count("shortName")   ? "shortName"
                                                             : "name";
     Stmt s(db_.get(), select(kKernel, cols, {"start", "end", "deviceId", "streamId", "correlationId", name_col}));
-    uint64_t row = 0;
-    while (s.step()) {
-      ++row;
-      ++out_.source_events;
-      int64_t start = integer(s, 0, "start", row), end = integer(s, 1, "end", row);
-      if (!span(start, end)) continue;
-      PendingOp op;
-      op.row = {.device = device_id(integer(s, 2, "deviceId", row), row),
-                .stream = stream_id(integer(s, 3, "streamId", row), row),
-                .start = start,
-                .dur = end - start,
-                .kind = DeviceOpKind::kernel};
-      op.correlation = integer(s, 4, "correlationId", row, kNone);
+    device_ops(s, DeviceOpKind::kernel, [&](PendingOp& op, uint64_t row) {
       int64_t name = integer(s, 5, name_col, row, -1);
       op.row.name = name < 0 ? strings_.intern("kernel") : string_id(name, row, name_col);
       op.bytes = 0;
-      ops_.push_back(op);
-    }
-  }
-
-  // What memcpy and memset rows share, in the columns selected first:
-  // start, end, deviceId, streamId, correlationId, bytes. Nothing when the
-  // row's times cannot be used.
-  std::optional<PendingOp> copy_or_set(Stmt& s, uint64_t row, DeviceOpKind kind) {
-    int64_t start = integer(s, 0, "start", row), end = integer(s, 1, "end", row);
-    if (!span(start, end)) return std::nullopt;
-    PendingOp op;
-    op.row = {.device = device_id(integer(s, 2, "deviceId", row), row),
-              .stream = stream_id(integer(s, 3, "streamId", row), row),
-              .start = start,
-              .dur = end - start,
-              .kind = kind};
-    op.correlation = integer(s, 4, "correlationId", row, kNone);
-    op.bytes = integer(s, 5, "bytes", row);
-    return op;
+    });
   }
 
   void memcpys() {
@@ -403,13 +401,8 @@ class NsysReader {
     Stmt s(db_.get(), select(kMemcpy, cols,
                              {"start", "end", "deviceId", "streamId", "correlationId", "bytes", "copyKind", "srcKind",
                               "dstKind"}));
-    uint64_t row = 0;
-    while (s.step()) {
-      ++row;
-      ++out_.source_events;
-      std::optional<PendingOp> read = copy_or_set(s, row, DeviceOpKind::memcpy);
-      if (!read) continue;
-      PendingOp& op = *read;
+    device_ops(s, DeviceOpKind::memcpy, [&](PendingOp& op, uint64_t row) {
+      op.bytes = integer(s, 5, "bytes", row);
       int64_t kind = integer(s, 6, "copyKind", row);
       op.row.copy_kind = copy_kind(kind);
       std::string src = mem_kind(integer(s, 7, "srcKind", row, 0));
@@ -421,37 +414,27 @@ class NsysReader {
       }
       static const char* kTokens[] = {"?", "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"};
       op.row.name = strings_.intern(fmt::format("Memcpy {} ({} -> {})", kTokens[int(op.row.copy_kind)], src, dst));
-      ops_.push_back(op);
-    }
+    });
   }
 
   void memsets() {
     auto cols = columns(kMemset, {"start", "end", "deviceId", "streamId", "bytes"});
     Stmt s(db_.get(),
            select(kMemset, cols, {"start", "end", "deviceId", "streamId", "correlationId", "bytes", "memKind"}));
-    uint64_t row = 0;
-    while (s.step()) {
-      ++row;
-      ++out_.source_events;
-      std::optional<PendingOp> read = copy_or_set(s, row, DeviceOpKind::memset);
-      if (!read) continue;
-      PendingOp& op = *read;
+    device_ops(s, DeviceOpKind::memset, [&](PendingOp& op, uint64_t row) {
+      op.bytes = integer(s, 5, "bytes", row);
       op.row.name = strings_.intern(fmt::format("Memset ({})", mem_kind(integer(s, 6, "memKind", row, 3))));
-      ops_.push_back(op);
-    }
+    });
   }
 
   void syncs() {
     auto cols = columns(kSync, {"start", "end"});
     Stmt s(db_.get(), select(kSync, cols, {"correlationId"}));
-    uint64_t row = 0;
-    while (s.step()) {
-      ++row;
-      ++out_.source_events;
+    each_event(s, [&](uint64_t row) {
       int64_t corr = integer(s, 0, "correlationId", row, kNone);
       if (corr != kNone) sync_correlations_.insert(corr);
       sync_records_.push_back(corr);
-    }
+    });
   }
 
   // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": nsys adds the API version.
@@ -467,32 +450,26 @@ class NsysReader {
   void api_calls(std::string_view table) {
     auto cols = columns(table, {"start", "end", "globalTid", "nameId"});
     Stmt s(db_.get(), select(table, cols, {"start", "end", "globalTid", "correlationId", "nameId"}));
-    uint64_t row = 0;
     std::unordered_map<StringId, StringId> short_names;
-    while (s.step()) {
-      ++row;
-      ++out_.source_events;
+    each_event(s, [&](uint64_t row) {
       int64_t start = integer(s, 0, "start", row), end = integer(s, 1, "end", row);
-      if (!span(start, end)) continue;
+      if (!span(start, end)) return;
       StringId name = string_id(integer(s, 4, "nameId", row), row, "nameId");
       auto [it, inserted] = short_names.try_emplace(name, name);
       if (inserted) it->second = strings_.intern(api_name(strings_.text(name)));
       calls_.push_back({thread(integer(s, 2, "globalTid", row)), start, end - start, it->second,
                         integer(s, 3, "correlationId", row, kNone), kNone, 0});
-    }
+    });
   }
 
   void nvtx() {
     auto cols = columns(kNvtx, {"start", "eventType"});
     Stmt s(db_.get(), select(kNvtx, cols, {"start", "end", "eventType", "globalTid", "text", "textId"}));
-    uint64_t row = 0;
-    while (s.step()) {
-      ++row;
-      ++out_.source_events;
+    each_event(s, [&](uint64_t row) {
       int64_t type = integer(s, 2, "eventType", row);
       if (type != kNvtxMark && type != kNvtxPushPop && type != kNvtxStartEnd) {
         ++out_.skipped["NVTX_EVENTS rows other than marks and ranges (domains, categories, ...)"];
-        continue;
+        return;
       }
       int64_t start = integer(s, 0, "start", row);
       int64_t text_id = integer(s, 5, "textId", row, -1);
@@ -501,17 +478,17 @@ class NsysReader {
       if (type == kNvtxMark) {
         if (instant(start))
           out_.instants.push_back({.thread = th, .time = start, .name = name, .kind = SpanKind::user});
-        continue;
+        return;
       }
       int64_t end = integer(s, 1, "end", row, -1);
       if (end < 0) {
         ++out_.skipped["NVTX ranges that never ended"];
-        continue;
+        return;
       }
-      if (!span(start, end)) continue;
+      if (!span(start, end)) return;
       out_.host_spans.push_back(
           {.thread = th, .start = start, .dur = end - start, .name = name, .kind = SpanKind::user});
-    }
+    });
   }
 
   // Device memory the driver handed out (cudaMalloc and friends) and took
@@ -520,15 +497,12 @@ class NsysReader {
     auto cols = columns(kMemory, {"start", "deviceId", "bytes", "memoryOperationType"});
     Stmt s(db_.get(),
            select(kMemory, cols, {"start", "deviceId", "address", "bytes", "memKind", "memoryOperationType"}));
-    uint64_t row = 0;
     std::vector<MemoryEventRow> events;
-    while (s.step()) {
-      ++row;
-      ++out_.source_events;
+    each_event(s, [&](uint64_t row) {
       std::string kind = mem_kind(integer(s, 4, "memKind", row, 3));
       if (kind != "Device" && kind != "Managed" && kind != "Device Static" && kind != "Managed Static") {
         ++out_.skipped["CUDA_GPU_MEMORY_USAGE_EVENTS rows for host memory"];
-        continue;
+        return;
       }
       int64_t oper = integer(s, 5, "memoryOperationType", row);
       auto it = mem_opers_.find(oper);
@@ -541,7 +515,7 @@ class NsysReader {
                        .bytes = std::max<int64_t>(0, integer(s, 3, "bytes", row)),
                        .address = uint64_t(integer(s, 2, "address", row, 0))};
       if (instant(m.time)) events.push_back(m);
-    }
+    });
     std::stable_sort(events.begin(), events.end(),
                      [](const MemoryEventRow& a, const MemoryEventRow& b) { return a.time < b.time; });
     std::map<uint32_t, int64_t> total;
