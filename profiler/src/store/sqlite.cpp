@@ -5,17 +5,17 @@
 namespace loupe::prof::store {
 
 Stmt::Stmt(sqlite3* db, std::string_view sql) {
-  if (sqlite3_prepare_v3(db, sql.data(), int(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v3(db, sql.data(), int(sql.size()), SQLITE_PREPARE_PERSISTENT, &p_, nullptr) != SQLITE_OK) {
     throw StoreError(fmt::format("cannot prepare statement: {}", sqlite3_errmsg(db)));
   }
 }
 
 bool Stmt::step() {
-  int rc = sqlite3_step(stmt_);
+  int rc = sqlite3_step(p_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  std::string message = sqlite3_errmsg(sqlite3_db_handle(stmt_));
-  sqlite3_reset(stmt_);
+  std::string message = sqlite3_errmsg(sqlite3_db_handle(p_));
+  sqlite3_reset(p_);
   throw StoreError(message);
 }
 

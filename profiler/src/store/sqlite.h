@@ -12,44 +12,45 @@
 
 namespace loupe::prof::store {
 
-// An open database connection; closes on destruction.
-class Db {
+// Owns a SQLite object, which `Release` closes or finalizes on
+// destruction; moves, never copies.
+template <typename T, int (*Release)(T*)>
+class Handle {
  public:
-  Db() = default;
-  explicit Db(sqlite3* db) : db_(db) {}
-  ~Db() { sqlite3_close_v2(db_); }
-  Db(Db&& o) noexcept : db_(std::exchange(o.db_, nullptr)) {}
-  Db& operator=(Db&& o) noexcept {
-    std::swap(db_, o.db_);
+  Handle() = default;
+  explicit Handle(T* p) : p_(p) {}
+  ~Handle() { Release(p_); }
+  Handle(Handle&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Handle& operator=(Handle&& o) noexcept {
+    std::swap(p_, o.p_);
     return *this;
   }
-  sqlite3* get() const { return db_; }
-  std::string error() const { return db_ ? sqlite3_errmsg(db_) : "out of memory"; }
+  T* get() const { return p_; }
 
- private:
-  sqlite3* db_ = nullptr;
+ protected:
+  T* p_ = nullptr;
 };
 
-// A prepared statement; finalizes on destruction.
-class Stmt {
+// An open database connection.
+class Db : public Handle<sqlite3, sqlite3_close_v2> {
+ public:
+  using Handle::Handle;
+  std::string error() const { return p_ ? sqlite3_errmsg(p_) : "out of memory"; }
+};
+
+// A prepared statement.
+class Stmt : public Handle<sqlite3_stmt, sqlite3_finalize> {
  public:
   Stmt() = default;
   Stmt(sqlite3* db, std::string_view sql);  // throws StoreError
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(Stmt&& o) noexcept : stmt_(std::exchange(o.stmt_, nullptr)) {}
-  Stmt& operator=(Stmt&& o) noexcept {
-    std::swap(stmt_, o.stmt_);
-    return *this;
-  }
-  sqlite3_stmt* get() const { return stmt_; }
-  explicit operator bool() const { return stmt_ != nullptr; }
+  explicit operator bool() const { return p_ != nullptr; }
 
-  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void bind(int i, std::string_view v) { sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
-  void bind_static(int i, std::string_view v) { sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_STATIC); }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(p_, i, v); }
+  void bind(int i, double v) { sqlite3_bind_double(p_, i, v); }
+  void bind(int i, std::string_view v) { sqlite3_bind_text(p_, i, v.data(), int(v.size()), SQLITE_TRANSIENT); }
+  void bind_static(int i, std::string_view v) { sqlite3_bind_text(p_, i, v.data(), int(v.size()), SQLITE_STATIC); }
   bool step();  // true: a row; false: done; throws StoreError on error
-  void reset() { sqlite3_reset(stmt_); }
+  void reset() { sqlite3_reset(p_); }
   // Binds `values` to parameters 1, 2, ... (text without a copy: it must
   // outlive the call), runs the statement once and resets it.
   template <typename... Values>
@@ -60,11 +61,11 @@ class Stmt {
     reset();
   }
 
-  int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  int64_t int64(int col) const { return sqlite3_column_int64(p_, col); }
+  double real(int col) const { return sqlite3_column_double(p_, col); }
   std::string_view text(int col) const {
-    const unsigned char* p = sqlite3_column_text(stmt_, col);
-    return p ? std::string_view(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(stmt_, col)))
+    const unsigned char* p = sqlite3_column_text(p_, col);
+    return p ? std::string_view(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(p_, col)))
              : std::string_view();
   }
 
@@ -72,7 +73,6 @@ class Stmt {
   void bind_static_value(int i, int64_t v) { bind(i, v); }
   void bind_static_value(int i, double v) { bind(i, v); }
   void bind_static_value(int i, std::string_view v) { bind_static(i, v); }
-  sqlite3_stmt* stmt_ = nullptr;
 };
 
 // Runs SQL without results; throws StoreError naming `what` on failure.
