@@ -224,6 +224,17 @@ inline void publish() {
   r->published.store(++r->head, std::memory_order_release);
 }
 
+// Writes one event of `kind` into this thread's ring, fill(event) setting
+// its record; a full ring drops it.
+template <typename Fill>
+inline void emit(EventKind kind, Fill&& fill) {
+  RawEvent* e = acquire();
+  if (e == nullptr) return;
+  e->kind = kind;
+  fill(*e);
+  publish();
+}
+
 }  // namespace detail
 
 // ---- The hot path ---------------------------------------------------------
@@ -268,11 +279,7 @@ inline void span_end() {
   if (st.visible_depth > 0) --st.visible_depth;
   if (g_generation.load(std::memory_order_relaxed) != s.generation) return;
   Ticks end = ticks_now();
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::span;
-  e->span = {s.start, end, s.name, s.visible_depth, s.kind, s.callsite};
-  publish();
+  emit(EventKind::span, [&](RawEvent& e) { e.span = {s.start, end, s.name, s.visible_depth, s.kind, s.callsite}; });
 }
 
 // A span for the lifetime of a scope. Kind `user` marks code; kind
@@ -293,74 +300,46 @@ inline void span(const char* name, Ticks start, Ticks end, SpanKind kind = SpanK
                  CallSiteId site = kNoCallSite) {
   using namespace detail;
   if (!capturing()) return;
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::span;
-  e->span = {start, end, name, t_state.visible_depth, kind, site};
-  publish();
+  emit(EventKind::span, [&](RawEvent& e) { e.span = {start, end, name, t_state.visible_depth, kind, site}; });
 }
 
 inline void instant(const char* name, SpanKind kind = SpanKind::user) {
   using namespace detail;
   if (!capturing()) return;
   Ticks now = ticks_now();
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::instant;
-  e->instant = {now, name, kind};
-  publish();
+  emit(EventKind::instant, [&](RawEvent& e) { e.instant = {now, name, kind}; });
 }
 
 inline void counter(const char* name, double value) {
   using namespace detail;
   if (!capturing()) return;
   Ticks now = ticks_now();
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::counter;
-  e->counter = {now, name, value};
-  publish();
+  emit(EventKind::counter, [&](RawEvent& e) { e.counter = {now, name, value}; });
 }
 
 inline void device_op(const DeviceOp& op) {
   using namespace detail;
   if (!capturing()) return;
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::device_op;
-  e->device_op = op;
-  publish();
+  emit(EventKind::device_op, [&](RawEvent& e) { e.device_op = op; });
 }
 
 inline void launch(const Launch& l) {
   using namespace detail;
   if (!capturing()) return;
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::launch;
-  e->launch = l;
-  publish();
+  emit(EventKind::launch, [&](RawEvent& e) { e.launch = l; });
 }
 
 inline void transfer(const Transfer& t) {
   using namespace detail;
   if (!capturing()) return;
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::transfer;
-  e->transfer = t;
-  publish();
+  emit(EventKind::transfer, [&](RawEvent& e) { e.transfer = t; });
 }
 
 inline void memory_event(const MemoryEvent& m) {
   using namespace detail;
   if (!capturing()) return;
   Ticks now = ticks_now();
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::memory;
-  e->memory = {now, m};
-  publish();
+  emit(EventKind::memory, [&](RawEvent& e) { e.memory = {now, m}; });
 }
 
 // Training steps: step_begin(n) ... step_end() on one thread.
@@ -379,11 +358,7 @@ inline void step_end() {
   Ticks end = ticks_now();
   Ticks start = st.step_start;
   st.step_start = 0;
-  RawEvent* e = acquire();
-  if (e == nullptr) return;
-  e->kind = EventKind::step;
-  e->step = {start, end, st.step_number};
-  publish();
+  emit(EventKind::step, [&](RawEvent& e) { e.step = {start, end, st.step_number}; });
 }
 
 class StepScope {
