@@ -117,28 +117,27 @@ enum class RegClass : uint8_t { f, i };
   X(rand_bits, i)             \
   X(rand_uniform, f)          \
   X(rand_normal, f)
-#define LOUPE_CODES(X)      \
-  LOUPE_FLOAT_CODES(X)      \
-  LOUPE_IMMEDIATE_CODES(X)  \
-  LOUPE_INT_CODES(X)        \
-  LOUPE_SELECT_CODES(X)     \
-  LOUPE_CONVERSION_CODES(X) \
-  LOUPE_SOURCE_CODES(X)
+// Every instruction, group by group, each group through the macro given
+// for it: LOUPE_CODES passes one macro to all, and the lists of the
+// instructions outside one group (below) pass LOUPE_CODE_NONE for that group.
+#define LOUPE_CODES_BY_GROUP(FLOAT, IMMEDIATE, INT, SELECT, CONVERSION, SOURCE) \
+  LOUPE_FLOAT_CODES(FLOAT)                                                      \
+  LOUPE_IMMEDIATE_CODES(IMMEDIATE)                                              \
+  LOUPE_INT_CODES(INT)                                                          \
+  LOUPE_SELECT_CODES(SELECT)                                                    \
+  LOUPE_CONVERSION_CODES(CONVERSION)                                            \
+  LOUPE_SOURCE_CODES(SOURCE)
+#define LOUPE_CODE_NONE(code, cls)
+#define LOUPE_CODES(X) LOUPE_CODES_BY_GROUP(X, X, X, X, X, X)
 // The instructions outside one group: a function given only that group's
 // instructions switches over them naming the others with these, as it has
 // no `default:` either.
-#define LOUPE_CODES_BUT_FLOAT(X) \
-  LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
-#define LOUPE_CODES_BUT_IMMEDIATE(X) \
-  LOUPE_FLOAT_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
-#define LOUPE_CODES_BUT_INT(X) \
-  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
-#define LOUPE_CODES_BUT_SELECT(X) \
-  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_CONVERSION_CODES(X) LOUPE_SOURCE_CODES(X)
-#define LOUPE_CODES_BUT_CONVERSION(X) \
-  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_SOURCE_CODES(X)
-#define LOUPE_CODES_BUT_SOURCE(X) \
-  LOUPE_FLOAT_CODES(X) LOUPE_IMMEDIATE_CODES(X) LOUPE_INT_CODES(X) LOUPE_SELECT_CODES(X) LOUPE_CONVERSION_CODES(X)
+#define LOUPE_CODES_BUT_FLOAT(X) LOUPE_CODES_BY_GROUP(LOUPE_CODE_NONE, X, X, X, X, X)
+#define LOUPE_CODES_BUT_IMMEDIATE(X) LOUPE_CODES_BY_GROUP(X, LOUPE_CODE_NONE, X, X, X, X)
+#define LOUPE_CODES_BUT_INT(X) LOUPE_CODES_BY_GROUP(X, X, LOUPE_CODE_NONE, X, X, X)
+#define LOUPE_CODES_BUT_SELECT(X) LOUPE_CODES_BY_GROUP(X, X, X, LOUPE_CODE_NONE, X, X)
+#define LOUPE_CODES_BUT_CONVERSION(X) LOUPE_CODES_BY_GROUP(X, X, X, X, LOUPE_CODE_NONE, X)
+#define LOUPE_CODES_BUT_SOURCE(X) LOUPE_CODES_BY_GROUP(X, X, X, X, X, LOUPE_CODE_NONE)
 // The case labels of a group, for a switch over Code.
 #define LOUPE_CODE_CASE(code, cls) case Code::code:
 

@@ -83,58 +83,33 @@ namespace loupe::rt::ir {
   X(scatter_add, opaque) /* zeros of `shape` plus operand 1 added at rows operand 0 */           \
   X(attention, opaque)                                                                           \
   X(attention_bwd, opaque) /* d(q), d(k), d(v) packed in one flat array */
-#define LOUPE_OPS(X)       \
-  LOUPE_SOURCE_OPS(X)      \
-  LOUPE_ELEMENTWISE_OPS(X) \
-  LOUPE_REDUCTION_OPS(X)   \
-  LOUPE_VIEW_OPS(X)        \
-  LOUPE_OPAQUE_OPS(X)
+// Every op, group by group, each group through the macro given for it:
+// LOUPE_OPS passes one macro to all, and the lists of the ops outside one
+// group (below) pass LOUPE_OP_NONE for that group.
+#define LOUPE_OPS_BY_GROUP(SOURCE, GENERATOR, UNARY, ARITHMETIC, COMPARISON, LOGICAL, TERNARY, REDUCTION, VIEW, \
+                           OPAQUE)                                                                              \
+  LOUPE_SOURCE_OPS(SOURCE)                                                                                      \
+  LOUPE_GENERATOR_OPS(GENERATOR)                                                                                \
+  LOUPE_UNARY_OPS(UNARY)                                                                                        \
+  LOUPE_ARITHMETIC_OPS(ARITHMETIC)                                                                              \
+  LOUPE_COMPARISON_OPS(COMPARISON)                                                                              \
+  LOUPE_LOGICAL_OPS(LOGICAL)                                                                                    \
+  LOUPE_TERNARY_OPS(TERNARY)                                                                                    \
+  LOUPE_REDUCTION_OPS(REDUCTION)                                                                                \
+  LOUPE_VIEW_OPS(VIEW)                                                                                          \
+  LOUPE_OPAQUE_OPS(OPAQUE)
+#define LOUPE_OP_NONE(op, cls)
+#define LOUPE_OPS(X) LOUPE_OPS_BY_GROUP(X, X, X, X, X, X, X, X, X, X)
 // The ops outside one group: a function given only that group's ops
 // switches over them naming the others with these, as it has no `default:`
 // either.
-#define LOUPE_OPS_BUT_GENERATOR(X) \
-  LOUPE_SOURCE_OPS(X)              \
-  LOUPE_UNARY_OPS(X)               \
-  LOUPE_ARITHMETIC_OPS(X)          \
-  LOUPE_COMPARISON_OPS(X)          \
-  LOUPE_LOGICAL_OPS(X)             \
-  LOUPE_TERNARY_OPS(X)             \
-  LOUPE_REDUCTION_OPS(X)           \
-  LOUPE_VIEW_OPS(X)                \
-  LOUPE_OPAQUE_OPS(X)
-#define LOUPE_OPS_BUT_UNARY(X) \
-  LOUPE_SOURCE_OPS(X)          \
-  LOUPE_GENERATOR_OPS(X)       \
-  LOUPE_ARITHMETIC_OPS(X)      \
-  LOUPE_COMPARISON_OPS(X)      \
-  LOUPE_LOGICAL_OPS(X)         \
-  LOUPE_TERNARY_OPS(X)         \
-  LOUPE_REDUCTION_OPS(X)       \
-  LOUPE_VIEW_OPS(X)            \
-  LOUPE_OPAQUE_OPS(X)
-#define LOUPE_OPS_BUT_ARITHMETIC(X) \
-  LOUPE_SOURCE_OPS(X)               \
-  LOUPE_GENERATOR_OPS(X)            \
-  LOUPE_UNARY_OPS(X)                \
-  LOUPE_COMPARISON_OPS(X)           \
-  LOUPE_LOGICAL_OPS(X)              \
-  LOUPE_TERNARY_OPS(X)              \
-  LOUPE_REDUCTION_OPS(X)            \
-  LOUPE_VIEW_OPS(X)                 \
-  LOUPE_OPAQUE_OPS(X)
-#define LOUPE_OPS_BUT_COMPARISON(X) \
-  LOUPE_SOURCE_OPS(X)               \
-  LOUPE_GENERATOR_OPS(X)            \
-  LOUPE_UNARY_OPS(X)                \
-  LOUPE_ARITHMETIC_OPS(X)           \
-  LOUPE_LOGICAL_OPS(X)              \
-  LOUPE_TERNARY_OPS(X)              \
-  LOUPE_REDUCTION_OPS(X)            \
-  LOUPE_VIEW_OPS(X)                 \
-  LOUPE_OPAQUE_OPS(X)
-#define LOUPE_OPS_BUT_REDUCTION(X) LOUPE_SOURCE_OPS(X) LOUPE_ELEMENTWISE_OPS(X) LOUPE_VIEW_OPS(X) LOUPE_OPAQUE_OPS(X)
-#define LOUPE_OPS_BUT_VIEW(X) LOUPE_SOURCE_OPS(X) LOUPE_ELEMENTWISE_OPS(X) LOUPE_REDUCTION_OPS(X) LOUPE_OPAQUE_OPS(X)
-#define LOUPE_OPS_BUT_OPAQUE(X) LOUPE_SOURCE_OPS(X) LOUPE_ELEMENTWISE_OPS(X) LOUPE_REDUCTION_OPS(X) LOUPE_VIEW_OPS(X)
+#define LOUPE_OPS_BUT_GENERATOR(X) LOUPE_OPS_BY_GROUP(X, LOUPE_OP_NONE, X, X, X, X, X, X, X, X)
+#define LOUPE_OPS_BUT_UNARY(X) LOUPE_OPS_BY_GROUP(X, X, LOUPE_OP_NONE, X, X, X, X, X, X, X)
+#define LOUPE_OPS_BUT_ARITHMETIC(X) LOUPE_OPS_BY_GROUP(X, X, X, LOUPE_OP_NONE, X, X, X, X, X, X)
+#define LOUPE_OPS_BUT_COMPARISON(X) LOUPE_OPS_BY_GROUP(X, X, X, X, LOUPE_OP_NONE, X, X, X, X, X)
+#define LOUPE_OPS_BUT_REDUCTION(X) LOUPE_OPS_BY_GROUP(X, X, X, X, X, X, X, LOUPE_OP_NONE, X, X)
+#define LOUPE_OPS_BUT_VIEW(X) LOUPE_OPS_BY_GROUP(X, X, X, X, X, X, X, X, LOUPE_OP_NONE, X)
+#define LOUPE_OPS_BUT_OPAQUE(X) LOUPE_OPS_BY_GROUP(X, X, X, X, X, X, X, X, X, LOUPE_OP_NONE)
 // The case labels of a group, for a switch over Op.
 #define LOUPE_OP_CASE(op, cls) case Op::op:
 
