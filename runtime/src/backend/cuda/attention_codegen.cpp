@@ -26,28 +26,23 @@ constexpr int kRows = 64;            // query (or key) rows per block: one per t
 constexpr int kMaxHeadDim = 512;     // q/k and v widths the kernels hold in registers
 constexpr int kSharedFloats = 8192;  // 32 KiB of shared memory per block for tiles
 
-std::string load_fn(Dtype d) {
-  switch (d) {
-    case Dtype::f16: return "lp_h2f(((const unsigned short*)p)[i])";
-    case Dtype::bf16: return "lp_bf2f(((const unsigned short*)p)[i])";
-    case Dtype::f32:
-    case Dtype::i32:
-    case Dtype::i64:
-    case Dtype::boolean: break;  // f32: check() turns the others away
-  }
-  return "((const float*)p)[i]";
-}
+// How the kernels read an element of a buffer of `d` as a float (ld's
+// body) and write one back (st's).
+struct ElementAccess {
+  const char* load;
+  const char* store;
+};
 
-std::string store_fn(Dtype d) {
+ElementAccess element_access(Dtype d) {
   switch (d) {
-    case Dtype::f16: return "((unsigned short*)p)[i] = lp_f2h(v)";
-    case Dtype::bf16: return "((unsigned short*)p)[i] = lp_f2bf(v)";
+    case Dtype::f16: return {"lp_h2f(((const unsigned short*)p)[i])", "((unsigned short*)p)[i] = lp_f2h(v)"};
+    case Dtype::bf16: return {"lp_bf2f(((const unsigned short*)p)[i])", "((unsigned short*)p)[i] = lp_f2bf(v)"};
     case Dtype::f32:
     case Dtype::i32:
     case Dtype::i64:
     case Dtype::boolean: break;  // f32: check() turns the others away
   }
-  return "((float*)p)[i] = v";
+  return {"((const float*)p)[i]", "((float*)p)[i] = v"};
 }
 
 void check(const AttentionKernel& k) {
@@ -62,6 +57,7 @@ void check(const AttentionKernel& k) {
 
 // Constants and element access shared by the forward and backward sources.
 std::string common(const AttentionKernel& k, int tile) {
+  const ElementAccess access = element_access(k.dtype);
   return prelude() + fmt::format(R"(
 #define BATCH {0}ll
 #define SQ {1}
@@ -80,8 +76,8 @@ __device__ __forceinline__ int key_end(int i) {{
   return e < 0 ? 0 : (e > SK ? SK : e);
 }}
 )",
-                                 k.batch, k.sq, k.sk, k.d, k.dv, k.causal ? 1 : 0, tile, kRows, load_fn(k.dtype),
-                                 store_fn(k.dtype));
+                                 k.batch, k.sq, k.sk, k.d, k.dv, k.causal ? 1 : 0, tile, kRows, access.load,
+                                 access.store);
 }
 
 // Where each thread of a query-row kernel stands: its query row i, and the

@@ -16,21 +16,28 @@
 
 namespace loupe::rt::backend::cuda {
 
+// The NVRTC functions loupe calls, each as (member of Api, symbol): the
+// member is declared and looked up from this one list.
+#define LOUPE_NVRTC_FUNCTIONS(X)          \
+  X(version, nvrtcVersion)                \
+  X(error_string, nvrtcGetErrorString)    \
+  X(create, nvrtcCreateProgram)           \
+  X(destroy, nvrtcDestroyProgram)         \
+  X(compile, nvrtcCompileProgram)         \
+  X(log_size, nvrtcGetProgramLogSize)     \
+  X(log, nvrtcGetProgramLog)              \
+  X(cubin_size, nvrtcGetCUBINSize)        \
+  X(cubin, nvrtcGetCUBIN)                 \
+  X(ptx_size, nvrtcGetPTXSize)            \
+  X(ptx, nvrtcGetPTX)                     \
+  X(num_archs, nvrtcGetNumSupportedArchs) \
+  X(archs, nvrtcGetSupportedArchs)
+
 struct Nvrtc::Api {
   backend::DynamicLibrary lib;
-  decltype(&nvrtcVersion) version;
-  decltype(&nvrtcGetErrorString) error_string;
-  decltype(&nvrtcCreateProgram) create;
-  decltype(&nvrtcDestroyProgram) destroy;
-  decltype(&nvrtcCompileProgram) compile;
-  decltype(&nvrtcGetProgramLogSize) log_size;
-  decltype(&nvrtcGetProgramLog) log;
-  decltype(&nvrtcGetCUBINSize) cubin_size;
-  decltype(&nvrtcGetCUBIN) cubin;
-  decltype(&nvrtcGetPTXSize) ptx_size;
-  decltype(&nvrtcGetPTX) ptx;
-  decltype(&nvrtcGetNumSupportedArchs) num_archs;
-  decltype(&nvrtcGetSupportedArchs) archs;
+#define LOUPE_NVRTC_MEMBER(member, fn) decltype(&fn) member;
+  LOUPE_NVRTC_FUNCTIONS(LOUPE_NVRTC_MEMBER)
+#undef LOUPE_NVRTC_MEMBER
 };
 
 namespace {
@@ -76,19 +83,9 @@ Nvrtc::Nvrtc() : api_(new Api) {
   if (*LOUPE_CUDA_LIBRARY_DIR) names.push_back(std::string(LOUPE_CUDA_LIBRARY_DIR) + "/libnvrtc.so");
   if (!api_->lib.open(names, &why)) throw RuntimeError("NVRTC (the CUDA runtime compiler) cannot be loaded: " + why);
   const backend::DynamicLibrary& lib = api_->lib;
-  api_->version = lib.symbol<decltype(&nvrtcVersion)>("nvrtcVersion");
-  api_->error_string = lib.symbol<decltype(&nvrtcGetErrorString)>("nvrtcGetErrorString");
-  api_->create = lib.symbol<decltype(&nvrtcCreateProgram)>("nvrtcCreateProgram");
-  api_->destroy = lib.symbol<decltype(&nvrtcDestroyProgram)>("nvrtcDestroyProgram");
-  api_->compile = lib.symbol<decltype(&nvrtcCompileProgram)>("nvrtcCompileProgram");
-  api_->log_size = lib.symbol<decltype(&nvrtcGetProgramLogSize)>("nvrtcGetProgramLogSize");
-  api_->log = lib.symbol<decltype(&nvrtcGetProgramLog)>("nvrtcGetProgramLog");
-  api_->cubin_size = lib.symbol<decltype(&nvrtcGetCUBINSize)>("nvrtcGetCUBINSize");
-  api_->cubin = lib.symbol<decltype(&nvrtcGetCUBIN)>("nvrtcGetCUBIN");
-  api_->ptx_size = lib.symbol<decltype(&nvrtcGetPTXSize)>("nvrtcGetPTXSize");
-  api_->ptx = lib.symbol<decltype(&nvrtcGetPTX)>("nvrtcGetPTX");
-  api_->num_archs = lib.symbol<decltype(&nvrtcGetNumSupportedArchs)>("nvrtcGetNumSupportedArchs");
-  api_->archs = lib.symbol<decltype(&nvrtcGetSupportedArchs)>("nvrtcGetSupportedArchs");
+#define LOUPE_NVRTC_LOOKUP(member, fn) api_->member = lib.symbol<decltype(&fn)>(#fn);
+  LOUPE_NVRTC_FUNCTIONS(LOUPE_NVRTC_LOOKUP)
+#undef LOUPE_NVRTC_LOOKUP
   int n = 0;
   if (api_->num_archs(&n) == NVRTC_SUCCESS && n > 0) {
     archs_.resize(size_t(n));
