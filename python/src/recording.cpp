@@ -8,8 +8,12 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 
+#include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "loupe/prof/capture.h"
 #include "loupe/prof/cupti.h"
@@ -60,24 +64,36 @@ nb::dict stats_of(const ProcessCapture& p) {
   return d;
 }
 
+// The value `name` names among `choices`; an error listing the names
+// ("`what` must be a, b or c") when none does.
+template <typename Enum>
+Enum named(const std::string& name, const char* what,
+           std::initializer_list<std::pair<std::string_view, Enum>> choices) {
+  for (const auto& [choice, value] : choices)
+    if (name == choice) return value;
+  std::string names;
+  size_t left = choices.size();
+  for (const auto& choice : choices) {
+    names += choice.first;
+    if (--left > 1) names += ", ";
+    else if (left == 1) names += " or ";
+  }
+  throw std::invalid_argument(std::string(what) + " must be " + names + ", got '" + name + "'");
+}
+
 CompileKind compile_kind(const std::string& kind) {
-  if (kind == "miss") return CompileKind::miss;
-  if (kind == "hit") return CompileKind::hit;
-  if (kind == "aot") return CompileKind::aot;
-  throw std::invalid_argument("compile kind must be miss, hit or aot, got '" + kind + "'");
+  return named<CompileKind>(kind, "compile kind",
+                            {{"miss", CompileKind::miss}, {"hit", CompileKind::hit}, {"aot", CompileKind::aot}});
 }
 
 CopyKind copy_direction(const std::string& direction) {
-  if (direction == "device_to_host") return CopyKind::device_to_host;
-  if (direction == "host_to_device") return CopyKind::host_to_device;
-  throw std::invalid_argument("direction must be device_to_host or host_to_device, got '" + direction + "'");
+  return named<CopyKind>(direction, "direction",
+                         {{"device_to_host", CopyKind::device_to_host}, {"host_to_device", CopyKind::host_to_device}});
 }
 
 SpanKind span_kind(const std::string& kind) {
-  if (kind == "user") return SpanKind::user;
-  if (kind == "wait") return SpanKind::wait;
-  if (kind == "compile") return SpanKind::compile;
-  throw std::invalid_argument("span kind must be user, wait or compile, got '" + kind + "'");
+  return named<SpanKind>(kind, "span kind",
+                         {{"user", SpanKind::user}, {"wait", SpanKind::wait}, {"compile", SpanKind::compile}});
 }
 
 DeviceKind device_kind(const std::string& platform) {
