@@ -23,6 +23,8 @@ import os
 import sys
 import time
 
+from skip import skip
+
 
 def option(name):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
@@ -40,8 +42,7 @@ try:
     import jax
     import jax.numpy as jnp
 except ImportError as e:
-    print(json.dumps({"skipped": f"JAX is not installed ({e}); pip install jax"}))
-    sys.exit(0)
+    skip(f"JAX is not installed ({e}); pip install jax")
 if precision:
     jax.config.update("jax_default_matmul_precision", precision)
 

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from measure import row, timed
+
 build = sys.argv[1]
 cli = os.path.join(build, "bin", "loupe")
 bench = os.path.join(build, "bench")
@@ -28,21 +30,6 @@ def job(ranks):
         subprocess.run([cli, "synth", "--ranks", str(ranks), "--events", str(EVENTS), "-o", path, "--quiet"],
                        check=True)
     return path
-
-
-def timed(args):
-    """Wall seconds and peak resident memory (bytes) of one command."""
-    start = time.monotonic()
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(p.pid, 0)
-    seconds = time.monotonic() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{args} failed: {p.stderr.read().decode()}")
-    return seconds, usage.ru_maxrss * 1024
-
-
-def row(*cells):
-    print(json.dumps(list(cells)))
 
 
 def per_core(seconds, ranks, cores):

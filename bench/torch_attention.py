@@ -10,8 +10,9 @@ way (4·B·H·S²·D forward, 3.5 times that for both passes, halved when causal
 """
 import argparse
 import json
-import sys
 import time
+
+from skip import skip, torch_on_gpu
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--backend", choices=["cudnn", "flash"], required=True)
@@ -23,16 +24,12 @@ parser.add_argument("--dtype", choices=["bf16", "f16"], default="bf16")
 parser.add_argument("--causal", action="store_true")
 args = parser.parse_args()
 
+torch = torch_on_gpu()
 try:
-    import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    import torch.nn.functional as F
-except ImportError as e:
-    print(json.dumps({"skipped": f"PyTorch is not installed ({e})"}))
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print(json.dumps({"skipped": "PyTorch sees no CUDA GPU"}))
-    sys.exit(0)
+except ImportError as e:  # an older PyTorch
+    skip(f"this PyTorch cannot force an attention backend ({e})")
+import torch.nn.functional as F
 
 backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[args.backend]
 dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
@@ -76,8 +73,7 @@ try:
         fwd_ms = time_per_call(forward)
         train_ms = time_per_call(train)
 except RuntimeError as e:
-    print(json.dumps({"skipped": f"the {args.backend} backend does not run this case: {str(e).splitlines()[0]}"}))
-    sys.exit(0)
+    skip(f"the {args.backend} backend does not run this case: {str(e).splitlines()[0]}")
 
 flop = 4.0 * args.batch * args.heads * args.seq * args.seq * args.dim * (0.5 if args.causal else 1.0)
 print(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "backend": args.backend,

@@ -14,14 +14,9 @@ import json
 import sys
 import time
 
-try:
-    import torch
-except ImportError as e:
-    print(json.dumps({"skipped": f"PyTorch is not installed ({e})"}))
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print(json.dumps({"skipped": "PyTorch sees no CUDA GPU"}))
-    sys.exit(0)
+from skip import torch_on_gpu
+
+torch = torch_on_gpu()
 
 tf32 = "--tf32" in sys.argv
 torch.backends.cuda.matmul.allow_tf32 = tf32
