@@ -72,10 +72,25 @@ def evidence(finding, name):
     return [e["value"] for e in finding["evidence"] if e["name"] == name]
 
 
+def check_recompile(test, path, program, function, after_warm_up):
+    """Checks that `path` has one recompile finding: `function` of `program`,
+    compiled once at warm-up and `after_warm_up` times after it for shape
+    changes, called from the program's line marked `compiles`. Returns the
+    finding's reasons."""
+    [f] = findings(path, "recompile")
+    times = "1 time" if after_warm_up == 1 else f"{after_warm_up} times"
+    test.assertIn(f"`{function} ({os.path.basename(program)}:", f["title"])
+    test.assertIn(f"recompiled {times} after warm-up (shape change)", f["title"])
+    test.assertEqual(evidence(f, "compiles"), [f"{after_warm_up + 1} in all, {after_warm_up} after warm-up"])
+    test.assertEqual(evidence(f, "called at"), [f"{program}:{marked_line('compiles', program)} (x{after_warm_up})"])
+    return evidence(f, "reason")
+
+
 class JaxCapture(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls.tmp.cleanup)
         cls.ragged = os.path.join(cls.tmp.name, "ragged.db")
         cls.ragged_cli = os.path.join(cls.tmp.name, "ragged-cli.db")
         cls.bucketed = os.path.join(cls.tmp.name, "bucketed.db")
@@ -85,20 +100,10 @@ class JaxCapture(unittest.TestCase):
         capture_in_process(cls.bucketed, "--bucket")
         capture_with_cli(cls.bucketed_cli, "--bucket")
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
     def test_ragged_batches_recompile_with_jaxs_reasons_and_the_calling_line(self):
-        site = f"{PROGRAM}:{marked_line('compiles')}"
         for path in (self.ragged, self.ragged_cli):
             with self.subTest(path=os.path.basename(path)):
-                [f] = findings(path, "recompile")
-                self.assertIn("`train_step (jax_train.py:", f["title"])
-                self.assertIn("recompiled 3 times after warm-up (shape change)", f["title"])
-                self.assertEqual(evidence(f, "compiles"), ["4 in all, 3 after warm-up"])
-                self.assertEqual(evidence(f, "called at"), [f"{site} (x3)"])
-                reasons = " ".join(evidence(f, "reason"))
+                reasons = " ".join(check_recompile(self, path, PROGRAM, "train_step", after_warm_up=3))
                 for size in LATE_SIZES:  # JAX's own words for each new size
                     self.assertIn(f"now f32[{size},16] and before f32[32,16]", reasons)
 
@@ -163,6 +168,7 @@ class TorchCapture(unittest.TestCase):
         if cls.why_not:
             raise unittest.SkipTest(cls.why_not)
         cls.tmp = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls.tmp.cleanup)
         cls.ragged = os.path.join(cls.tmp.name, "ragged.db")
         cls.ragged_cli = os.path.join(cls.tmp.name, "ragged-cli.db")
         cls.bucketed = os.path.join(cls.tmp.name, "bucketed.db")
@@ -170,20 +176,10 @@ class TorchCapture(unittest.TestCase):
         capture_with_cli(cls.ragged_cli, program=TORCH_PROGRAM)
         capture_in_process(cls.bucketed, "--bucket", program=TORCH_PROGRAM)
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
     def test_ragged_batches_recompile_with_dynamos_reason_and_the_calling_line(self):
-        site = f"{TORCH_PROGRAM}:{marked_line('compiles', TORCH_PROGRAM)}"
         for path in (self.ragged, self.ragged_cli):
             with self.subTest(path=os.path.basename(path)):
-                [f] = findings(path, "recompile")
-                self.assertIn("`loss_fn (torch_train.py:", f["title"])
-                self.assertIn("recompiled 1 time after warm-up (shape change)", f["title"])
-                self.assertEqual(evidence(f, "compiles"), ["2 in all, 1 after warm-up"])
-                self.assertEqual(evidence(f, "called at"), [f"{site} (x1)"])
-                [reason] = evidence(f, "reason")
+                [reason] = check_recompile(self, path, TORCH_PROGRAM, "loss_fn", after_warm_up=1)
                 self.assertIn("tensor 'x' size mismatch at index 0. expected 32, actual 40", reason)
 
     def test_compile_rows_carry_input_shapes_and_phases(self):
