@@ -85,6 +85,19 @@ inline bool names_line(const std::string& value, const std::string& sample, int 
   return site.size() >= want.size() && site.compare(site.size() - want.size(), want.size(), want) == 0;
 }
 
+// Whether the evidence `key` of `f` names one call site, the line of the
+// sample marked with `marker`; what it names instead when not.
+inline ::testing::AssertionResult names_marked_line(const prof::Finding& f, const std::string& key,
+                                                    const std::string& sample, const std::string& marker) {
+  std::vector<std::string> sites = evidence(f, key);
+  if (sites.size() != 1) return ::testing::AssertionFailure() << key << ": " << sites.size() << " values, not one";
+  int line = marked_line(sample, marker);
+  if (!names_line(sites[0], sample, line)) {
+    return ::testing::AssertionFailure() << key << ": " << sites[0] << ", not line " << line << " of " << sample;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Runs build/bin/<sample> --variant <variant> --size ci --out <trace> [extra].
 //
 // The samples' matrix products run on one BLAS thread (unless

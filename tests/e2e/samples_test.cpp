@@ -24,57 +24,54 @@ using prof::Severity;
 
 class Samples : public ::testing::Test {
  protected:
+  // Checks that both variants in `runs` ran to the end and that the
+  // mistake has exactly one finding of `rule`, kept in `finding`; a fatal
+  // failure if not (call it inside ASSERT_NO_FATAL_FAILURE).
+  void find_the_mistakes(const std::string& rule) {
+    ASSERT_EQ(runs.mistake.command.exit_code, 0) << runs.mistake.command.err;
+    ASSERT_EQ(runs.fixed.command.exit_code, 0) << runs.fixed.command.err;
+    auto found = runs.mistake.findings(rule);
+    ASSERT_EQ(found.size(), 1u) << rule;
+    finding = found[0];
+  }
+
   TempDir dir;
+  VariantPair runs;                  // the sample's two variants
+  const Finding* finding = nullptr;  // in runs.mistake: the one of the rule the sample is about
 };
 
 // ---- ragged_batches: recompile, shape change ---------------------------------
 
 TEST_F(Samples, RaggedBatchesRecompileAndBucketsDoNot) {
-  VariantPair runs = run_both(dir, "ragged_batches", 3);
-  const SampleRun& mistake = runs.mistake;
-  const SampleRun& fixed = runs.fixed;
-  ASSERT_EQ(mistake.command.exit_code, 0) << mistake.command.err;
-  ASSERT_EQ(fixed.command.exit_code, 0) << fixed.command.err;
-
-  auto found = mistake.findings("recompile");
-  ASSERT_EQ(found.size(), 1u);
-  const Finding& f = *found[0];
+  runs = run_both(dir, "ragged_batches", 3);
+  ASSERT_NO_FATAL_FAILURE(find_the_mistakes("recompile"));
+  const Finding& f = *finding;
   EXPECT_NE(f.title.find("`train_step`"), std::string::npos) << f.title;
   EXPECT_NE(f.title.find("(shape change)"), std::string::npos) << f.title;
   EXPECT_GT(f.impact_ns, 0);
-  int call = marked_line("ragged_batches", "MISTAKE: compiles for each new shape");
-  auto sites = evidence(f, "called at");
-  ASSERT_EQ(sites.size(), 1u);
-  EXPECT_TRUE(names_line(sites[0], "ragged_batches", call)) << sites[0];
+  ASSERT_TRUE(names_marked_line(f, "called at", "ragged_batches", "MISTAKE: compiles for each new shape"));
   EXPECT_FALSE(evidence(f, "shape change").empty());
-  EXPECT_GE(mistake.report.metrics.recompiles, 10u);
+  EXPECT_GE(runs.mistake.report.metrics.recompiles, 10u);
 
-  EXPECT_TRUE(fixed.findings("recompile").empty());
-  EXPECT_EQ(fixed.report.metrics.recompiles, 0u);
+  EXPECT_TRUE(runs.fixed.findings("recompile").empty());
+  EXPECT_EQ(runs.fixed.report.metrics.recompiles, 0u);
   EXPECT_LT(runs.fixed_ns, runs.mistake_ns);
 }
 
 // ---- host_sync: transfer, synchronous read every step ------------------------
 
 TEST_F(Samples, HostSyncReadsEveryStepAndTheFixReadsRarely) {
-  VariantPair runs = run_both(dir, "host_sync");
-  const SampleRun& mistake = runs.mistake;
-  const SampleRun& fixed = runs.fixed;
-  ASSERT_EQ(mistake.command.exit_code, 0) << mistake.command.err;
-  ASSERT_EQ(fixed.command.exit_code, 0) << fixed.command.err;
-
-  auto found = mistake.findings("transfer");
-  ASSERT_EQ(found.size(), 1u);
-  const Finding& f = *found[0];
-  int read = marked_line("host_sync", "MISTAKE: a synchronous read every step");
-  ASSERT_EQ(evidence(f, "call site").size(), 1u);
-  EXPECT_TRUE(names_line(evidence(f, "call site")[0], "host_sync", read)) << evidence(f, "call site")[0];
+  runs = run_both(dir, "host_sync");
+  ASSERT_NO_FATAL_FAILURE(find_the_mistakes("transfer"));
+  const Finding& f = *finding;
+  ASSERT_TRUE(names_marked_line(f, "call site", "host_sync", "MISTAKE: a synchronous read every step"));
   EXPECT_EQ(evidence(f, "direction"), std::vector<std::string>{"DtoH"});
   EXPECT_NE(f.title.find("synchronous device-to-host read"), std::string::npos) << f.title;
   EXPECT_GT(f.impact_ns, 0);  // the device idled after the reads
 
-  EXPECT_TRUE(fixed.findings("transfer").empty());
-  EXPECT_LT(fixed.report.metrics.sync_transfers_per_step * 10, mistake.report.metrics.sync_transfers_per_step);
+  EXPECT_TRUE(runs.fixed.findings("transfer").empty());
+  EXPECT_LT(runs.fixed.report.metrics.sync_transfers_per_step * 10,
+            runs.mistake.report.metrics.sync_transfers_per_step);
   // No timing comparison here: what the fix saves is the overlap of the
   // host's dispatch with the device's work, and the CPU device runs its
   // work on the same cores as the host. On a GPU, or on idle cores, the
@@ -85,29 +82,20 @@ TEST_F(Samples, HostSyncReadsEveryStepAndTheFixReadsRarely) {
 // ---- jit_in_loop: recompile, new function object -----------------------------
 
 TEST_F(Samples, JitInALoopRecompilesEveryStep) {
-  VariantPair runs = run_both(dir, "jit_in_loop", 3);
-  const SampleRun& mistake = runs.mistake;
-  const SampleRun& fixed = runs.fixed;
-  ASSERT_EQ(mistake.command.exit_code, 0) << mistake.command.err;
-  ASSERT_EQ(fixed.command.exit_code, 0) << fixed.command.err;
-
-  auto found = mistake.findings("recompile");
-  ASSERT_EQ(found.size(), 1u);
-  const Finding& f = *found[0];
+  runs = run_both(dir, "jit_in_loop", 3);
+  ASSERT_NO_FATAL_FAILURE(find_the_mistakes("recompile"));
+  const Finding& f = *finding;
   EXPECT_NE(f.title.find("(new function object)"), std::string::npos) << f.title;
   EXPECT_GT(f.impact_ns, 0);
   auto reasons = evidence(f, "reason");
   ASSERT_FALSE(reasons.empty());
   EXPECT_NE(reasons[0].find("new function object at the same call site"), std::string::npos) << reasons[0];
-  int call = marked_line("jit_in_loop", "MISTAKE: a new jit each step");
-  auto sites = evidence(f, "called at");
-  ASSERT_EQ(sites.size(), 1u);
-  EXPECT_TRUE(names_line(sites[0], "jit_in_loop", call)) << sites[0];
+  ASSERT_TRUE(names_marked_line(f, "called at", "jit_in_loop", "MISTAKE: a new jit each step"));
   // Every step after the first compiled.
-  EXPECT_EQ(mistake.report.metrics.recompiles, mistake.report.metrics.steps - 1);
+  EXPECT_EQ(runs.mistake.report.metrics.recompiles, runs.mistake.report.metrics.steps - 1);
 
-  EXPECT_TRUE(fixed.findings("recompile").empty());
-  EXPECT_EQ(fixed.report.metrics.compiles, 1u);
+  EXPECT_TRUE(runs.fixed.findings("recompile").empty());
+  EXPECT_EQ(runs.fixed.report.metrics.compiles, 1u);
   EXPECT_LT(runs.fixed_ns, runs.mistake_ns);
 }
 
@@ -121,29 +109,23 @@ int64_t host_work_ns(const SampleRun& r) {
 int64_t window_ns(const SampleRun& r) { return r.report.window_end - r.report.window_start; }
 
 TEST_F(Samples, InputPipelineStarvesTheDeviceAndPrefetchingFeedsIt) {
-  VariantPair runs = run_both(dir, "input_pipeline", 3);
-  const SampleRun& mistake = runs.mistake;
-  const SampleRun& fixed = runs.fixed;
-  ASSERT_EQ(mistake.command.exit_code, 0) << mistake.command.err;
-  ASSERT_EQ(fixed.command.exit_code, 0) << fixed.command.err;
-  const prof::AnalysisOptions defaults;
-
+  runs = run_both(dir, "input_pipeline", 3);
   // The device waited on the host's batch preparation, named by its range.
-  auto idle = mistake.findings("idle-gap");
-  ASSERT_EQ(idle.size(), 1u);
-  EXPECT_GE(idle[0]->severity, Severity::warning);
-  EXPECT_GT(idle[0]->impact_ns, 0);
-  EXPECT_EQ(idle[0]->suggestion.find("move that host work (`load batch`) off the critical path"), 0u)
-      << idle[0]->suggestion;
+  ASSERT_NO_FATAL_FAILURE(find_the_mistakes("idle-gap"));
+  const Finding& idle = *finding;
+  const prof::AnalysisOptions defaults;
+  EXPECT_GE(idle.severity, Severity::warning);
+  EXPECT_GT(idle.impact_ns, 0);
+  EXPECT_EQ(idle.suggestion.find("move that host work (`load batch`) off the critical path"), 0u) << idle.suggestion;
   bool named = false;
-  for (const auto& [k, v] : idle[0]->evidence)
+  for (const auto& [k, v] : idle.evidence)
     named |= k.rfind("gap at", 0) == 0 && v.find("host in `load batch`") != std::string::npos;
   EXPECT_TRUE(named);
-  EXPECT_GE(double(host_work_ns(mistake)), defaults.idle_warning_fraction * double(window_ns(mistake)));
+  EXPECT_GE(double(host_work_ns(runs.mistake)), defaults.idle_warning_fraction * double(window_ns(runs.mistake)));
   // The upload from pageable memory every step, at its line.
   int upload = marked_line("input_pipeline", "MISTAKE: pageable upload");
   const Finding* pageable = nullptr;
-  for (const Finding* f : mistake.findings("transfer"))
+  for (const Finding* f : runs.mistake.findings("transfer"))
     if (names_line(evidence(*f, "call site").at(0), "input_pipeline", upload)) pageable = f;
   ASSERT_NE(pageable, nullptr);
   EXPECT_NE(pageable->title.find("upload from pageable host memory"), std::string::npos) << pageable->title;
@@ -151,10 +133,10 @@ TEST_F(Samples, InputPipelineStarvesTheDeviceAndPrefetchingFeedsIt) {
 
   // Fixed: no idle time to speak of from host work (below the idle-gap
   // rule's warning threshold), no pageable uploads, and a faster loop.
-  EXPECT_LT(double(host_work_ns(fixed)), defaults.idle_warning_fraction * double(window_ns(fixed)));
-  for (const Finding* f : fixed.findings("idle-gap"))
+  EXPECT_LT(double(host_work_ns(runs.fixed)), defaults.idle_warning_fraction * double(window_ns(runs.fixed)));
+  for (const Finding* f : runs.fixed.findings("idle-gap"))
     EXPECT_EQ(f->suggestion.find("move that host work"), std::string::npos);
-  EXPECT_TRUE(fixed.findings("transfer").empty());
+  EXPECT_TRUE(runs.fixed.findings("transfer").empty());
   EXPECT_LT(runs.fixed_ns, runs.mistake_ns);
 }
 
@@ -176,7 +158,7 @@ bool device_thread_starved(const SampleRun& r) {
 }
 
 TEST_F(Samples, TinyKernelsFromAnEagerUpdateFuseUnderJit) {
-  VariantPair runs = run_both(dir, "tiny_kernels", 3);
+  runs = run_both(dir, "tiny_kernels", 3);
   // Up to four more runs of the mistake for one whose device was not
   // starved of a core; if none, the finding cannot be judged here.
   for (int retry = 0; retry < 4 && device_thread_starved(runs.mistake); ++retry) {
@@ -186,14 +168,8 @@ TEST_F(Samples, TinyKernelsFromAnEagerUpdateFuseUnderJit) {
     GTEST_SKIP() << "the CPU device's thread waited for a core in every run (device waits are most of its idle "
                     "time): this machine is too busy to show launch-boundness";
   }
-  const SampleRun& mistake = runs.mistake;
-  const SampleRun& fixed = runs.fixed;
-  ASSERT_EQ(mistake.command.exit_code, 0) << mistake.command.err;
-  ASSERT_EQ(fixed.command.exit_code, 0) << fixed.command.err;
-
-  auto found = mistake.findings("tiny-kernels");
-  ASSERT_EQ(found.size(), 1u);
-  const Finding& f = *found[0];
+  ASSERT_NO_FATAL_FAILURE(find_the_mistakes("tiny-kernels"));
+  const Finding& f = *finding;
   EXPECT_GT(f.impact_ns, 0);
   EXPECT_FALSE(evidence(f, "launched eagerly (outside jit)").empty());
   // The call sites named first are the lines of the eager update: the body
@@ -208,15 +184,15 @@ TEST_F(Samples, TinyKernelsFromAnEagerUpdateFuseUnderJit) {
     EXPECT_TRUE(in_update) << sites[i];
   }
 
-  EXPECT_TRUE(fixed.findings("tiny-kernels").empty());
-  EXPECT_LT(fixed.report.metrics.kernels, mistake.report.metrics.kernels / 4);
+  EXPECT_TRUE(runs.fixed.findings("tiny-kernels").empty());
+  EXPECT_LT(runs.fixed.report.metrics.kernels, runs.mistake.report.metrics.kernels / 4);
   EXPECT_LT(runs.fixed_ns, runs.mistake_ns);
 }
 
 // ---- attention_memory: memory, the S x S scores --------------------------------
 
 TEST_F(Samples, NaiveAttentionRunsOutOfMemoryAndFusedFits) {
-  VariantPair runs = run_both(dir, "attention_memory");
+  runs = run_both(dir, "attention_memory");
   const SampleRun& mistake = runs.mistake;
   const SampleRun& fixed = runs.fixed;
   EXPECT_EQ(mistake.command.exit_code, 1) << "the naive attention must run out of memory\n" << mistake.command.out;
@@ -259,28 +235,20 @@ int64_t median(std::vector<int64_t> v) {
 }
 
 TEST_F(Samples, AsyncTimingMeasuresDispatchUntilItWaits) {
-  VariantPair runs = run_both(dir, "async_timing");
-  const SampleRun& mistake = runs.mistake;
-  const SampleRun& fixed = runs.fixed;
-  ASSERT_EQ(mistake.command.exit_code, 0) << mistake.command.err;
-  ASSERT_EQ(fixed.command.exit_code, 0) << fixed.command.err;
-
-  auto found = mistake.findings("async-timing");
-  ASSERT_EQ(found.size(), 1u);
-  const Finding& f = *found[0];
+  runs = run_both(dir, "async_timing");
+  ASSERT_NO_FATAL_FAILURE(find_the_mistakes("async-timing"));
+  const Finding& f = *finding;
   EXPECT_GT(f.impact_ns, 0);
   EXPECT_EQ(evidence(f, "timing"), std::vector<std::string>{"timed step"});
-  int opened = marked_line("async_timing", "MISTAKE: stops when the call returns");
-  auto sites = evidence(f, "timing started at");
-  ASSERT_EQ(sites.size(), 1u);
-  EXPECT_TRUE(names_line(sites[0], "async_timing", opened)) << sites[0];
+  ASSERT_TRUE(names_marked_line(f, "timing started at", "async_timing", "MISTAKE: stops when the call returns"));
 
-  EXPECT_TRUE(fixed.findings("async-timing").empty());
+  EXPECT_TRUE(runs.fixed.findings("async-timing").empty());
   // The stopwatch's readings: the mistake's is a small part of the real
   // step, which the fix's reading covers.
-  int64_t wrong = median(ranges_named(mistake, "timed step")), right = median(ranges_named(fixed, "timed step"));
+  int64_t wrong = median(ranges_named(runs.mistake, "timed step"));
+  int64_t right = median(ranges_named(runs.fixed, "timed step"));
   EXPECT_LT(wrong * 4, right);
-  EXPECT_LT(wrong * 4, int64_t(mistake.loop_ns_per_step()));
+  EXPECT_LT(wrong * 4, int64_t(runs.mistake.loop_ns_per_step()));
 }
 
 // ---- kv_cache: memory (MHA against GQA and MQA), no recompiles when padded --
