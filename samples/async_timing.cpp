@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <source_location>
 
 #include "loupe/prof/record.h"
@@ -62,13 +61,7 @@ int main(int argc, char** argv) {
   const int steps = args.steps(args.ci() ? 30 : 200);
   const int64_t batch = 128, features = 256, hidden = args.ci() ? 512 : 1024, classes = 10;
 
-  std::mt19937 gen(1);
-  std::normal_distribution<float> normal;
-  std::vector<float> host_x(size_t(batch * features));
-  std::vector<int32_t> host_y(static_cast<size_t>(batch));
-  for (float& v : host_x) v = normal(gen);
-  for (size_t i = 0; i < host_y.size(); ++i) host_y[i] = int32_t(i % classes);
-  Array x = rt::array(host_x, {batch, features}), y = rt::array(host_y, {batch});
+  auto [x, y] = loupe::samples::synthetic_batch(batch, features, classes);
 
   auto params = loupe::samples::mlp_init({features, hidden, hidden, classes}, 7);
   TrainState state{params, rt::adamw_init(params)};

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,19 @@ struct TrainState {
   rt::AdamWState opt;
   auto tree_fields() { return std::tie(params, opt); }
 };
+
+// One batch for a classifier: `features` values a row from a normal
+// distribution (seeded, so that every run trains on the same data) and
+// labels that cycle through the classes.
+inline std::pair<Array, Array> synthetic_batch(int64_t batch, int64_t features, int64_t classes, uint32_t seed = 1) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> host_x(size_t(batch * features));
+  std::vector<int32_t> host_y(static_cast<size_t>(batch));
+  for (float& v : host_x) v = normal(gen);
+  for (size_t i = 0; i < host_y.size(); ++i) host_y[i] = int32_t(i % classes);
+  return {rt::array(host_x, {batch, features}), rt::array(host_y, {batch})};
+}
 
 // One step: the loss, its gradient and the AdamW update. Returns the new
 // state and the loss (still on the device).
