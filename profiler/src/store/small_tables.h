@@ -18,6 +18,16 @@ std::vector<std::string> read_strings(sqlite3* db);  // dense ids from 0
 std::vector<Device> read_devices(sqlite3* db);
 std::vector<Stream> read_streams(sqlite3* db);
 std::vector<Thread> read_threads(sqlite3* db);
+// The meta table and the machine it describes, read into any record that
+// holds them (TraceModel, TraceSummary): what every reader of a trace
+// reads first.
+template <typename Out>
+void read_machine(sqlite3* db, Out& out) {
+  out.info = read_meta(db);
+  out.devices = read_devices(db);
+  out.streams = read_streams(db);
+  out.threads = read_threads(db);
+}
 // Call sites whose strings are in `strings`.
 std::vector<CallSite> read_callsites(sqlite3* db, size_t strings);
 

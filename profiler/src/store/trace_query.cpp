@@ -102,10 +102,7 @@ TraceSummary summarize_trace(const std::string& path) {
   if (::stat(path.c_str(), &st) == 0) s.file_bytes = uint64_t(st.st_size);
   try {
     store::exec(db.get(), "BEGIN");
-    s.info = store::read_meta(db.get());
-    s.devices = store::read_devices(db.get());
-    s.streams = store::read_streams(db.get());
-    s.threads = store::read_threads(db.get());
+    store::read_machine(db.get(), s);
     // The extent comes from the tracks table, which is checked against
     // each table's real row count (load_trace checks it row by row).
     std::map<std::string, std::vector<store::TrackClaim>> claims = store::read_tracks(db.get());

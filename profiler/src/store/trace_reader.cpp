@@ -549,11 +549,8 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     // One read transaction: one snapshot of the file, even while a capture
     // is still writing it.
     store::exec(db.get(), "BEGIN");
-    m.info = store::read_meta(db.get());
+    store::read_machine(db.get(), m);
     m.strings = store::read_strings(db.get());
-    m.devices = store::read_devices(db.get());
-    m.streams = store::read_streams(db.get());
-    m.threads = store::read_threads(db.get());
     m.callsites = store::read_callsites(db.get(), m.strings.size());
     claims = store::read_tracks(db.get());
 
