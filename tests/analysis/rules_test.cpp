@@ -807,6 +807,8 @@ TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
   EXPECT_EQ(evidence(*f[0], "retries (cache flushed to allocate)"), "1");
   // Live at the peak: blocks 0x2 (300) and 0x3 (600), both from attention.cpp.
   EXPECT_EQ(evidence(*f[0], "live at peak: attention.cpp:42"), "900 B in 2 blocks");
+  // It begins with nothing allocated, so it says nothing of before it.
+  EXPECT_EQ(evidence(*f[0], "allocated before the trace began"), "<missing allocated before the trace began>");
   EXPECT_EQ(r.metrics.peak_memory, 900);
   EXPECT_DOUBLE_EQ(r.metrics.peak_memory_fraction, 0.9);
 }
@@ -850,6 +852,31 @@ TEST_F(Rules, MemoryPeakNamesTheAllocatingOpWithoutCallSites) {
     std::string key = second_thread_in_op ? "live at peak: unknown call site" : "live at peak: aten::bmm";
     EXPECT_EQ(evidence(*f[0], key), "500 B in 1 block") << second_thread_in_op;
   }
+}
+
+// Memory held before the trace began (a model's weights, usually) is in the
+// running total of the first event but in no block of the trace: it is a
+// share of its own, less what the trace frees of it before the peak.
+TEST_F(Rules, MemoryHeldBeforeTheTraceIsAShareOfItsOwn) {
+  auto t = trace();
+  t.device(0, DeviceKind::cuda, 1400);
+  uint32_t a = t.callsite("train.py", 7);
+  t.memory(0, 10, MemoryEventKind::alloc, 100, 0x1, 1100, 1400, a);  // 1100 - 100: 1000 B held before
+  t.memory(0, 20, MemoryEventKind::free, 200, 0x9, 900, 1400);       // a block from before the trace
+  t.memory(0, 30, MemoryEventKind::alloc, 400, 0x2, 1300, 1400, a);  // the peak
+  t.memory(0, 40, MemoryEventKind::free, 400, 0x2, 900, 1400, a);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  // At the peak: 0x1 and 0x2 (500 B) from train.py, and 1000 - 200 B from
+  // before the trace: 800 of the 1300 B.
+  EXPECT_EQ(evidence(*f[0], "live at peak: train.py:7"), "500 B in 2 blocks");
+  EXPECT_EQ(evidence(*f[0], "allocated before the trace began"),
+            "1000 B (the first memory event's running total less its own bytes); 800 B of it still held at the peak "
+            "(61.5% of the peak), in blocks the trace does not show");
+  EXPECT_EQ(f[0]->severity, Severity::warning);  // 1300 of 1400 B, above 90%
+  EXPECT_NE(f[0]->suggestion.find("(the largest share, 800 B, was held before the trace began)"), std::string::npos)
+      << f[0]->suggestion;
 }
 
 TEST_F(Rules, OutOfMemoryIsAnError) {

@@ -70,6 +70,11 @@ struct DeviceMemory {
   std::vector<TimeRange> high;     // that time, its adjacent stretches merged
   std::vector<Interval> pressure;  // that time, one interval per event (retry waits join it later)
   std::vector<SiteBytes> sites;    // most bytes first
+  // Bytes the allocator held before the first event (the running total it
+  // reports, less that event's own bytes), and how much of it was still
+  // held at the peak: blocks the trace never shows, typically a model's
+  // weights and its optimizer's state allocated before profiling began.
+  int64_t before_trace = 0, before_trace_at_peak = 0;
 };
 
 // The peak, the reserved high, the retries (with the waits holding them)
@@ -103,27 +108,41 @@ void find_high_water(const MemoryEvents& me, double high_fraction, DeviceMemory&
   }
 }
 
-// Replay up to the peak to know what was live there.
-std::vector<SiteBytes> live_at_peak_by_site(const Context& ctx, const MemoryEvents& me, size_t peak) {
+// The running total before the first event: what it reports, less what
+// that event itself allocated or freed.
+int64_t allocated_before(const MemoryEvents& me) {
+  int64_t own = me.kind[0] == MemoryEventKind::alloc  ? me.bytes[0]
+                : me.kind[0] == MemoryEventKind::free ? -me.bytes[0]
+                                                      : 0;
+  return std::max<int64_t>(0, me.allocated[0] - own);
+}
+
+// Replay up to the peak to know what was live there. A free of a block the
+// trace never allocated releases memory held from before the trace.
+void live_at_peak_by_site(const Context& ctx, const MemoryEvents& me, DeviceMemory& dm) {
   struct Block {
     int64_t bytes;
     uint32_t callsite;
     int64_t time;
   };
   std::unordered_map<uint64_t, Block> live;
-  for (size_t i = 0; i <= peak; ++i) {
+  dm.before_trace = allocated_before(me);
+  int64_t freed_from_before = 0;
+  for (size_t i = 0; i <= dm.peak; ++i) {
     if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
-    if (me.kind[i] == MemoryEventKind::free) live.erase(me.address[i]);
+    if (me.kind[i] != MemoryEventKind::free) continue;
+    if (live.erase(me.address[i]) == 0) freed_from_before += me.bytes[i];
   }
+  dm.before_trace_at_peak = std::max<int64_t>(0, dm.before_trace - freed_from_before);
   std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
   for (const auto& [addr, b] : live) {
     std::pair<int64_t, uint64_t>& site = by_site[allocation_site(ctx, b.callsite, b.time)];
     site.first += b.bytes;
     ++site.second;
   }
-  std::vector<SiteBytes> sites(by_site.begin(), by_site.end());
-  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-  return sites;
+  dm.sites.assign(by_site.begin(), by_site.end());
+  std::sort(dm.sites.begin(), dm.sites.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
 }
 
 // Memory costs no time by itself: the impact is the time spent under
@@ -164,6 +183,14 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   f.evidence.push_back({"retries (cache flushed to allocate)", format_count(dm.retries)});
   if (dm.retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
   f.evidence.push_back({"out-of-memory", format_count(dm.ooms)});
+  if (dm.before_trace > 0) {
+    f.evidence.push_back(
+        {"allocated before the trace began",
+         fmt::format("{} (the first memory event's running total less its own bytes); {} of it still held at the peak "
+                     "({} of the peak), in blocks the trace does not show",
+                     format_bytes(dm.before_trace), format_bytes(dm.before_trace_at_peak),
+                     format_percent(double(dm.before_trace_at_peak) / double(std::max<int64_t>(1, peak_bytes))))});
+  }
   for (size_t k = 0; k < dm.sites.size() && k < 5; ++k) {
     const std::string& site = dm.sites[k].first;
     f.evidence.push_back(
@@ -173,13 +200,24 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   }
 }
 
-std::string memory_suggestion(Severity severity, const std::vector<SiteBytes>& sites) {
-  std::string top = sites.empty() ? "" : sites.front().first;
+// Where the largest share of the peak came from: a call site, or the
+// memory held from before the trace began.
+std::string largest_share(const DeviceMemory& dm) {
+  int64_t top = dm.sites.empty() ? 0 : dm.sites.front().second.first;
+  if (dm.before_trace_at_peak > top) {
+    return fmt::format(" (the largest share, {}, was held before the trace began)",
+                       format_bytes(dm.before_trace_at_peak));
+  }
+  if (dm.sites.empty() || dm.sites.front().first.empty()) return "";
+  return fmt::format(" (most of it was allocated at {})", dm.sites.front().first);
+}
+
+std::string memory_suggestion(Severity severity, const DeviceMemory& dm) {
   if (severity == Severity::info) return "no memory pressure";
   return fmt::format(
       "lower the live memory at the peak{}: use memory-linear algorithms (fused attention instead of "
       "materialised scores), smaller batches or sequence lengths, or release buffers before the peak",
-      top.empty() ? "" : fmt::format(" (most of it was allocated at {})", top));
+      largest_share(dm));
 }
 
 Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory dm) {
@@ -203,7 +241,7 @@ Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory 
   f.impact_ns = pressure_ns(std::move(dm.pressure), dm.retry_waits);
   add_ranges(f, me, dm);
   add_evidence(f, ctx, me, dm, of_capacity);
-  f.suggestion = memory_suggestion(f.severity, dm.sites);
+  f.suggestion = memory_suggestion(f.severity, dm);
   return f;
 }
 
@@ -219,7 +257,7 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     dm.capacity = dev ? dev->memory_capacity : 0;
     find_peak_retries_and_ooms(me, retrying, dm);
     find_high_water(me, ctx.options.memory_high_fraction, dm);
-    dm.sites = live_at_peak_by_site(ctx, me, dm.peak);
+    live_at_peak_by_site(ctx, me, dm);
     out.push_back(memory_finding(ctx, me, std::move(dm)));
   }
 }
