@@ -14,24 +14,21 @@ using loupe::prof::import::PickleError;
 using loupe::prof::import::PyKind;
 using loupe::prof::import::PyRef;
 
+// Calls `read`, which may answer or throw PickleError, nothing else.
+template <typename Read>
+void answer_or_refuse(Read read) {
+  try {
+    (void)read();
+  } catch (const PickleError&) {
+  }
+}
+
 // A scalar's value by each accessor, right or wrong for its kind.
 void read_scalar(const PickleDoc& doc, PyRef v) {
-  try {
-    (void)doc.boolean(v);
-  } catch (const PickleError&) {
-  }
-  try {
-    (void)doc.integer(v);
-  } catch (const PickleError&) {
-  }
-  try {
-    (void)doc.real(v);
-  } catch (const PickleError&) {
-  }
-  try {
-    (void)doc.text(v);
-  } catch (const PickleError&) {
-  }
+  answer_or_refuse([&] { return doc.boolean(v); });
+  answer_or_refuse([&] { return doc.integer(v); });
+  answer_or_refuse([&] { return doc.real(v); });
+  answer_or_refuse([&] { return doc.text(v); });
 }
 
 // A container's items go on the worklist; a dict's str keys are found back.
@@ -45,10 +42,7 @@ void read_container(const PickleDoc& doc, PyRef v, std::vector<PyRef>& work) {
     work.push_back(key);
     if (doc.kind(key) == PyKind::text) (void)doc.find(v, doc.text(key));
   }
-  try {
-    (void)doc.item(v, n);  // one past the end
-  } catch (const PickleError&) {
-  }
+  answer_or_refuse([&] { return doc.item(v, n); });  // one past the end
 }
 
 void walk(const PickleDoc& doc) {

@@ -357,53 +357,66 @@ class PickleParser {
   // --- The opcodes that build plain data; any other is refused.
 
   void apply(const Operand& a) {
+    if (!apply_value(a) && !apply_container(a)) refuse();
+  }
+
+  // The opcodes that push one value; false for any other.
+  bool apply_value(const Operand& a) {
     switch (op_) {
       case op::PROTO: fail("PROTO again: a pickle names its protocol once, at its start");
-      case op::FRAME: check_frame(a.n); break;
-      case op::NONE: push(shared(none_, PyKind::none, 0)); break;
-      case op::NEWTRUE: push(shared(true_, PyKind::boolean, 1)); break;
-      case op::NEWFALSE: push(shared(false_, PyKind::boolean, 0)); break;
-      case op::BININT: push(integer(int32_t(uint32_t(a.n)))); break;
+      case op::FRAME: check_frame(a.n); return true;
+      case op::NONE: push(shared(none_, PyKind::none, 0)); return true;
+      case op::NEWTRUE: push(shared(true_, PyKind::boolean, 1)); return true;
+      case op::NEWFALSE: push(shared(false_, PyKind::boolean, 0)); return true;
+      case op::BININT: push(integer(int32_t(uint32_t(a.n)))); return true;
       case op::BININT1:
-      case op::BININT2: push(small_int(a.n)); break;
+      case op::BININT2: push(small_int(a.n)); return true;
       case op::LONG1:
-      case op::LONG4: push(long_integer(a)); break;
-      case op::BINFLOAT: push(add_node(PyKind::real, 0, byteswap64(a.n))); break;  // big-endian
+      case op::LONG4: push(long_integer(a)); return true;
+      case op::BINFLOAT: push(add_node(PyKind::real, 0, byteswap64(a.n))); return true;  // big-endian
       case op::SHORT_BINUNICODE:
       case op::BINUNICODE:
       case op::BINUNICODE8:
       case op::SHORT_BINSTRING:
-      case op::BINSTRING: push(text(PyKind::text, a)); break;
+      case op::BINSTRING: push(text(PyKind::text, a)); return true;
       case op::SHORT_BINBYTES:
       case op::BINBYTES:
       case op::BINBYTES8:
-      case op::BYTEARRAY8: push(text(PyKind::bytes, a)); break;
-      case op::EMPTY_TUPLE: push(shared(empty_tuple_, PyKind::tuple, 0)); break;
-      case op::TUPLE1: push(sealed(PyKind::tuple, need(1))); break;
-      case op::TUPLE2: push(sealed(PyKind::tuple, need(2))); break;
-      case op::TUPLE3: push(sealed(PyKind::tuple, need(3))); break;
-      case op::TUPLE: push(sealed(PyKind::tuple, pop_mark())); break;
-      case op::FROZENSET: push(sealed(PyKind::list, pop_mark())); break;
-      case op::MARK: push_mark(); break;
-      case op::EMPTY_LIST: push(open(PyKind::list, false, stack_.size())); break;
-      case op::EMPTY_DICT: push(open(PyKind::dict, false, stack_.size())); break;
-      case op::EMPTY_SET: push(open(PyKind::list, true, stack_.size())); break;
-      case op::LIST: push(open(PyKind::list, false, pop_mark())); break;
-      case op::DICT: push(open(PyKind::dict, false, pairs(pop_mark()))); break;
-      case op::APPEND: add_items(need(2) + 1, Holder::list); break;
-      case op::SETITEM: add_items(need(3) + 1, Holder::dict); break;
-      case op::APPENDS: add_items(mark_above_container(), Holder::list); break;
-      case op::SETITEMS: add_items(mark_above_container(), Holder::dict); break;
-      case op::ADDITEMS: add_items(mark_above_container(), Holder::set); break;
-      case op::POP: pop(); break;
-      case op::POP_MARK: discard(pop_mark()); break;
-      case op::DUP: push(stack_[need(1)]); break;
+      case op::BYTEARRAY8: push(text(PyKind::bytes, a)); return true;
+      case op::EMPTY_TUPLE: push(shared(empty_tuple_, PyKind::tuple, 0)); return true;
+      default: return false;
+    }
+  }
+
+  // The opcodes that build containers, move values on the stack or use the
+  // memo; false for any other.
+  bool apply_container(const Operand& a) {
+    switch (op_) {
+      case op::TUPLE1: push(sealed(PyKind::tuple, need(1))); return true;
+      case op::TUPLE2: push(sealed(PyKind::tuple, need(2))); return true;
+      case op::TUPLE3: push(sealed(PyKind::tuple, need(3))); return true;
+      case op::TUPLE: push(sealed(PyKind::tuple, pop_mark())); return true;
+      case op::FROZENSET: push(sealed(PyKind::list, pop_mark())); return true;
+      case op::MARK: push_mark(); return true;
+      case op::EMPTY_LIST: push(open(PyKind::list, false, stack_.size())); return true;
+      case op::EMPTY_DICT: push(open(PyKind::dict, false, stack_.size())); return true;
+      case op::EMPTY_SET: push(open(PyKind::list, true, stack_.size())); return true;
+      case op::LIST: push(open(PyKind::list, false, pop_mark())); return true;
+      case op::DICT: push(open(PyKind::dict, false, pairs(pop_mark()))); return true;
+      case op::APPEND: add_items(need(2) + 1, Holder::list); return true;
+      case op::SETITEM: add_items(need(3) + 1, Holder::dict); return true;
+      case op::APPENDS: add_items(mark_above_container(), Holder::list); return true;
+      case op::SETITEMS: add_items(mark_above_container(), Holder::dict); return true;
+      case op::ADDITEMS: add_items(mark_above_container(), Holder::set); return true;
+      case op::POP: pop(); return true;
+      case op::POP_MARK: discard(pop_mark()); return true;
+      case op::DUP: push(stack_[need(1)]); return true;
       case op::BINPUT:
-      case op::LONG_BINPUT: put(a.n); break;
-      case op::MEMOIZE: put(memo_count_); break;
+      case op::LONG_BINPUT: put(a.n); return true;
+      case op::MEMOIZE: put(memo_count_); return true;
       case op::BINGET:
-      case op::LONG_BINGET: get(a.n); break;
-      default: refuse();
+      case op::LONG_BINGET: get(a.n); return true;
+      default: return false;
     }
   }
 
