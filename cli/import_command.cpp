@@ -42,7 +42,8 @@ void add_options(CLI::App& cmd, ImportArgs& args) {
   cmd.add_flag("-q,--quiet", args.quiet, "print nothing on success");
 }
 
-// trace.json.gz -> trace.db, report.sqlite -> report.db, beside the input.
+// trace.json.gz -> trace.db, report.sqlite -> report.db, snapshot.pickle ->
+// snapshot.db, beside the input.
 std::string default_output(const std::string& in) {
   std::string base = in;
   auto strip = [&](std::string_view suffix) {
@@ -53,7 +54,7 @@ std::string default_output(const std::string& in) {
     return false;
   };
   strip(".gz");
-  if (!strip(".json") && !strip(".sqlite3")) strip(".sqlite");
+  if (!strip(".json") && !strip(".sqlite3") && !strip(".pickle")) strip(".sqlite");
   std::string out = base + ".db";
   if (out == in) out = base + ".loupe.db";
   return out;

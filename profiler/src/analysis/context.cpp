@@ -294,30 +294,7 @@ bool is_eager_op(SpanKind kind, std::string_view name) {
   return kind == SpanKind::runtime && name.starts_with("eager ");
 }
 
-bool is_python_frame(std::string_view name) {
-  size_t open = name.find(".py(");
-  if (open == std::string_view::npos) return false;
-  size_t close = name.find("): ", open);
-  return close != std::string_view::npos && close > open + 4;
-}
-
 namespace {
-
-// A frame of Python itself or of the frameworks, not of the user's code.
-bool is_library_frame(std::string_view name) {
-  static constexpr std::string_view kLibraries[] = {
-      "torch/",       "torchvision/", "torchaudio/",   "triton/",          "transformers/", "accelerate/", "numpy/",
-      "scipy/",       "PIL/",         "pandas/",       "multiprocessing/", "concurrent/",   "importlib/",  "asyncio/",
-      "threading.py", "runpy.py",     "contextlib.py", "functools.py",     "selectors.py",  "queue.py",    "socket.py"};
-  if (name.starts_with("<") || name.find("site-packages/") != std::string_view::npos ||
-      name.find("dist-packages/") != std::string_view::npos || name.find("/lib/python") != std::string_view::npos) {
-    return true;
-  }
-  for (std::string_view lib : kLibraries) {
-    if (name.starts_with(lib)) return true;
-  }
-  return false;
-}
 
 // A chain that fits on a line. With Python frames: from the innermost
 // frame of the user's code (the call site an engineer edits), then the ops
@@ -330,7 +307,7 @@ std::string shorten_chain(const std::vector<std::string_view>& names) {
   for (size_t i = 0; i < names.size(); ++i) {
     if (!is_python_frame(names[i])) continue;
     python = true;
-    if (!is_library_frame(names[i])) user = i;
+    if (!is_library_file(names[i])) user = i;
   }
   if (python) {
     if (user < names.size()) kept.push_back(names[user]);

@@ -11,6 +11,7 @@
 
 #include "analysis/intervals.h"
 #include "loupe/prof/analysis.h"
+#include "loupe/prof/python_frames.h"  // is_python_frame, is_library_file
 #include "loupe/prof/trace_model.h"
 
 namespace loupe::prof::analysis {
@@ -22,10 +23,6 @@ bool is_step_marker(std::string_view name);
 // loupe's runtime dispatching one op eagerly (looking it up, allocating its
 // output, launching): its runtime spans are named "eager <op>".
 bool is_eager_op(SpanKind kind, std::string_view name);
-
-// "torch/nn/functional.py(2437): embedding": a Python frame, as PyTorch's
-// profiler names them when it records stacks.
-bool is_python_frame(std::string_view name);
 
 struct DeviceActivity {
   uint32_t device = 0;

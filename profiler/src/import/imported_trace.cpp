@@ -191,6 +191,7 @@ WriteSummary write_imported(ImportedTrace& t, const StringPool& strings, TraceWr
   for (const DeviceRow& d : t.devices) w.put(d);
   for (const StreamRow& s : t.streams) w.put(s);
   for (const ThreadRow& th : t.threads) w.put(th);
+  for (const CallSiteRow& c : t.callsites) w.put(c);
 
   WriteSummary s;
   for_each_table(t, [&](auto& rows, const char* table) { s.rows_by_table[table] = add_all(w, rows, origin); });

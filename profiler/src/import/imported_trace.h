@@ -24,6 +24,7 @@ struct ImportedTrace {
   std::vector<DeviceRow> devices;
   std::vector<StreamRow> streams;
   std::vector<ThreadRow> threads;
+  std::vector<CallSiteRow> callsites;  // ids from 1, strings of the pool
 
   // One vector per event table, named as in TraceModel.
 #define LOUPE_IMPORTED_ROWS(Row, Track, table, member) std::vector<Row> member;

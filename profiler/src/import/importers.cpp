@@ -18,6 +18,27 @@ bool is_sqlite(const std::string& head) {
   return head.size() >= 16 && std::memcmp(head.data(), "SQLite format 3", 16) == 0;
 }
 
+// A pickle of protocol 2 or later begins with PROTO and its number.
+bool is_pickle(const std::string& head) {
+  return head.size() >= 2 && uint8_t(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5;
+}
+
+// The first bytes of what a file holds, from those stored (`head`):
+// inflated, if it is compressed.
+std::string content_head(const std::string& path, const std::string& head) {
+  bool gzip = head.size() >= 2 && uint8_t(head[0]) == 0x1f && uint8_t(head[1]) == 0x8b;
+  if (!gzip) return head;
+  std::string inflated(head.size(), '\0');
+  inflated.resize(open_byte_source(path)->read(inflated.data(), inflated.size()));
+  return inflated;
+}
+
+Container container_of(const std::string& head) {
+  if (is_sqlite(head)) return Container::sqlite;
+  if (is_pickle(head)) return Container::pickle;
+  return Container::json;
+}
+
 // A JSON dialect's reader: the document, mapped.
 template <void (*Map)(ChromeTrace&, StringPool&, ImportedTrace&)>
 void read_json(ImportInput& input, ImportedTrace& out) {
@@ -69,7 +90,30 @@ constexpr Importer kImporters[] = {
      .reads_any_of_its_container = false,
      .recognises = [](ImportInput& in) { return is_nsys_export(in.path()); },
      .read = [](ImportInput& in, ImportedTrace& out) { read_nsys(in.path(), in.strings(), out); }},
+    {.format = ImportFormat::torch_memory,
+     .name = "torch-memory",
+     .title = "PyTorch memory snapshot",
+     .made_by = "`torch.cuda.memory._dump_snapshot` (a pickle), plain or `.gz`; read as data, never run",
+     .recognised_by = "a pickle (protocol 2 to 5) of a dict with `segments` and `device_traces`",
+     .hint = "make one with torch.cuda.memory._dump_snapshot",
+     .container = Container::pickle,
+     .reads_any_of_its_container = false,
+     .recognises = [](ImportInput& in) { return is_torch_snapshot(in.pickle()); },
+     .read = [](ImportInput& in, ImportedTrace& out) { map_torch_snapshot(in.pickle(), in.strings(), out); }},
 };
+
+// Everything a source yields, for a format read whole.
+std::string read_all(ByteSource& source) {
+  std::string bytes;
+  bytes.resize(std::max<uint64_t>(source.size_hint() + 1, 1 << 16));  // + 1: the end shows without a resize
+  size_t used = 0;
+  while (size_t n = source.read(bytes.data() + used, bytes.size() - used)) {
+    used += n;
+    if (used == bytes.size()) bytes.resize(bytes.size() * 2);
+  }
+  bytes.resize(used);
+  return bytes;
+}
 
 // Markdown without its code marks, for a message on a terminal.
 std::string plain(std::string_view markdown) {
@@ -104,6 +148,7 @@ std::string_view name_of(Container c) {
   switch (c) {
     case Container::json: return "JSON";
     case Container::sqlite: return "SQLite";
+    case Container::pickle: return "pickle";
   }
   return "?";
 }
@@ -111,7 +156,7 @@ std::string_view name_of(Container c) {
 ImportInput::ImportInput(std::string path, unsigned threads) : path_(std::move(path)), threads_(threads) {
   std::string head = read_file_head(path_, 100);
   if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", path_));
-  container_ = is_sqlite(head) ? Container::sqlite : Container::json;
+  container_ = container_of(content_head(path_, head));
 }
 
 ChromeTrace& ImportInput::json() {
@@ -125,8 +170,23 @@ ChromeTrace& ImportInput::json() {
   return *json_;
 }
 
+const PickleDoc& ImportInput::pickle() {
+  if (pickle_) return *pickle_;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string bytes = read_all(*open_byte_source(path_));
+  try {
+    pickle_ = PickleDoc::read(bytes);
+  } catch (const PickleError& e) {
+    throw ImportError(fmt::format("{}: {}", path_, e.what()));
+  }
+  pickle_bytes_ = bytes.size();
+  parse_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return *pickle_;
+}
+
 uint64_t ImportInput::bytes() const {
   if (json_) return json_->bytes;
+  if (pickle_) return pickle_bytes_;
   struct stat st {};
   return ::stat(path_.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
 }

@@ -13,18 +13,19 @@
 
 #include "import/chrome_events.h"
 #include "import/imported_trace.h"
+#include "import/pickle_reader.h"
 #include "import/string_pool.h"
 #include "loupe/prof/import.h"
 
 namespace loupe::prof::import {
 
 // What an input's bytes are: which importers can read it at all.
-enum class Container : uint8_t { json, sqlite };
-std::string_view name_of(Container c);  // "JSON", "SQLite"
+enum class Container : uint8_t { json, sqlite, pickle };
+std::string_view name_of(Container c);  // "JSON", "SQLite", "pickle"
 
 // An input as far as the importers have read it: its first bytes, and its
-// JSON document once an importer needs it, parsed once and shared by the
-// JSON dialects.
+// document once an importer needs it (JSON or a pickle), parsed once and
+// shared by the dialects of its container.
 class ImportInput {
  public:
   // Reads the first bytes; throws ImportError for a missing or empty file.
@@ -33,9 +34,11 @@ class ImportInput {
   Container container() const { return container_; }
   // The document, parsed on the first call. Throws ImportError.
   ChromeTrace& json();
+  // The pickle, read on the first call. Throws ImportError.
+  const PickleDoc& pickle();
   StringPool& strings() { return strings_; }
   double parse_seconds() const { return parse_seconds_; }
-  uint64_t bytes() const;  // uncompressed JSON, or the file's size
+  uint64_t bytes() const;  // uncompressed JSON or pickle, or the file's size
 
  private:
   std::string path_;
@@ -43,6 +46,8 @@ class ImportInput {
   Container container_;
   StringPool strings_;
   std::optional<ChromeTrace> json_;
+  std::optional<PickleDoc> pickle_;
+  uint64_t pickle_bytes_ = 0;
   double parse_seconds_ = 0;
 };
 

@@ -6,6 +6,7 @@
 
 #include "import/chrome_events.h"
 #include "import/imported_trace.h"
+#include "import/pickle_reader.h"
 #include "import/string_pool.h"
 #include "loupe/prof/import.h"
 
@@ -26,5 +27,13 @@ bool is_nsys_export(const std::string& path);
 // Reads an Nsight Systems SQLite export. Throws ImportError naming the
 // table for a damaged or foreign file.
 void read_nsys(const std::string& path, StringPool& strings, ImportedTrace& out);
+
+// Whether a pickle is a PyTorch memory snapshot: a dict with `segments`
+// and `device_traces` (torch.cuda.memory._snapshot()).
+bool is_torch_snapshot(const PickleDoc& doc);
+// Its allocator events as memory events, each allocation's innermost frame
+// of the user's code as its call site. Throws ImportError naming the entry
+// for a snapshot of the wrong shape.
+void map_torch_snapshot(const PickleDoc& doc, StringPool& strings, ImportedTrace& out);
 
 }  // namespace loupe::prof::import

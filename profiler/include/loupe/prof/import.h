@@ -24,11 +24,12 @@ class ImportError : public std::runtime_error {
 };
 
 enum class ImportFormat : uint8_t {
-  auto_detect = 0,  // decided from the content
-  kineto = 1,       // PyTorch profiler (Kineto) JSON
-  chrome = 2,       // any Chrome trace-event JSON
-  jax = 3,          // JAX / XLA profiler trace JSON (trace viewer, Perfetto)
-  nsys = 4,         // Nsight Systems SQLite export
+  auto_detect = 0,   // decided from the content
+  kineto = 1,        // PyTorch profiler (Kineto) JSON
+  chrome = 2,        // any Chrome trace-event JSON
+  jax = 3,           // JAX / XLA profiler trace JSON (trace viewer, Perfetto)
+  nsys = 4,          // Nsight Systems SQLite export
+  torch_memory = 5,  // PyTorch memory snapshot (a pickle)
 };
 
 // The formats by name, as `loupe import --format` takes them: "auto", then
