@@ -150,17 +150,15 @@ constexpr uint64_t kMemoSlack = 256;
 // The nodes `shared` makes at most: None, True, False, () and 2^16 ints.
 constexpr uint64_t kSharedNodes = 4 + (uint64_t(1) << 16);
 
-// The containers that APPEND(S), SETITEM(S) and ADDITEMS fill.
-enum class Holder : uint8_t { list, dict, set };
-
-std::string_view holder_name(Holder h) {
-  switch (h) {
-    case Holder::list: return "list";
-    case Holder::dict: return "dict";
-    case Holder::set: return "set";
-  }
-  return "container";
-}
+// The containers that APPEND(S), SETITEM(S) and ADDITEMS fill: the kind of
+// their node, whether it is a set, and their name in a message.
+struct Holder {
+  PyKind kind;
+  bool set;
+  std::string_view name;
+};
+constexpr Holder kList{PyKind::list, false, "list"}, kDict{PyKind::dict, false, "dict"},
+    kSet{PyKind::list, true, "set"};
 
 // "is <phrase>, not <phrase>"
 std::string_view kind_phrase(PyKind k) {
@@ -403,11 +401,11 @@ class PickleParser {
       case op::EMPTY_SET: push(open(PyKind::list, true, stack_.size())); return true;
       case op::LIST: push(open(PyKind::list, false, pop_mark())); return true;
       case op::DICT: push(open(PyKind::dict, false, pairs(pop_mark()))); return true;
-      case op::APPEND: add_items(need(2) + 1, Holder::list); return true;
-      case op::SETITEM: add_items(need(3) + 1, Holder::dict); return true;
-      case op::APPENDS: add_items(mark_above_container(), Holder::list); return true;
-      case op::SETITEMS: add_items(mark_above_container(), Holder::dict); return true;
-      case op::ADDITEMS: add_items(mark_above_container(), Holder::set); return true;
+      case op::APPEND: add_items(need(2) + 1, kList); return true;
+      case op::SETITEM: add_items(need(3) + 1, kDict); return true;
+      case op::APPENDS: add_items(mark_above_container(), kList); return true;
+      case op::SETITEMS: add_items(mark_above_container(), kDict); return true;
+      case op::ADDITEMS: add_items(mark_above_container(), kSet); return true;
       case op::POP: pop(); return true;
       case op::POP_MARK: discard(pop_mark()); return true;
       case op::DUP: push(stack_[need(1)]); return true;
@@ -611,8 +609,8 @@ class PickleParser {
   // APPEND(S), SETITEM(S), ADDITEMS: the values from `from` up go into the
   // container just below them. They are used first, so that a container
   // given to itself is sealed by then and refused rather than filled.
-  void add_items(size_t from, Holder holder) {
-    if (holder == Holder::dict) pairs(from);
+  void add_items(size_t from, const Holder& holder) {
+    if (holder.kind == PyKind::dict) pairs(from);
     use_from(from);
     uint32_t container = stack_[from - 1];
     check_holder(container, holder);
@@ -621,19 +619,18 @@ class PickleParser {
     stack_.resize(from);
   }
 
-  void check_holder(uint32_t container, Holder holder) const {
+  void check_holder(uint32_t container, const Holder& holder) const {
     const Node& n = doc_.nodes_[container];
-    PyKind wanted = holder == Holder::dict ? PyKind::dict : PyKind::list;
-    if (n.kind != wanted) fail(fmt::format("{} onto {}, not a {}", name(), kind_phrase(n.kind), holder_name(holder)));
+    if (n.kind != holder.kind) fail(fmt::format("{} onto {}, not a {}", name(), kind_phrase(n.kind), holder.name));
     if (!is_open(container)) {
       fail(
           fmt::format("{} changes a {} after it was used: a container changed after it was used, such as one "
                       "that holds itself, is refused",
-                      name(), holder_name(holder)));
+                      name(), holder.name));
     }
     bool is_set = open_[n.count].is_set;
-    if (is_set != (holder == Holder::set)) {
-      fail(fmt::format("{} onto a {}, not a {}", name(), is_set ? "set" : "list", holder_name(holder)));
+    if (is_set != holder.set) {
+      fail(fmt::format("{} onto a {}, not a {}", name(), is_set ? "set" : "list", holder.name));
     }
   }
 
