@@ -40,8 +40,9 @@ class SnapshotMapper {
       std::vector<Change> changes;
       size_t first = out_.memory.size();
       read_device(uint32_t(d), doc_.item(traces, d), changes);
-      if (out_.memory.size() > first || held_at_end(uint32_t(d)).reserved > 0) add_device(uint32_t(d));
-      set_totals(uint32_t(d), first, changes);
+      Change held = held_at_end(uint32_t(d));
+      if (out_.memory.size() > first || held.reserved > 0) add_device(uint32_t(d));
+      set_totals(uint32_t(d), held, first, changes);
     }
     out_.meta["source_format"] = "torch_memory_snapshot";
     out_.meta["clock"] = any_time_ ? "torch memory snapshot: time_us, us since the Unix epoch"
@@ -237,10 +238,10 @@ class SnapshotMapper {
   }
 
   // The running totals after each entry, from what was held before the
-  // first: the end state less every change the entries made. A ring that
+  // first: the end state (`held`) less every change the entries made. A ring that
   // lost entries still adds up, as the lost ones are in the "before".
-  void set_totals(uint32_t device, size_t first, const std::vector<Change>& changes) {
-    Change before = held_at_end(device);
+  void set_totals(uint32_t device, Change held, size_t first, const std::vector<Change>& changes) {
+    Change before = held;
     for (const Change& c : changes) {
       before.allocated -= c.allocated;
       before.reserved -= c.reserved;
