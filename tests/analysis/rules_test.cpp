@@ -890,6 +890,62 @@ TEST_F(Rules, OutOfMemoryIsAnError) {
   EXPECT_EQ(evidence(*f[0], "out-of-memory"), "1");
 }
 
+// ---- leak ----------------------------------------------------------------------
+
+// Five steps 100 ns apart. Step 0 allocates 400 B of weights; every step
+// allocates a 100 B temporary it frees; with `keep`, steps 1 to 4 also
+// allocate a 50 B block at train.py:9 that is never freed (`grows_in`
+// says in which steps).
+void fill_leak_trace(TraceBuilder& t, const std::vector<bool>& grows_in) {
+  t.device(0, DeviceKind::cuda, 10'000);
+  uint32_t w = t.callsite("train.py", 3), tmp = t.callsite("train.py", 8), kept = t.callsite("train.py", 9);
+  int64_t total = 0;
+  auto mem = [&](int64_t time, MemoryEventKind kind, int64_t bytes, uint64_t addr, uint32_t site) {
+    total += kind == MemoryEventKind::alloc ? bytes : -bytes;
+    t.memory(0, time, kind, bytes, addr, total, 0, site);
+  };
+  mem(5, MemoryEventKind::alloc, 400, 0x9, w);
+  for (int64_t k = 0; k < 5; ++k) {
+    t.step(0, k, k * 100, 90);
+    mem(k * 100 + 10, MemoryEventKind::alloc, 100, 0x100 + uint64_t(k), tmp);
+    if (k > 0 && grows_in[size_t(k - 1)]) mem(k * 100 + 20, MemoryEventKind::alloc, 50, 0x200 + uint64_t(k), kept);
+    mem(k * 100 + 30, MemoryEventKind::free, 100, 0x100 + uint64_t(k), tmp);
+  }
+}
+
+// Live at the step ends: 400, 450, 500, 550, 600 B; 50 B a step, held by
+// the blocks of train.py:9.
+TEST_F(Rules, LeakNamesWhereTheBlocksThatOutliveTheirStepWereAllocated) {
+  auto t = trace();
+  fill_leak_trace(t, {true, true, true, true});
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "leak");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::warning);
+  EXPECT_EQ(f[0]->impact_ns, 0);
+  EXPECT_NE(f[0]->title.find("live memory at step ends grows 50 B a step over 4 steps (400 B to 600 B); most of "
+                             "what outlives its step was allocated at train.py:9"),
+            std::string::npos)
+      << f[0]->title;
+  EXPECT_EQ(evidence(*f[0], "growth per step"), "50 B (median); grew in 4 of 4 steps");
+  EXPECT_EQ(evidence(*f[0], "allocated at train.py:9"),
+            "50 B a step (200 B in 4 blocks, allocated in 4 of the 4 steps)");
+  EXPECT_EQ(evidence(*f[0], "allocated at train.py:8"), "<missing allocated at train.py:8>");  // freed in its step
+  // The peak is 700 B (step 4: 550 + 100 + 50): 9300 B left, 186 steps of 50 B.
+  EXPECT_EQ(evidence(*f[0], "at this rate"), "the 9.1 KiB between the peak and capacity is used up in 186 more steps");
+}
+
+TEST_F(Rules, LeakNeedsGrowthInThreeStepsOfFour) {
+  auto leaks = [&](const std::vector<bool>& grows_in) {
+    auto t = trace();
+    fill_leak_trace(t, grows_in);
+    return by_rule(analyze(t.load()), "leak").size();
+  };
+  EXPECT_EQ(leaks({false, false, false, false}), 0u);  // flat after warm-up
+  EXPECT_EQ(leaks({true, false, true, false}), 0u);    // grew in 2 steps of 4
+  EXPECT_EQ(leaks({true, true, false, true}), 1u);     // 3 of 4
+}
+
 // ---- tiny-kernels -------------------------------------------------------------
 
 TEST_F(Rules, KernelStorm) {

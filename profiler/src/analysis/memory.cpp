@@ -7,27 +7,13 @@
 #include <map>
 #include <unordered_map>
 
+#include "analysis/memory_blocks.h"
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
 
 namespace loupe::prof::analysis {
 
 namespace {
-
-// Where a block was allocated: its call site, or, in a trace without call
-// sites (a Kineto trace's memory events carry none), the chain of ops open
-// at that time on the one thread inside an op then. With several threads
-// inside ops at once it cannot be told which allocated: "" (unknown).
-std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t) {
-  if (callsite != 0) return ctx.callsite_text(callsite);
-  const ThreadActivity* found = nullptr;
-  for (const ThreadActivity& th : ctx.threads) {
-    if (!ctx.inside_op(th.thread, t)) continue;
-    if (found != nullptr) return "";
-    found = &th;
-  }
-  return found == nullptr ? "" : ctx.enclosing_chain(found->thread, t);
-}
 
 // The host's waits in allocator retries (the runtime's wait spans named
 // "allocator retry", around flushing the cache), sorted by start.
@@ -106,15 +92,6 @@ void find_high_water(const MemoryEvents& me, double high_fraction, DeviceMemory&
     if (!dm.high.empty() && dm.high.back().end == me.time[i]) dm.high.back().end = me.time[i + 1];
     else dm.high.push_back({me.time[i], me.time[i + 1]});
   }
-}
-
-// The running total before the first event: what it reports, less what
-// that event itself allocated or freed.
-int64_t allocated_before(const MemoryEvents& me) {
-  int64_t own = me.kind[0] == MemoryEventKind::alloc  ? me.bytes[0]
-                : me.kind[0] == MemoryEventKind::free ? -me.bytes[0]
-                                                      : 0;
-  return std::max<int64_t>(0, me.allocated[0] - own);
 }
 
 // Replay up to the peak to know what was live there. A free of a block the

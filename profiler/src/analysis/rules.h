@@ -18,6 +18,7 @@ void rule_recompile(const Context& ctx, const AnalysisReport& report, std::vecto
 void rule_transfer(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_idle_gap(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_memory(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_leak(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_tiny_kernels(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_async_timing(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_no_accelerator(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);

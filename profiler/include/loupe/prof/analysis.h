@@ -133,6 +133,7 @@ struct AnalysisOptions {
   double launch_bound_fraction = 0.10;           // of the window idle waiting for launches
   double async_min_lag_ratio = 0.5;              // async-timing
   double memory_high_fraction = 0.9;             // memory
+  double leak_min_growth_fraction = 0.01;        // leak: growth over the steps, as a share of the peak
   double step_spread_warning = 1.5;              // steps: p90 / median
   double steady_width = 0.10;                    // steps: (p90 - p10) / median under which steps are steady
   double communication_warning_fraction = 0.10;  // communication: exposed share of the window

@@ -1,0 +1,31 @@
+#include "analysis/memory_blocks.h"
+
+#include <algorithm>
+
+namespace loupe::prof::analysis {
+
+std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t) {
+  if (callsite != 0) return ctx.callsite_text(callsite);
+  const ThreadActivity* found = nullptr;
+  for (const ThreadActivity& th : ctx.threads) {
+    if (!ctx.inside_op(th.thread, t)) continue;
+    if (found != nullptr) return "";
+    found = &th;
+  }
+  return found == nullptr ? "" : ctx.enclosing_chain(found->thread, t);
+}
+
+int64_t allocated_before(const MemoryEvents& me) {
+  int64_t own = me.kind[0] == MemoryEventKind::alloc  ? me.bytes[0]
+                : me.kind[0] == MemoryEventKind::free ? -me.bytes[0]
+                                                      : 0;
+  return std::max<int64_t>(0, me.allocated[0] - own);
+}
+
+int64_t allocated_at(const MemoryEvents& me, int64_t t) {
+  auto after = std::upper_bound(me.time.begin(), me.time.end(), t);
+  if (after == me.time.begin()) return allocated_before(me);
+  return me.allocated[size_t(after - me.time.begin()) - 1];
+}
+
+}  // namespace loupe::prof::analysis
