@@ -92,6 +92,18 @@ class ImportedSnapshot(unittest.TestCase):
         self.assertEqual(meta["source_format"], "torch_memory_snapshot")
         self.assertEqual(int(meta["source_events"]), sum(self.expected.actions.values()))
 
+    def test_a_snapshot_made_from_a_profile_has_the_host_last_and_no_reserved_memory(self):
+        # _profile_to_snapshot puts the host after the CUDA devices (none
+        # here), and its one segment per device spans the blocks' addresses.
+        snapshot = load(SNAPSHOT)
+        stacks = [e["frames"] for trace in snapshot["device_traces"] for e in trace if e.get("frames")]
+        self.assertEqual({f["filename"] for frames in stacks for f in frames}, {"none"})
+        host = len(snapshot["device_traces"]) - 1
+        self.assertEqual(sql(self.db, "SELECT id, name, kind FROM devices")[1:], [[str(host), "cpu", "0"]])
+        self.assertEqual(sql(self.db, "SELECT max(reserved) FROM memory_events")[1:], [["0"]])
+        meta = dict(sql(self.db, "SELECT key, value FROM meta")[1:])
+        self.assertIn("the last device is the host", meta["snapshot_made_from"])
+
     def test_the_running_total_starts_from_what_was_held_before_and_peaks_where_pickle_says(self):
         first, peak = sql(self.db, "SELECT (SELECT allocated - bytes FROM memory_events ORDER BY time, id LIMIT 1), "
                                    "max(allocated) FROM memory_events")[1]

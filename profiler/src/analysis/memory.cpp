@@ -146,7 +146,11 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   int64_t peak_bytes = me.allocated[dm.peak];
   int64_t retry_ns = IntervalSet(dm.retry_waits).length();
   f.evidence.push_back({"peak allocated", fmt::format("{}{}", format_bytes(peak_bytes), of_capacity)});
-  f.evidence.push_back({"peak reserved", format_bytes(dm.peak_reserved)});
+  // An allocator reserves at least what it hands out: a reserved total of
+  // 0 beside allocated memory is one the source did not record.
+  f.evidence.push_back({"peak reserved", dm.peak_reserved > 0
+                                             ? format_bytes(dm.peak_reserved)
+                                             : "cannot tell from this trace: it records no reserved total"});
   if (me.reserved[dm.peak] > 0) {
     f.evidence.push_back(
         {"fragmentation at the peak",

@@ -36,6 +36,13 @@ class SnapshotMapper {
 
   void map() {
     PyRef traces = field(doc_.root(), "device_traces", PyKind::list, "the snapshot");
+    from_profile_ = made_from_profile(traces);
+    host_device_ = from_profile_ && doc_.size(traces) > 0 ? doc_.size(traces) - 1 : SIZE_MAX;
+    if (from_profile_) {
+      out_.meta["snapshot_made_from"] =
+          "a profile (_profile_to_snapshot): the last device is the host, and the segments span the blocks' "
+          "addresses instead of reserving memory, so reserved memory is not known";
+    }
     for (size_t d = 0; d < doc_.size(traces) && d <= 0xffff; ++d) {
       std::vector<Change> changes;
       size_t first = out_.memory.size();
@@ -59,6 +66,8 @@ class SnapshotMapper {
   std::unordered_map<std::string, uint32_t> site_ids_;     // file, line, function -> call site
   bool any_time_ = false;
   uint64_t earlier_than_before_ = 0;
+  bool from_profile_ = false;      // made by torch.cuda._memory_viz._profile_to_snapshot
+  size_t host_device_ = SIZE_MAX;  // the device index of host memory in such a snapshot
 
   [[noreturn]] void refuse(const std::string& where, const std::string& what) const {
     throw ImportError(fmt::format("PyTorch memory snapshot: {}: {}", where, what));
@@ -213,7 +222,7 @@ class SnapshotMapper {
     for (size_t i = 0; i < doc_.size(*segments); ++i) {
       PyRef s = doc_.item(*segments, i);
       if (doc_.kind(s) != PyKind::dict || integer(s, "device", 0, 0xffff).value_or(-1) != device) continue;
-      held.reserved += integer(s, "total_size", 0, kMaxBytes).value_or(0);
+      if (!from_profile_) held.reserved += integer(s, "total_size", 0, kMaxBytes).value_or(0);
       held.allocated += blocks_in_use(s);
     }
     return held;
@@ -234,7 +243,32 @@ class SnapshotMapper {
   }
 
   void add_device(uint32_t device) {
+    if (device == host_device_) {
+      out_.devices.push_back({.id = device, .name = "cpu", .kind = DeviceKind::cpu});
+      return;
+    }
     out_.devices.push_back({.id = device, .name = fmt::format("cuda:{}", device), .kind = DeviceKind::cuda});
+  }
+
+  // _profile_to_snapshot writes each frame as {"filename": "none", "line": 0,
+  // "name": "file.py(12): fn"} (the profiler's own naming), lists the CUDA
+  // devices first and the host last, and makes one segment per device from
+  // the lowest address to the highest; the caching allocator's own
+  // snapshots name the file. The first frame of the first stack tells.
+  bool made_from_profile(PyRef traces) const {
+    for (size_t d = 0; d < doc_.size(traces); ++d) {
+      PyRef entries = doc_.item(traces, d);
+      if (doc_.kind(entries) != PyKind::list) return false;
+      for (size_t i = 0; i < doc_.size(entries); ++i) {
+        PyRef e = doc_.item(entries, i);
+        std::optional<PyRef> frames = doc_.kind(e) == PyKind::dict ? doc_.find(e, "frames") : std::nullopt;
+        if (!frames || doc_.kind(*frames) != PyKind::list || doc_.size(*frames) == 0) continue;
+        PyRef frame = doc_.item(*frames, 0);
+        std::optional<PyRef> file = doc_.kind(frame) == PyKind::dict ? doc_.find(frame, "filename") : std::nullopt;
+        return file && doc_.kind(*file) == PyKind::text && doc_.text(*file) == "none";
+      }
+    }
+    return false;
   }
 
   // The running totals after each entry, from what was held before the
