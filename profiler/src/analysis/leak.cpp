@@ -48,8 +48,7 @@ struct Survivors {
 struct Growth {
   std::vector<int64_t> live;                             // allocated at each step's end
   std::vector<std::pair<std::string, Survivors>> sites;  // most bytes first
-  int64_t survivor_bytes = 0;
-  size_t growing = 0;  // steps whose end holds more than the previous one's
+  size_t growing = 0;                                    // steps whose end holds more than the previous one's
   int64_t median_step_growth = 0;
   int64_t peak = 0;
 };
@@ -75,12 +74,12 @@ void find_survivors(const Context& ctx, const MemoryEvents& me, const std::vecto
   }
   std::map<std::string, Survivors> by_site;
   for (const auto& [address, b] : live) {
-    Survivors& s = by_site[allocation_site(ctx, b.callsite, b.time)];
-    s.in_step.resize(ends.size() - 1);
+    auto [it, added] = by_site.try_emplace(allocation_site(ctx, b.callsite, b.time));
+    Survivors& s = it->second;
+    if (added) s.in_step.assign(ends.size() - 1, false);
     s.bytes += b.bytes;
     ++s.blocks;
     s.in_step[step_of(ends, b.time) - 1] = true;
-    g.survivor_bytes += b.bytes;
   }
   g.sites.assign(by_site.begin(), by_site.end());
   std::sort(g.sites.begin(), g.sites.end(), [](const auto& a, const auto& b) {
@@ -122,6 +121,12 @@ std::string site_figures(const Survivors& s, size_t steps) {
                      s.blocks == 1 ? "" : "s", in, steps);
 }
 
+int64_t survivor_bytes(const Growth& g) {
+  int64_t bytes = 0;
+  for (const auto& [site, s] : g.sites) bytes += s.bytes;
+  return bytes;
+}
+
 void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const Growth& g) {
   size_t steps = g.live.size() - 1;
   f.evidence.push_back(
@@ -131,7 +136,7 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
                                                        format_bytes(g.median_step_growth), g.growing, steps)});
   f.evidence.push_back({"outlive their step", fmt::format("{} in blocks allocated after the first step and live at "
                                                           "the last step's end",
-                                                          format_bytes(g.survivor_bytes))});
+                                                          format_bytes(survivor_bytes(g)))});
   for (size_t k = 0; k < g.sites.size() && k < 5; ++k) {
     const std::string& site = g.sites[k].first;
     f.evidence.push_back({fmt::format("allocated at {}", site.empty() ? "an unknown call site" : site),
@@ -146,14 +151,20 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   }
 }
 
+// Where the largest share of what outlives its step was allocated: "most
+// of it" only when that share is more than half.
+std::string largest_site(const Growth& g) {
+  if (g.sites.empty() || g.sites.front().first.empty()) return "";
+  bool most = 2 * g.sites.front().second.bytes > survivor_bytes(g);
+  return fmt::format("; {} what outlives its step was allocated at {}", most ? "most of" : "the largest share of",
+                     g.sites.front().first);
+}
+
 std::string leak_title(const Context& ctx, const MemoryEvents& me, const Growth& g) {
   size_t steps = g.live.size() - 1;
-  std::string where = g.sites.empty() || g.sites.front().first.empty()
-                          ? ""
-                          : fmt::format("; most of what outlives its step was allocated at {}", g.sites.front().first);
   return fmt::format("{}: live memory at step ends grows {} a step over {} steps ({} to {}){}",
                      device_label(ctx, me.device), format_bytes(g.median_step_growth), steps,
-                     format_bytes(g.live.front()), format_bytes(g.live.back()), where);
+                     format_bytes(g.live.front()), format_bytes(g.live.back()), largest_site(g));
 }
 
 Finding leak_finding(const Context& ctx, const MemoryEvents& me, const std::vector<int64_t>& ends, const Growth& g) {
