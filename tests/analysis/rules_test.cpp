@@ -807,8 +807,10 @@ TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
   EXPECT_EQ(evidence(*f[0], "retries (cache flushed to allocate)"), "1");
   // Live at the peak: blocks 0x2 (300) and 0x3 (600), both from attention.cpp.
   EXPECT_EQ(evidence(*f[0], "live at peak: attention.cpp:42"), "900 B in 2 blocks");
-  // It begins with nothing allocated, so it says nothing of before it.
-  EXPECT_EQ(evidence(*f[0], "allocated before the trace began"), "<missing allocated before the trace began>");
+  // It begins with nothing allocated, and says so.
+  EXPECT_EQ(evidence(*f[0], "allocated before the trace began"),
+            "0 B (the first memory event's running total less its own bytes): every block live at the peak is in the "
+            "trace");
   EXPECT_EQ(r.metrics.peak_memory, 900);
   EXPECT_DOUBLE_EQ(r.metrics.peak_memory_fraction, 0.9);
 }

@@ -128,10 +128,14 @@ TEST_F(KinetoMapping, OriginIsTheEarliestEventOnTheWallClock) {
 }
 
 TEST_F(KinetoMapping, DevicesAndStreams) {
-  ASSERT_EQ(m_.devices.size(), 1u);
+  ASSERT_EQ(m_.devices.size(), 2u);
   EXPECT_EQ(m_.devices[0].name, "NVIDIA Test GPU");
   EXPECT_EQ(m_.devices[0].kind, DeviceKind::cuda);
   EXPECT_EQ(m_.devices[0].memory_capacity, 85899345920);
+  // The host's memory events (Device Type 0) make a device after the GPU.
+  EXPECT_EQ(m_.devices[1].id, 1u);
+  EXPECT_EQ(m_.devices[1].name, "cpu");
+  EXPECT_EQ(m_.devices[1].kind, DeviceKind::cpu);
   ASSERT_EQ(m_.streams.size(), 2u);
   EXPECT_EQ(m_.streams[0].name, "stream 7");
   EXPECT_EQ(m_.streams[1].name, "stream 9");
@@ -222,7 +226,7 @@ TEST_F(KinetoMapping, CopiesBecomeDeviceOpsAndTransfers) {
 }
 
 TEST_F(KinetoMapping, MemoryEventsCarryTheirTotals) {
-  ASSERT_EQ(m_.memory.size(), 1u);
+  ASSERT_EQ(m_.memory.size(), 2u);
   const MemoryEvents& mem = m_.memory[0];
   EXPECT_EQ(mem.device, 0u);
   ASSERT_EQ(mem.size(), 2u);
@@ -234,15 +238,21 @@ TEST_F(KinetoMapping, MemoryEventsCarryTheirTotals) {
   EXPECT_EQ(mem.kind[1], MemoryEventKind::free);
   EXPECT_EQ(mem.bytes[1], 1048576);
   EXPECT_EQ(mem.allocated[1], 2097152);
+  const MemoryEvents& host = m_.memory[1];
+  EXPECT_EQ(host.device, 1u);
+  ASSERT_EQ(host.size(), 1u);
+  EXPECT_EQ(host.kind[0], MemoryEventKind::alloc);
+  EXPECT_EQ(host.bytes[0], 64);
+  EXPECT_EQ(host.allocated[0], 64);
+  EXPECT_EQ(host.address[0], 8u);
 }
 
 TEST_F(KinetoMapping, WhatIsNotImportedIsCounted) {
   EXPECT_EQ(result_.skipped_by_kind.at("gpu_user_annotation (user annotations repeated on GPU lanes)"), 1u);
   EXPECT_EQ(result_.skipped_by_kind.at("flow events other than ac2g (fwdbwd, ...)"), 1u);
-  EXPECT_EQ(result_.skipped_by_kind.at("[memory] events of host (CPU) memory"), 1u);
   EXPECT_EQ(result_.skipped_by_kind.at("the profiler's own spans and markers (pid 'Spans', 'Traces')"), 1u);
-  EXPECT_EQ(result_.skipped, 4u);
-  EXPECT_EQ(m_.info.meta.at("skipped_events"), "4");
+  EXPECT_EQ(result_.skipped, 3u);
+  EXPECT_EQ(m_.info.meta.at("skipped_events"), "3");
   EXPECT_EQ(result_.source_events, 30u);
 }
 

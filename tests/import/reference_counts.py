@@ -106,15 +106,20 @@ def figures(path):
                    or any(k in e.get("name", "") for k in kernel_launch))
     transfers = sum(1 for e in ops if e["cat"] == "gpu_memcpy"
                     and int(e["args"].get("correlation", -1)) in runtime_by_corr)
+    # Host memory (Device Type 0) is a device "cpu" numbered after the
+    # highest GPU id the trace names (deviceProperties, device ops, memory).
     peak = defaultdict(int)
     memory_events = 0
-    for e in events:
-        if e.get("ph") in ("i", "I") and e.get("name") == "[memory]":
-            a = e["args"]
-            if int(a.get("Device Type", 1)) == 0 or int(a.get("Device Id", -1)) < 0:
-                continue
-            memory_events += 1
-            peak[int(a["Device Id"])] = max(peak[int(a["Device Id"])], int(a.get("Total Allocated", 0)))
+    memory = [e["args"] for e in events if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"]
+    gpu_ids = {int(d["id"]) for d in (doc.get("deviceProperties", []) if isinstance(doc, dict) else [])}
+    gpu_ids |= set(busy) | {int(a["Device Id"]) for a in memory if int(a.get("Device Type", 1)) != 0}
+    host = max(gpu_ids) + 1 if gpu_ids else 0
+    for a in memory:
+        device = host if int(a.get("Device Type", 1)) == 0 else int(a.get("Device Id", -1))
+        if device < 0:
+            continue
+        memory_events += 1
+        peak[device] = max(peak[device], int(a.get("Total Allocated", 0)))
     return {
         "kernels": kinds["kernel"], "memcpys": kinds["gpu_memcpy"], "memsets": kinds["gpu_memset"],
         "htod": bytes_by_dir["HtoD"], "dtoh": bytes_by_dir["DtoH"], "dtod": bytes_by_dir["DtoD"],

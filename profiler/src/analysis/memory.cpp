@@ -140,6 +140,16 @@ void add_ranges(Finding& f, const MemoryEvents& me, const DeviceMemory& dm) {
     f.ranges.push_back({dm.retry_waits[k].start, dm.retry_waits[k].end});
 }
 
+// Stated even when 0, so that a reader knows the peak's blocks are all in
+// the trace rather than wondering whether anything was missed.
+std::string before_trace_text(const DeviceMemory& dm, int64_t peak_bytes) {
+  constexpr std::string_view kHow = "the first memory event's running total less its own bytes";
+  if (dm.before_trace <= 0) return fmt::format("0 B ({}): every block live at the peak is in the trace", kHow);
+  return fmt::format("{} ({}); {} of it still held at the peak ({} of the peak), in blocks the trace does not show",
+                     format_bytes(dm.before_trace), kHow, format_bytes(dm.before_trace_at_peak),
+                     format_percent(double(dm.before_trace_at_peak) / double(std::max<int64_t>(1, peak_bytes))));
+}
+
 void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const DeviceMemory& dm,
                   const std::string& of_capacity) {
   const AnalysisOptions& opt = ctx.options;
@@ -164,14 +174,7 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   f.evidence.push_back({"retries (cache flushed to allocate)", format_count(dm.retries)});
   if (dm.retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
   f.evidence.push_back({"out-of-memory", format_count(dm.ooms)});
-  if (dm.before_trace > 0) {
-    f.evidence.push_back(
-        {"allocated before the trace began",
-         fmt::format("{} (the first memory event's running total less its own bytes); {} of it still held at the peak "
-                     "({} of the peak), in blocks the trace does not show",
-                     format_bytes(dm.before_trace), format_bytes(dm.before_trace_at_peak),
-                     format_percent(double(dm.before_trace_at_peak) / double(std::max<int64_t>(1, peak_bytes))))});
-  }
+  f.evidence.push_back({"allocated before the trace began", before_trace_text(dm, peak_bytes)});
   for (size_t k = 0; k < dm.sites.size() && k < 5; ++k) {
     const std::string& site = dm.sites[k].first;
     f.evidence.push_back(
@@ -194,6 +197,10 @@ std::string largest_share(const DeviceMemory& dm) {
 }
 
 std::string memory_suggestion(Severity severity, const DeviceMemory& dm) {
+  if (severity == Severity::info && dm.capacity <= 0) {
+    return "no allocator retry or out-of-memory; the trace gives no capacity, so how near the peak came to it cannot "
+           "be told from this trace";
+  }
   if (severity == Severity::info) return "no memory pressure";
   return fmt::format(
       "lower the live memory at the peak{}: use memory-linear algorithms (fused attention instead of "

@@ -314,13 +314,17 @@ class KinetoMapper {
     }
   }
 
+  // Device Type 0 is the host (Kineto writes Device Id -1 for it): its
+  // events go to a device "cpu" numbered after the GPUs once they are known.
   void memory(const ChromeEvent& e) {
-    if (e.device_type == 0 || e.device == kNone || e.device < 0 || e.device > 0xffff) {
-      skip("[memory] events of host (CPU) memory");
+    bool host = e.device_type == 0;
+    if (!host && (e.device == kNone || e.device < 0 || e.device > 0xffff)) {
+      skip("[memory] events of a device with no valid Device Id");
       return;
     }
     MemoryEventRow m;
-    m.device = uint32_t(e.device);
+    m.device = host ? 0 : uint32_t(e.device);
+    if (host) host_memory_rows_.push_back(out_.memory.size());
     m.time = e.ts;
     int64_t bytes = e.bytes == kNone ? 0 : e.bytes;
     m.kind = bytes < 0 ? MemoryEventKind::free : MemoryEventKind::alloc;
@@ -329,7 +333,7 @@ class KinetoMapper {
     m.allocated = e.total_allocated == kNone ? 0 : e.total_allocated;
     m.reserved = e.total_reserved == kNone ? 0 : e.total_reserved;
     out_.memory.push_back(m);
-    memory_devices_.insert(m.device);
+    if (!host) memory_devices_.insert(m.device);
   }
 
   // Events without args.correlation take it from the ac2g flow that ends
@@ -381,6 +385,11 @@ class KinetoMapper {
     };
     for (const auto& [key, lane] : stream_lanes_) ensure(key.first);
     for (uint32_t id : memory_devices_) ensure(id);
+    if (!host_memory_rows_.empty()) {
+      uint32_t host = devices.empty() ? 0 : devices.rbegin()->first + 1;
+      devices[host] = DeviceRow{.id = host, .name = "cpu", .kind = DeviceKind::cpu};
+      for (size_t row : host_memory_rows_) out_.memory[row].device = host;
+    }
     for (auto& [id, d] : devices) out_.devices.push_back(d);
     for (const auto& [key, lane] : stream_lanes_) {
       std::string name;
@@ -470,7 +479,8 @@ class KinetoMapper {
   std::vector<const ChromeEvent*> flows_;  // ac2g flow events, in case some event lacks its correlation
   std::vector<std::pair<size_t, uint32_t>> pending_collectives_;  // (index in ops_, index in raw_.comms)
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;
-  std::set<uint32_t> memory_devices_;
+  std::set<uint32_t> memory_devices_;  // GPUs with memory events
+  std::vector<size_t> host_memory_rows_;  // out_.memory rows of host memory, numbered in devices_and_streams
   uint64_t unknown_kept_ = 0;
   std::vector<std::pair<uint32_t, int64_t>> host_op_ids_;  // (lane, External id) of cpu_op and user_annotation
   bool rocm_ = false;
