@@ -1,4 +1,4 @@
-// loupe capture [-o trace.db] [--duration S] -- PROGRAM ARGS...
+// loupe capture [-o trace.db] [--duration S] [--memory] -- PROGRAM ARGS...
 // Records an unmodified program. A CUDA program: CUDA loads
 // libloupe_inject.so into it (CUDA_INJECTION64_PATH), which records
 // CUPTI's activity and the program's NVTX ranges. A Python program with the
@@ -28,6 +28,7 @@ namespace {
 struct CaptureArgs {
   std::string out = "trace.db";
   double duration = 0;
+  bool memory = false;
   std::vector<std::string> program;
 };
 
@@ -38,6 +39,9 @@ void add_options(CLI::App& cmd, CaptureArgs& args) {
       "torch.compile compiles, host syncs and steps");
   cmd.add_option("-o,--out", args.out, "trace file to write (default trace.db)");
   cmd.add_option("--duration", args.duration, "stop recording after this many seconds")->check(CLI::PositiveNumber);
+  cmd.add_flag("--memory", args.memory,
+               "also record every tensor storage a Python program's PyTorch allocates and frees, with the line that "
+               "allocated it (each PyTorch operation costs several microseconds more)");
   cmd.add_option("PROGRAM", args.program, "the program and its arguments, after --")->required();
 }
 
@@ -125,9 +129,11 @@ int run_capture(const CaptureArgs& args) {
   prof::check_output_path(out);  // before the program starts
   std::vector<std::string> add = capture_variables(out, inject, python_site);
   if (args.duration > 0) add.push_back(fmt::format("LOUPE_CAPTURE_DURATION={}", args.duration));
-  std::vector<std::string> env = child_environment({"CUDA_INJECTION64_PATH=", "LOUPE_TRACE=", "LOUPE_CAPTURE_DURATION=",
-                                                    "NVTX_INJECTION64_PATH=", "PYTHONPATH=", "LOUPE_PYTHON_TRACE="},
-                                                   add);
+  if (args.memory) add.push_back("LOUPE_PYTHON_MEMORY=1");
+  std::vector<std::string> env =
+      child_environment({"CUDA_INJECTION64_PATH=", "LOUPE_TRACE=", "LOUPE_CAPTURE_DURATION=", "NVTX_INJECTION64_PATH=",
+                         "PYTHONPATH=", "LOUPE_PYTHON_TRACE=", "LOUPE_PYTHON_MEMORY="},
+                        add);
 
   // The previous trace stays until the program's capture replaces it.
   std::optional<FileVersion> before = file_version(out);

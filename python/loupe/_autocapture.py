@@ -22,7 +22,7 @@ def start_from_environment() -> None:
     path = os.environ.pop("LOUPE_PYTHON_TRACE", "")  # not again in the processes it starts
     if not path:
         return
-    recording = capture(path)
+    recording = capture(path, memory=os.environ.pop("LOUPE_PYTHON_MEMORY", "") == "1")
     recording.process_wide = True
     try:
         recording.start()

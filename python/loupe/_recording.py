@@ -27,22 +27,22 @@ class CaptureError(Error):
 
 
 # The frameworks hooked, by the module whose import brings them in: each
-# makes the hooks of one capture (given whether CUPTI collects the GPUs).
-# Hooks have install(), which may return {module: callback} for parts to
+# makes the hooks of one capture (given whether CUPTI collects the GPUs,
+# and whether tensor memory is recorded). Hooks have install(), which may return {module: callback} for parts to
 # hook once those modules are imported, and uninstall().
-def _jax_hooks(gpu_collected: bool) -> Any:
+def _jax_hooks(gpu_collected: bool, memory: bool) -> Any:
     from ._jax import JaxHooks
 
-    return JaxHooks(gpu_collected)
+    return JaxHooks(gpu_collected)  # JAX's arrays are not recorded (docs/python.md)
 
 
-def _torch_hooks(gpu_collected: bool) -> Any:
+def _torch_hooks(gpu_collected: bool, memory: bool) -> Any:
     from ._torch import TorchHooks
 
-    return TorchHooks(gpu_collected)
+    return TorchHooks(gpu_collected, memory)
 
 
-_FRAMEWORKS: dict[str, Callable[[bool], Any]] = {"jax": _jax_hooks, "torch": _torch_hooks}
+_FRAMEWORKS: dict[str, Callable[[bool, bool], Any]] = {"jax": _jax_hooks, "torch": _torch_hooks}
 
 _lock = threading.Lock()
 _active: "capture | None" = None
@@ -54,14 +54,17 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
 
     ``gpu`` collects the device activity of NVIDIA GPUs through CUPTI where
     there are any; ``frameworks`` names those to hook (default: every one
-    loupe knows, "jax" and "torch"). Raises CaptureError when another capture is
+    loupe knows, "jax" and "torch"). ``memory`` records every tensor
+    storage PyTorch allocates and frees, with the line that allocated it
+    (an operation costs several microseconds more: docs/python.md). Raises CaptureError when another capture is
     recording this process, and FileError when ``path`` cannot be written.
     """
 
     def __init__(self, path: str | os.PathLike[str] = "trace.db", *, gpu: bool = True,
-                 frameworks: tuple[str, ...] | None = None):
+                 frameworks: tuple[str, ...] | None = None, memory: bool = False):
         self.path = os.fspath(path)
         self._gpu = gpu
+        self._memory = memory
         unknown = set(frameworks or ()) - set(_FRAMEWORKS)
         if unknown:
             raise ValueError(f"no framework {sorted(unknown)[0]!r} (loupe hooks: {', '.join(_FRAMEWORKS)})")
@@ -153,7 +156,7 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
     def _hook(self, framework: str) -> None:
         if self._core is None:
             return
-        hooks = _FRAMEWORKS[framework](not self._core.gpu_missing)
+        hooks = _FRAMEWORKS[framework](not self._core.gpu_missing, self._memory)
         later = hooks.install() or {}
         self._hooks.append(hooks)
         for module, callback in later.items():

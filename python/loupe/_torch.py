@@ -16,6 +16,8 @@ Where each comes from, in PyTorch's own words:
   ``torch.cuda.synchronize()``, a wait. The wrappers go on once the
   program initialises CUDA and run only at those calls; a tensor on the
   CPU is not a sync and is not recorded.
+- With ``memory``, every tensor storage an operation allocates and its
+  free (_torch_memory.py).
 - A step runs from one ``torch.profiler.profile.step()`` to the next (the
   profiler's ProfilerStep), or is a ``loupe.step``.
 """
@@ -29,6 +31,7 @@ from typing import Any, Callable
 
 from . import _callsite, _core
 from ._hooks import Restorer, SyncTimer, monotonic_ns_of_wall_ns
+from ._torch_memory import TensorMemory
 
 # The methods that read a tensor's value into Python, and those that copy
 # it to the host.
@@ -61,8 +64,9 @@ def _input_shapes(graph_node_shapes: str | None) -> str:
 class TorchHooks:
     """PyTorch's events into the active capture, from install() to uninstall()."""
 
-    def __init__(self, gpu_collected: bool):
+    def __init__(self, gpu_collected: bool, memory: bool = False):
         self._gpu_collected = gpu_collected
+        self._memory = TensorMemory(gpu_collected) if memory else None
         self._restorer = Restorer()
         self._syncs = SyncTimer()
         self._devices: set[int] = set()
@@ -88,6 +92,8 @@ class TorchHooks:
 
             self._restorer.replace(torch.cuda, "_lazy_init", init_then_wrap)
         self._wrap_steps(torch)
+        if self._memory is not None:
+            self._memory.install()
         # Dynamo takes seconds to import: its compiles are hooked when the
         # program imports it (its first torch.compile'd call).
         return {"torch._dynamo.utils": self._wrap_compiles}
@@ -128,6 +134,8 @@ class TorchHooks:
         replace(torch.cuda, "synchronize", lambda *args, **kwargs: self._wait(lambda: synchronize(*args, **kwargs)))
 
     def uninstall(self) -> None:
+        if self._memory is not None:
+            self._memory.uninstall()
         self._restorer.restore()
         if self._config is not None:
             self._config.log_compilation_metrics = self._metrics_were_logged

@@ -2,7 +2,8 @@
 // a capture of this process, and the events the hooks report. Times are
 // CLOCK_MONOTONIC nanoseconds (Python's time.monotonic_ns()), converted to
 // the recorder's ticks here; each call is a few hundred nanoseconds, and
-// the hooks call them only at compiles, host syncs and step boundaries.
+// the hooks call them only at compiles, host syncs and step boundaries, and
+// (with memory recording on) at each tensor storage allocated or freed.
 #include "recording.h"
 
 #include <nanobind/stl/string.h>
@@ -131,6 +132,21 @@ void record_transfer(const std::string& direction, int64_t start_ns, int64_t end
             .callsite = site});
 }
 
+MemoryEventKind memory_kind(const std::string& kind) {
+  return named<MemoryEventKind>(kind, "memory event kind",
+                                {{"alloc", MemoryEventKind::alloc}, {"free", MemoryEventKind::free}});
+}
+
+void record_memory(uint32_t device, const std::string& kind, uint64_t bytes, uint64_t address, int64_t allocated,
+                   CallSiteId site) {
+  memory_event({.device = device,
+                .kind = memory_kind(kind),
+                .bytes = bytes,
+                .address = address,
+                .allocated = allocated,
+                .callsite = site});
+}
+
 void record_span(const std::string& name, const std::string& kind, int64_t start_ns, int64_t end_ns, CallSiteId site) {
   span(intern(name), ticks_at_monotonic_ns(start_ns), ticks_at_monotonic_ns(end_ns), span_kind(kind), site);
 }
@@ -169,6 +185,8 @@ void add_recording(nb::module_& m) {
         "trace_ns"_a, "lower_ns"_a, "compile_ns"_a, "callsite"_a, "function_object"_a, "A row of the compiles table.");
   m.def("transfer", &record_transfer, "direction"_a, "start_ns"_a, "end_ns"_a, "device"_a, "bytes"_a, "implicit"_a,
         "callsite"_a, "A synchronous host-device copy the calling thread waited for.");
+  m.def("memory", &record_memory, "device"_a, "kind"_a, "bytes"_a, "address"_a, "allocated"_a, "callsite"_a,
+        "A block allocated or freed on `device` (kind: alloc or free); `allocated` is the device's total after it.");
   m.def("span", &record_span, "name"_a, "kind"_a, "start_ns"_a, "end_ns"_a, "callsite"_a,
         "A host span of the calling thread.");
   m.def(

@@ -12,6 +12,11 @@ knows nothing of loupe:
 
     python torch_eval_leak.py trace.json [--fixed]
     loupe import trace.json -o run.db && loupe analyze run.db
+
+or, for the lines that allocated what each step leaves behind:
+
+    loupe capture --memory -o run.db -- python torch_eval_leak.py trace.json
+    loupe analyze run.db
 """
 import argparse
 

@@ -1,0 +1,174 @@
+"""PyTorch's tensor memory, for loupe.capture(memory=True) and
+`loupe capture --memory`: every tensor storage an operation creates, with
+the line of the user's code that led to it, and its release.
+
+How, in PyTorch's own terms:
+
+- A TorchDispatchMode (``torch.utils._python_dispatch``) on the thread that
+  started the capture sees every ATen operation below autograd: the ones a
+  composite op decomposes into, and those the backward runs (PyTorch
+  carries the mode into its autograd threads). A result whose storage is
+  not yet known is an allocation of ``storage.nbytes()`` bytes.
+- PyTorch keeps one Python object per storage for as long as the storage
+  lives, so ``weakref.finalize`` on it records the free when PyTorch
+  releases the memory (when the last tensor or view of it goes).
+- The running total of each device begins with the storages of the tensors
+  that Python objects held when recording began (a walk of
+  ``gc.get_objects()``: parameters, optimizer state, data already loaded),
+  so that what was allocated before the trace is stated, not missed.
+
+What it does not see: operations on other threads (a DataLoader's workers
+are other processes anyway), memory allocated outside an ATen operation
+(``torch.from_numpy`` shares NumPy's), and the caching allocator's own
+reserve, release, retries and out-of-memory errors. What it costs: one
+Python call per operation, and a walk up the stack per allocation
+(docs/python.md gives the figures).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import weakref
+from typing import Any
+
+from . import _callsite, _core
+
+# The trace's device for the host's memory (CPU tensors): apart from the
+# GPUs' ids, which CUPTI numbers from 0, and JAX's CPU devices.
+HOST_DEVICE = 2000
+
+
+class TensorMemory:
+    """Allocations and frees of tensor storages into the active capture."""
+
+    def __init__(self, gpu_collected: bool):
+        self._gpu_collected = gpu_collected
+        self._lock = threading.Lock()
+        self._live: dict[int, tuple[int, int]] = {}  # data_ptr -> (device, bytes)
+        self._addresses: dict[weakref.ref[Any], int] = {}  # each live storage's reference -> its data_ptr
+        self._allocated: dict[int, int] = {}  # device -> bytes live
+        self._devices: set[int] = set()
+        self._mode: Any = None
+        self._thread = 0
+        self._on = False
+
+    def install(self) -> None:
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        memory = self
+
+        class RecordAllocations(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                result = func(*args, **(kwargs or {}))
+                if memory._on:
+                    memory._results(result)
+                return result
+
+            # torch.compile compiles and runs its graphs as it would without
+            # the mode (their allocations are not seen) rather than falling
+            # back to eager operations for it: recording changes no program.
+            @classmethod
+            def ignore_compile_internals(cls) -> bool:
+                return True
+
+        self._on = True
+        self._held_before(torch)
+        self._mode = RecordAllocations()
+        self._mode.__enter__()
+        self._thread = threading.get_ident()
+
+    def uninstall(self) -> None:
+        self._on = False  # the finalizers still to come record nothing
+        # A mode is the state of the thread that entered it; from another
+        # (a --duration timer) it stays on that thread, passing calls through.
+        if self._mode is not None and threading.get_ident() == self._thread:
+            self._mode.__exit__(None, None, None)
+        self._mode = None
+
+    # ---- what an operation returns ----------------------------------------
+
+    def _results(self, result: Any) -> None:
+        if type(result) in (tuple, list):
+            for r in result:
+                self._results(r)
+            return
+        storage = _storage_of(result)
+        if storage is None:
+            return
+        address = storage.data_ptr()
+        if address == 0 or address in self._live:  # empty, meta, a view, or written in place
+            return
+        device = self._device(result.device)
+        if device is None:
+            return
+        site = _callsite.site_of(_callsite.user_frame(sys._getframe(1)))
+        self._alloc(storage, address, device, storage.nbytes(), site)
+
+    def _alloc(self, storage: Any, address: int, device: int, size: int, site: int) -> None:
+        with self._lock:
+            total = self._track(storage, address, device, size)
+            _core.memory(device, "alloc", size, address, total, site)
+
+    def _track(self, storage: Any, address: int, device: int, size: int) -> int:
+        """Follows a storage until PyTorch frees it; the device's new total.
+        A weak reference with a callback, kept here, costs a fraction of a
+        weakref.finalize."""
+        self._live[address] = (device, size)
+        self._addresses[weakref.ref(storage, self._freed)] = address
+        total = self._allocated[device] = self._allocated.get(device, 0) + size
+        return total
+
+    def _freed(self, ref: "weakref.ref[Any]") -> None:
+        with self._lock:
+            address = self._addresses.pop(ref, None)
+            device, size = self._live.pop(address, (None, 0))
+            if device is None or not self._on:
+                return
+            total = self._allocated[device] = self._allocated[device] - size
+            _core.memory(device, "free", size, address, total, 0)
+
+    # ---- before the trace -------------------------------------------------
+
+    def _held_before(self, torch: Any) -> None:
+        """The storages of every tensor a Python object holds now: live from
+        the start, their frees recorded like any other."""
+        for obj in gc.get_objects():
+            # type(), not isinstance(): the latter reads __class__, which some
+            # modules' deprecated attributes answer with a warning.
+            if not issubclass(type(obj), torch.Tensor):
+                continue
+            storage = _storage_of(obj)
+            if storage is None or storage.data_ptr() == 0 or storage.data_ptr() in self._live:
+                continue
+            device = self._device(obj.device)
+            if device is None:
+                continue
+            self._track(storage, storage.data_ptr(), device, storage.nbytes())
+
+    def _device(self, device: Any) -> int | None:
+        """The trace's id of a torch.device; None for one that holds no
+        memory (meta, a fake tensor's)."""
+        if device.type == "cpu":
+            index, name, platform = HOST_DEVICE, "PyTorch CPU tensors", "cpu"
+        elif device.type == "cuda":
+            index = device.index or 0
+            name, platform = f"cuda:{index}", "cuda"
+        else:
+            return None
+        if index not in self._devices:
+            self._devices.add(index)
+            if platform == "cpu" or not self._gpu_collected:  # CUPTI names the GPUs it collects
+                _core.register_device(index, name, platform)
+        return index
+
+
+def _storage_of(value: Any) -> Any:
+    """A tensor's storage; None for anything else, and for tensors without
+    one to follow (sparse and nested tensors raise)."""
+    try:
+        return value.untyped_storage()
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return None
