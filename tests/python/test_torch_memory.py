@@ -217,6 +217,17 @@ class Malformed(unittest.TestCase):
         meta = dict(sql(db, "SELECT key, value FROM meta")[1:])
         self.assertEqual(meta["snapshot_entries_moved_forward"], "1")
 
+    def test_a_history_without_times_is_told_by_the_order_of_its_entries(self):
+        # No time_us (PyTorch before 2.1): the peak, 30 B, is after the
+        # second entry, and there is no window of time to state.
+        entries = [entry("alloc", 1, 10), entry("alloc", 2, 20), entry("free_completed", 1, 10)]
+        code, err, db = import_pickle(self.tmp.name, {"segments": [], "device_traces": [entries]})
+        self.assertEqual(code, 0, err)
+        report = run_cli("analyze", db, "--rules", "memory").stdout
+        self.assertIn("no times recorded, only the order of the events", report)
+        self.assertIn("device 0 (cuda:0): peak 30 B at entry 2", report)
+        self.assertNotIn("active window", report)
+
     def test_a_free_of_a_block_from_before_the_history_is_held_before_it(self):
         # The segments hold 50 B in use at the end; the history frees a
         # 100 B block it never saw allocated: 150 B were held before it.

@@ -219,6 +219,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   report.path = model.path;
   report.window_start = ctx.window_start;
   report.window_end = ctx.window_end;
+  report.times_are_order = ctx.times_are_order;
   report.incomplete = check_completeness(ctx);
   measure_idle(ctx, report);
   measure_steps(ctx, report);

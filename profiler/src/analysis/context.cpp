@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "loupe/prof/units.h"
+
 namespace loupe::prof::analysis {
 
 namespace {
@@ -66,10 +68,16 @@ const EventRef* CorrelationIndex::find(uint64_t correlation) const {
 }
 
 Context::Context(const TraceModel& m, const AnalysisOptions& opt) : model(m), options(opt) {
+  auto order = m.info.meta.find(kMetaTimesAreOrder);
+  times_are_order = order != m.info.meta.end() && order->second == "1";
   index_devices();
   index_correlations();
   index_threads();
   index_steps();
+}
+
+std::string Context::time_text(int64_t t) const {
+  return times_are_order ? fmt::format("at entry {}", t + 1) : fmt::format("at {}", format_duration(t));
 }
 
 // Devices: busy time as the union over all streams, never a per-stream

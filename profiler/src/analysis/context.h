@@ -130,6 +130,11 @@ class Context {
   bool inside_op(uint32_t thread, int64_t t) const;
   // Distinct step numbers (steps on several threads at once count once).
   size_t distinct_steps = 0;
+  // The trace's times are only the order of its events (kMetaTimesAreOrder).
+  bool times_are_order = false;
+  // "at 1.208 s", or "at entry 88" (counted from 1) where the times are
+  // only an order.
+  std::string time_text(int64_t t) const;
   // count per distinct step; the count itself when there are no steps.
   double per_step(double count) const { return distinct_steps == 0 ? count : count / double(distinct_steps); }
 

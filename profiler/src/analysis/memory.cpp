@@ -220,8 +220,8 @@ Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory 
                                                                         : Severity::info;
   std::string of_capacity =
       dm.capacity > 0 ? fmt::format(" of {} ({})", format_bytes(dm.capacity), format_percent(fraction)) : "";
-  f.title = fmt::format("{}: peak {}{} at {}", device_label(ctx, me.device), format_bytes(peak_bytes), of_capacity,
-                        format_duration(me.time[dm.peak]));
+  f.title = fmt::format("{}: peak {}{} {}", device_label(ctx, me.device), format_bytes(peak_bytes), of_capacity,
+                        ctx.time_text(me.time[dm.peak]));
   if (dm.retries > 0 || dm.ooms > 0) {
     f.title += fmt::format("; {} retr{}, {} out-of-memory", format_count(dm.retries), dm.retries == 1 ? "y" : "ies",
                            format_count(dm.ooms));

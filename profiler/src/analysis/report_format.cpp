@@ -85,8 +85,10 @@ std::string completeness_text(const AnalysisReport& r) {
 
 std::string report_text(const AnalysisReport& r, TextStyle style) {
   std::string out;
-  out += fmt::format("{}: {} finding{}, active window {}\n", shown(r.path), r.findings.size(),
-                     r.findings.size() == 1 ? "" : "s", format_duration(r.window_end - r.window_start));
+  std::string window = r.times_are_order ? "no times recorded, only the order of the events"
+                                          : "active window " + format_duration(r.window_end - r.window_start);
+  out += fmt::format("{}: {} finding{}, {}\n", shown(r.path), r.findings.size(), r.findings.size() == 1 ? "" : "s",
+                     window);
   out += completeness_text(r);
   size_t with_impact = 0;
   for (const Finding& f : r.findings) with_impact += f.impact_ns > 0;

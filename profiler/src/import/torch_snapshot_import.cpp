@@ -55,6 +55,7 @@ class SnapshotMapper {
     out_.meta["clock"] = any_time_ ? "torch memory snapshot: time_us, us since the Unix epoch"
                                    : "torch memory snapshot: no times recorded; entries 1 ns apart in their order";
     out_.wall_clock_known = any_time_;
+    if (!any_time_) out_.meta[kMetaTimesAreOrder] = "1";
     if (earlier_than_before_ > 0) out_.meta["snapshot_entries_moved_forward"] = std::to_string(earlier_than_before_);
   }
 

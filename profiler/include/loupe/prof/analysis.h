@@ -159,6 +159,7 @@ std::vector<std::string> analysis_rules();
 struct AnalysisReport {
   std::string path;
   int64_t window_start = 0, window_end = 0;  // the active window, over all devices
+  bool times_are_order = false;              // the trace's times are only an order (kMetaTimesAreOrder)
   // What the trace lacks (completeness.h); empty when nothing is known to
   // be missing. Findings of the rules that read all device work are then
   // at most warnings, and say what is missing.

@@ -52,6 +52,11 @@ inline constexpr uint32_t kUnknownStream = 0xffffffff;
 inline constexpr const char* kMetaHostOpIds = "host_op_ids";
 inline constexpr const char* kMetaHostOpIdSpan = "host_op_id_span";
 
+// Meta key of a trace whose source recorded no times, only the order of
+// its events ("1"): each event's time is its place in that order, 1 ns
+// apart, so its times and durations say which came first and nothing more.
+inline constexpr const char* kMetaTimesAreOrder = "times_are_order";
+
 // PRAGMA user_version packs the format version as major * 65536 + minor.
 constexpr int32_t pack_user_version(int major, int minor) { return major * 65536 + minor; }
 
