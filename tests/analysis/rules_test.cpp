@@ -786,6 +786,34 @@ TEST_F(Rules, APageableUploadCostsTheIdleWhileItStages) {
 
 // ---- memory -----------------------------------------------------------------
 
+// Categories from the ops around each block (docs/analyses.md, "memory"),
+// worked by hand: C (relu's output, freed in ReluBackward0) is an
+// activation; in Adam's step, A (zeros_like, never freed) is its state and
+// B (sqrt, freed before the step ends) a temporary. The peak, 700 B at
+// t = 135, holds all three.
+TEST_F(Rules, MemoryCategoriesFollowTheOpsAroundEachBlock) {
+  auto t = small_gpu_trace();
+  t.span(1, 10, 10, "aten::relu", SpanKind::runtime);
+  t.span(1, 100, 100, "Optimizer.step#Adam.step", SpanKind::user);
+  t.span(1, 110, 10, "aten::zeros_like", SpanKind::runtime, 1);
+  t.span(1, 130, 10, "aten::sqrt", SpanKind::runtime, 1);
+  t.span(1, 290, 20, "autograd::engine::evaluate_function: ReluBackward0", SpanKind::runtime);
+  t.memory(0, 15, MemoryEventKind::alloc, 100, 0xc, 100, 0);
+  t.memory(0, 115, MemoryEventKind::alloc, 200, 0xa, 300, 0);
+  t.memory(0, 135, MemoryEventKind::alloc, 400, 0xb, 700, 0);
+  t.memory(0, 150, MemoryEventKind::free, 400, 0xb, 300, 0);
+  t.memory(0, 300, MemoryEventKind::free, 100, 0xc, 200, 0);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "peak allocated"), "700 B of 1000 B (70.0%)");
+  EXPECT_EQ(evidence(*f[0], "at peak: activation"), "100 B: allocated outside the backward and freed in it");
+  EXPECT_EQ(evidence(*f[0], "at peak: optimizer state"), "200 B: allocated in Optimizer.step and kept past its end");
+  EXPECT_EQ(evidence(*f[0], "at peak: temporary"),
+            "400 B: freed before the op (or the optimizer step) that allocated it ended");
+  EXPECT_EQ(evidence(*f[0], "at peak: unknown"), "<missing at peak: unknown>");
+}
+
 TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
   auto t = small_gpu_trace();
   uint32_t a = t.callsite("model.cpp", 10), b = t.callsite("attention.cpp", 42);

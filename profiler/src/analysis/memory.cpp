@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_map>
 
 #include "analysis/memory_blocks.h"
+#include "analysis/memory_categories.h"
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
 
@@ -52,15 +54,17 @@ struct DeviceMemory {
   uint64_t retries = 0, ooms = 0;
   std::vector<TimeRange> ooms_at;
   std::vector<Interval> retry_waits;
-  int64_t high_ns = 0;             // time above the high-water fraction of capacity
-  std::vector<TimeRange> high;     // that time, its adjacent stretches merged
-  std::vector<Interval> pressure;  // that time, one interval per event (retry waits join it later)
-  std::vector<SiteBytes> sites;    // most bytes first
+  int64_t high_ns = 0;                                  // time above the high-water fraction of capacity
+  std::vector<TimeRange> high;                          // that time, its adjacent stretches merged
+  std::vector<Interval> pressure;                       // that time, one interval per event (retry waits join it later)
+  std::vector<SiteBytes> sites;                         // most bytes first
+  std::array<int64_t, kBlockCategories> by_category{};  // bytes live at the peak, blocks of the trace only
   // Bytes the allocator held before the first event (the running total it
   // reports, less that event's own bytes), and how much of it was still
   // held at the peak: blocks the trace never shows, typically a model's
   // weights and its optimizer's state allocated before profiling began.
   int64_t before_trace = 0, before_trace_at_peak = 0;
+  bool totals_from_trace_start = false;  // the device is in meta's kMetaTotalsFromTraceStart
 };
 
 // The peak, the reserved high, the retries (with the waits holding them)
@@ -94,6 +98,27 @@ void find_high_water(const MemoryEvents& me, double high_fraction, DeviceMemory&
   }
 }
 
+// When each block live at the peak was freed, for those the trace frees.
+template <typename Live>
+std::unordered_map<uint64_t, int64_t> frees_after(const MemoryEvents& me, size_t peak, const Live& live) {
+  std::unordered_map<uint64_t, int64_t> freed;
+  for (size_t i = peak + 1; i < me.size() && freed.size() < live.size(); ++i) {
+    if (me.kind[i] == MemoryEventKind::free && live.count(me.address[i])) freed.emplace(me.address[i], me.time[i]);
+  }
+  return freed;
+}
+
+bool totals_from_trace_start(const TraceModel& m, uint32_t device) {
+  auto it = m.info.meta.find(kMetaTotalsFromTraceStart);
+  if (it == m.info.meta.end()) return false;
+  for (std::string_view rest = it->second; !rest.empty();) {
+    size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == std::to_string(device)) return true;
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+  }
+  return false;
+}
+
 // Replay up to the peak to know what was live there. A free of a block the
 // trace never allocated releases memory held from before the trace.
 void live_at_peak_by_site(const Context& ctx, const MemoryEvents& me, DeviceMemory& dm) {
@@ -111,11 +136,15 @@ void live_at_peak_by_site(const Context& ctx, const MemoryEvents& me, DeviceMemo
     if (live.erase(me.address[i]) == 0) freed_from_before += me.bytes[i];
   }
   dm.before_trace_at_peak = std::max<int64_t>(0, dm.before_trace - freed_from_before);
+  std::unordered_map<uint64_t, int64_t> freed_at = frees_after(me, dm.peak, live);
   std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
   for (const auto& [addr, b] : live) {
     std::pair<int64_t, uint64_t>& site = by_site[allocation_site(ctx, b.callsite, b.time)];
     site.first += b.bytes;
     ++site.second;
+    auto f = freed_at.find(addr);
+    BlockCategory c = categorize(ctx, b.time, f == freed_at.end() ? std::nullopt : std::optional(f->second));
+    dm.by_category[size_t(c)] += b.bytes;
   }
   dm.sites.assign(by_site.begin(), by_site.end());
   std::sort(dm.sites.begin(), dm.sites.end(),
@@ -144,10 +173,29 @@ void add_ranges(Finding& f, const MemoryEvents& me, const DeviceMemory& dm) {
 // the trace rather than wondering whether anything was missed.
 std::string before_trace_text(const DeviceMemory& dm, int64_t peak_bytes) {
   constexpr std::string_view kHow = "the first memory event's running total less its own bytes";
+  if (dm.totals_from_trace_start) {
+    return "cannot tell from this trace: its running total counts only what was allocated while it recorded (PyTorch's "
+           "host memory), so blocks held from before, such as the parameters, are in no total";
+  }
   if (dm.before_trace <= 0) return fmt::format("0 B ({}): every block live at the peak is in the trace", kHow);
   return fmt::format("{} ({}); {} of it still held at the peak ({} of the peak), in blocks the trace does not show",
                      format_bytes(dm.before_trace), kHow, format_bytes(dm.before_trace_at_peak),
                      format_percent(double(dm.before_trace_at_peak) / double(std::max<int64_t>(1, peak_bytes))));
+}
+
+// What the blocks of the trace live at the peak were for, where the ops
+// around them tell; nothing when they tell nothing of any.
+void add_categories(Finding& f, const DeviceMemory& dm) {
+  const size_t unknown = size_t(BlockCategory::unknown);
+  bool any = false;
+  for (size_t c = 0; c < unknown; ++c) any = any || dm.by_category[c] > 0;
+  if (!any) return;
+  for (size_t c = 0; c < kBlockCategories; ++c) {
+    if (dm.by_category[c] == 0) continue;
+    auto category = BlockCategory(c);
+    f.evidence.push_back({fmt::format("at peak: {}", category_name(category)),
+                          fmt::format("{}: {}", format_bytes(dm.by_category[c]), category_evidence(category))});
+  }
 }
 
 void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const DeviceMemory& dm,
@@ -175,6 +223,7 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   if (dm.retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
   f.evidence.push_back({"out-of-memory", format_count(dm.ooms)});
   f.evidence.push_back({"allocated before the trace began", before_trace_text(dm, peak_bytes)});
+  add_categories(f, dm);
   for (size_t k = 0; k < dm.sites.size() && k < 5; ++k) {
     const std::string& site = dm.sites[k].first;
     f.evidence.push_back(
@@ -243,6 +292,7 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     const Device* dev = m.device(me.device);
     DeviceMemory dm;
     dm.capacity = dev ? dev->memory_capacity : 0;
+    dm.totals_from_trace_start = totals_from_trace_start(m, me.device);
     find_peak_retries_and_ooms(me, retrying, dm);
     find_high_water(me, ctx.options.memory_high_fraction, dm);
     live_at_peak_by_site(ctx, me, dm);

@@ -6,13 +6,18 @@ namespace loupe::prof::analysis {
 
 std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t) {
   if (callsite != 0) return ctx.callsite_text(callsite);
-  const ThreadActivity* found = nullptr;
+  std::optional<uint32_t> thread = op_thread_at(ctx, t);
+  return thread ? ctx.enclosing_chain(*thread, t) : "";
+}
+
+std::optional<uint32_t> op_thread_at(const Context& ctx, int64_t t) {
+  std::optional<uint32_t> found;
   for (const ThreadActivity& th : ctx.threads) {
     if (!ctx.inside_op(th.thread, t)) continue;
-    if (found != nullptr) return "";
-    found = &th;
+    if (found) return std::nullopt;
+    found = th.thread;
   }
-  return found == nullptr ? "" : ctx.enclosing_chain(found->thread, t);
+  return found;
 }
 
 int64_t allocated_before(const MemoryEvents& me) {

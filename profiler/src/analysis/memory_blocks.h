@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "analysis/context.h"
@@ -14,6 +15,11 @@ namespace loupe::prof::analysis {
 // at that time on the one thread inside an op then. With several threads
 // inside ops at once it cannot be told which allocated: "" (unknown).
 std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t);
+
+// The one thread inside an op at time t: the thread of a memory event of a
+// trace whose memory events carry no thread. None when no thread or
+// several were.
+std::optional<uint32_t> op_thread_at(const Context& ctx, int64_t t);
 
 // The running total before the first event: what it reports, less what
 // that event itself allocated or freed. Non-empty events only.

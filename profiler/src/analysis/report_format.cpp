@@ -86,7 +86,7 @@ std::string completeness_text(const AnalysisReport& r) {
 std::string report_text(const AnalysisReport& r, TextStyle style) {
   std::string out;
   std::string window = r.times_are_order ? "no times recorded, only the order of the events"
-                                          : "active window " + format_duration(r.window_end - r.window_start);
+                                         : "active window " + format_duration(r.window_end - r.window_start);
   out += fmt::format("{}: {} finding{}, {}\n", shown(r.path), r.findings.size(), r.findings.size() == 1 ? "" : "s",
                      window);
   out += completeness_text(r);

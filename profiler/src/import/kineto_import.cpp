@@ -389,6 +389,8 @@ class KinetoMapper {
       uint32_t host = devices.empty() ? 0 : devices.rbegin()->first + 1;
       devices[host] = DeviceRow{.id = host, .name = "cpu", .kind = DeviceKind::cpu};
       for (size_t row : host_memory_rows_) out_.memory[row].device = host;
+      // PyTorch's CPU allocator totals only the blocks it saw while profiling.
+      out_.meta[kMetaTotalsFromTraceStart] = std::to_string(host);
     }
     for (auto& [id, d] : devices) out_.devices.push_back(d);
     for (const auto& [key, lane] : stream_lanes_) {
@@ -479,7 +481,7 @@ class KinetoMapper {
   std::vector<const ChromeEvent*> flows_;  // ac2g flow events, in case some event lacks its correlation
   std::vector<std::pair<size_t, uint32_t>> pending_collectives_;  // (index in ops_, index in raw_.comms)
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;
-  std::set<uint32_t> memory_devices_;  // GPUs with memory events
+  std::set<uint32_t> memory_devices_;     // GPUs with memory events
   std::vector<size_t> host_memory_rows_;  // out_.memory rows of host memory, numbered in devices_and_streams
   uint64_t unknown_kept_ = 0;
   std::vector<std::pair<uint32_t, int64_t>> host_op_ids_;  // (lane, External id) of cpu_op and user_annotation

@@ -52,6 +52,12 @@ inline constexpr uint32_t kUnknownStream = 0xffffffff;
 inline constexpr const char* kMetaHostOpIds = "host_op_ids";
 inline constexpr const char* kMetaHostOpIdSpan = "host_op_id_span";
 
+// Meta key: the devices (ids, comma-separated) whose running memory totals
+// count only what was allocated while the source recorded (PyTorch's host
+// memory in a Kineto trace starts at 0 whatever it held before), so what
+// was held before the trace cannot be told from their first event.
+inline constexpr const char* kMetaTotalsFromTraceStart = "memory_totals_from_trace_start";
+
 // Meta key of a trace whose source recorded no times, only the order of
 // its events ("1"): each event's time is its place in that order, 1 ns
 // apart, so its times and durations say which came first and nothing more.
