@@ -814,6 +814,68 @@ TEST_F(Rules, MemoryCategoriesFollowTheOpsAroundEachBlock) {
   EXPECT_EQ(evidence(*f[0], "at peak: unknown"), "<missing at peak: unknown>");
 }
 
+// The out-of-memory post-mortem, worked by hand. Fragmentation: 600 B
+// allocated, 900 B reserved of 1000 B; a request for 250 B fails although
+// 300 B are free in the cache and 100 B on the device.
+TEST_F(Rules, OutOfMemoryWithRoomToSpareIsFragmentation) {
+  auto t = small_gpu_trace();
+  uint32_t site = t.callsite("train.py", 7);
+  t.memory(0, 10, MemoryEventKind::alloc, 600, 0x1, 600, 900);
+  t.memory(0, 20, MemoryEventKind::oom, 250, 0, 600, 900, site);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0]->severity, Severity::error);
+  EXPECT_EQ(f[0]->title,
+            "device 0 (dev0): out of memory at 20 ns: a request for 250 B at train.py:7 failed with 600 B allocated of "
+            "1000 B");
+  EXPECT_EQ(evidence(*f[0], "held then"), "600 B allocated, 900 B reserved of 1000 B");
+  EXPECT_EQ(evidence(*f[0], "verdict"),
+            "fragmentation: 300 B free in the allocator's cache and 100 B unreserved on the device, yet no block of "
+            "250 B");
+  EXPECT_NE(f[0]->suggestion.find("expandable_segments:True"), std::string::npos) << f[0]->suggestion;
+}
+
+// Exhaustion, with the activations the largest share: 700 B allocated in
+// the forward (relu, freed later in the backward), 200 B temporary held;
+// a request for 300 B cannot fit in 1000 B.
+TEST_F(Rules, OutOfMemoryOfAFullDeviceAdvisesByTheLargestCategory) {
+  auto t = small_gpu_trace();
+  t.span(1, 0, 20, "aten::relu", SpanKind::runtime);
+  t.span(1, 30, 20, "aten::mm", SpanKind::runtime);
+  t.span(1, 100, 20, "autograd::engine::evaluate_function: ReluBackward0", SpanKind::runtime);
+  t.memory(0, 10, MemoryEventKind::alloc, 700, 0x1, 700, 1000);
+  t.memory(0, 35, MemoryEventKind::alloc, 200, 0x2, 900, 1000);
+  t.memory(0, 40, MemoryEventKind::oom, 300, 0, 900, 1000);
+  t.memory(0, 45, MemoryEventKind::free, 200, 0x2, 700, 1000);
+  t.memory(0, 110, MemoryEventKind::free, 700, 0x1, 0, 1000);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "verdict"), "the device was full: 900 B allocated + 300 B requested exceeds its 1000 B");
+  EXPECT_EQ(evidence(*f[0], "at the out-of-memory: activation"),
+            "700 B: allocated outside the backward and freed in it");
+  EXPECT_EQ(evidence(*f[0], "at the out-of-memory: temporary"),
+            "200 B: freed before the op (or the optimizer step) that allocated it ended");
+  EXPECT_NE(f[0]->suggestion.find("activation checkpointing"), std::string::npos) << f[0]->suggestion;
+}
+
+// A snapshot's out-of-memory without a capacity or reserved total: which
+// it was cannot be told.
+TEST_F(Rules, OutOfMemoryWithoutCapacityOrReservedCannotTellWhich) {
+  auto t = trace();
+  t.device(0, DeviceKind::cuda, 0);
+  t.memory(0, 10, MemoryEventKind::alloc, 600, 0x1, 600, 0);
+  t.memory(0, 20, MemoryEventKind::oom, 250, 0, 600, 0);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "verdict"),
+            "cannot tell from this trace whether the device was full or fragmented: it records neither the capacity "
+            "nor a reserved total");
+  EXPECT_EQ(evidence(*f[0], "held then"), "600 B allocated, unknown reserved");
+}
+
 TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
   auto t = small_gpu_trace();
   uint32_t a = t.callsite("model.cpp", 10), b = t.callsite("attention.cpp", 42);

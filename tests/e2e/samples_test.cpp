@@ -8,11 +8,13 @@
 // Timings are compared where the fix changes them by a wide margin, as the
 // loop's wall time per step (until the device has finished), so that a
 // busy two-core machine cannot turn the result over.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <regex>
 
 #include "sample_run.h"
 
@@ -211,6 +213,21 @@ TEST_F(Samples, NaiveAttentionRunsOutOfMemoryAndFusedFits) {
   for (const auto& [k, v] : f.evidence)
     if (top.empty() && k.rfind("live at peak: ", 0) == 0) top = k.substr(14);
   EXPECT_TRUE(names_line(top, "attention_memory", line)) << top;
+  // The post-mortem, against the program's own message ("out of memory:
+  // 64.0 MiB requested, 65.0 MiB in use, capacity 70.0 MiB"): the device
+  // was full, not fragmented, and the request came from the scores' line.
+  std::smatch said;
+  ASSERT_TRUE(
+      std::regex_search(mistake.command.out, said,
+                        std::regex(R"(out of memory: (\S+ \S+) requested, (\S+ \S+) in use, capacity (\S+ \S+))")))
+      << mistake.command.out;
+  EXPECT_EQ(evidence(f, "verdict"),
+            std::vector<std::string>{fmt::format("the device was full: {} allocated + {} requested exceeds its {}",
+                                                 said[2].str(), said[1].str(), said[3].str())});
+  std::vector<std::string> request = evidence(f, "out-of-memory request");
+  ASSERT_EQ(request.size(), 1u);
+  EXPECT_TRUE(request[0].starts_with(said[1].str() + " at ")) << request[0];
+  EXPECT_TRUE(names_line(request[0].substr(said[1].str().size() + 4), "attention_memory", line)) << request[0];
 
   auto fixed_memory = fixed.findings("memory");
   ASSERT_EQ(fixed_memory.size(), 1u);

@@ -10,6 +10,8 @@
 
 #include "analysis/memory_blocks.h"
 #include "analysis/memory_categories.h"
+#include "analysis/memory_live.h"
+#include "analysis/memory_oom.h"
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
 
@@ -43,21 +45,19 @@ const Interval* span_at(const std::vector<Interval>& spans, int64_t t) {
   return nullptr;
 }
 
-// What was live at the peak from one allocation site: (site, (bytes, blocks)).
-using SiteBytes = std::pair<std::string, std::pair<int64_t, uint64_t>>;
-
 // One device's memory, as its events tell it.
 struct DeviceMemory {
   int64_t capacity = 0;
   size_t peak = 0;  // the event with the most allocated
   int64_t peak_reserved = 0;
   uint64_t retries = 0, ooms = 0;
+  size_t first_oom = 0;  // the first out-of-memory event, when ooms > 0
   std::vector<TimeRange> ooms_at;
   std::vector<Interval> retry_waits;
   int64_t high_ns = 0;                                  // time above the high-water fraction of capacity
   std::vector<TimeRange> high;                          // that time, its adjacent stretches merged
   std::vector<Interval> pressure;                       // that time, one interval per event (retry waits join it later)
-  std::vector<SiteBytes> sites;                         // most bytes first
+  LiveSites sites;                                      // what was live at the peak, by allocation site
   std::array<int64_t, kBlockCategories> by_category{};  // bytes live at the peak, blocks of the trace only
   // Bytes the allocator held before the first event (the running total it
   // reports, less that event's own bytes), and how much of it was still
@@ -78,7 +78,7 @@ void find_peak_retries_and_ooms(const MemoryEvents& me, const std::vector<Interv
       if (const Interval* r = span_at(retrying, me.time[i])) dm.retry_waits.push_back(*r);
     }
     if (me.kind[i] == MemoryEventKind::oom) {
-      ++dm.ooms;
+      if (dm.ooms++ == 0) dm.first_oom = i;
       dm.ooms_at.push_back({me.time[i], me.time[i] + 1});
     }
   }
@@ -98,16 +98,6 @@ void find_high_water(const MemoryEvents& me, double high_fraction, DeviceMemory&
   }
 }
 
-// When each block live at the peak was freed, for those the trace frees.
-template <typename Live>
-std::unordered_map<uint64_t, int64_t> frees_after(const MemoryEvents& me, size_t peak, const Live& live) {
-  std::unordered_map<uint64_t, int64_t> freed;
-  for (size_t i = peak + 1; i < me.size() && freed.size() < live.size(); ++i) {
-    if (me.kind[i] == MemoryEventKind::free && live.count(me.address[i])) freed.emplace(me.address[i], me.time[i]);
-  }
-  return freed;
-}
-
 bool totals_from_trace_start(const TraceModel& m, uint32_t device) {
   auto it = m.info.meta.find(kMetaTotalsFromTraceStart);
   if (it == m.info.meta.end()) return false;
@@ -119,36 +109,14 @@ bool totals_from_trace_start(const TraceModel& m, uint32_t device) {
   return false;
 }
 
-// Replay up to the peak to know what was live there. A free of a block the
-// trace never allocated releases memory held from before the trace.
-void live_at_peak_by_site(const Context& ctx, const MemoryEvents& me, DeviceMemory& dm) {
-  struct Block {
-    int64_t bytes;
-    uint32_t callsite;
-    int64_t time;
-  };
-  std::unordered_map<uint64_t, Block> live;
+// What was live at the peak, and how much of what was held before the trace
+// was still held then.
+void live_at_peak(const Context& ctx, const MemoryEvents& me, DeviceMemory& dm) {
+  LiveBlocks live = live_after(ctx, me, dm.peak);
   dm.before_trace = allocated_before(me);
-  int64_t freed_from_before = 0;
-  for (size_t i = 0; i <= dm.peak; ++i) {
-    if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
-    if (me.kind[i] != MemoryEventKind::free) continue;
-    if (live.erase(me.address[i]) == 0) freed_from_before += me.bytes[i];
-  }
-  dm.before_trace_at_peak = std::max<int64_t>(0, dm.before_trace - freed_from_before);
-  std::unordered_map<uint64_t, int64_t> freed_at = frees_after(me, dm.peak, live);
-  std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
-  for (const auto& [addr, b] : live) {
-    std::pair<int64_t, uint64_t>& site = by_site[allocation_site(ctx, b.callsite, b.time)];
-    site.first += b.bytes;
-    ++site.second;
-    auto f = freed_at.find(addr);
-    BlockCategory c = categorize(ctx, b.time, f == freed_at.end() ? std::nullopt : std::optional(f->second));
-    dm.by_category[size_t(c)] += b.bytes;
-  }
-  dm.sites.assign(by_site.begin(), by_site.end());
-  std::sort(dm.sites.begin(), dm.sites.end(),
-            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  dm.before_trace_at_peak = std::max<int64_t>(0, dm.before_trace - live.freed_from_before);
+  dm.sites = std::move(live.sites);
+  dm.by_category = live.by_category;
 }
 
 // Memory costs no time by itself: the impact is the time spent under
@@ -279,6 +247,7 @@ Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory 
   add_ranges(f, me, dm);
   add_evidence(f, ctx, me, dm, of_capacity);
   f.suggestion = memory_suggestion(f.severity, dm);
+  if (dm.ooms > 0) add_oom_post_mortem(f, ctx, me, dm.first_oom, dm.capacity, dm.sites);
   return f;
 }
 
@@ -295,7 +264,7 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     dm.totals_from_trace_start = totals_from_trace_start(m, me.device);
     find_peak_retries_and_ooms(me, retrying, dm);
     find_high_water(me, ctx.options.memory_high_fraction, dm);
-    live_at_peak_by_site(ctx, me, dm);
+    live_at_peak(ctx, me, dm);
     out.push_back(memory_finding(ctx, me, std::move(dm)));
   }
 }

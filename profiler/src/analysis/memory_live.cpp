@@ -1,0 +1,56 @@
+#include "analysis/memory_live.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "analysis/memory_blocks.h"
+
+namespace loupe::prof::analysis {
+
+namespace {
+
+struct Block {
+  int64_t bytes;
+  uint32_t callsite;
+  int64_t time;
+};
+
+// When each block live after `index` was freed, for those the trace frees.
+std::unordered_map<uint64_t, int64_t> frees_after(const MemoryEvents& me, size_t index,
+                                                  const std::unordered_map<uint64_t, Block>& live) {
+  std::unordered_map<uint64_t, int64_t> freed;
+  for (size_t i = index + 1; i < me.size() && freed.size() < live.size(); ++i) {
+    if (me.kind[i] == MemoryEventKind::free && live.count(me.address[i])) freed.emplace(me.address[i], me.time[i]);
+  }
+  return freed;
+}
+
+}  // namespace
+
+LiveBlocks live_after(const Context& ctx, const MemoryEvents& me, size_t index) {
+  LiveBlocks out;
+  std::unordered_map<uint64_t, Block> live;
+  for (size_t i = 0; i <= index && i < me.size(); ++i) {
+    if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
+    if (me.kind[i] != MemoryEventKind::free) continue;
+    if (live.erase(me.address[i]) == 0) out.freed_from_before += me.bytes[i];
+  }
+  std::unordered_map<uint64_t, int64_t> freed_at = frees_after(me, index, live);
+  std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
+  for (const auto& [addr, b] : live) {
+    std::pair<int64_t, uint64_t>& site = by_site[allocation_site(ctx, b.callsite, b.time)];
+    site.first += b.bytes;
+    ++site.second;
+    auto f = freed_at.find(addr);
+    BlockCategory c = categorize(ctx, b.time, f == freed_at.end() ? std::nullopt : std::optional(f->second));
+    out.by_category[size_t(c)] += b.bytes;
+  }
+  out.sites.assign(by_site.begin(), by_site.end());
+  std::sort(out.sites.begin(), out.sites.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  return out;
+}
+
+}  // namespace loupe::prof::analysis
