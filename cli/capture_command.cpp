@@ -41,7 +41,8 @@ void add_options(CLI::App& cmd, CaptureArgs& args) {
   cmd.add_option("--duration", args.duration, "stop recording after this many seconds")->check(CLI::PositiveNumber);
   cmd.add_flag("--memory", args.memory,
                "also record every tensor storage a Python program's PyTorch allocates and frees, with the line that "
-               "allocated it (each PyTorch operation costs several microseconds more)");
+               "allocated it (each PyTorch operation costs several microseconds more), and its JAX arrays live at "
+               "each step's end");
   cmd.add_option("PROGRAM", args.program, "the program and its arguments, after --")->required();
 }
 

@@ -39,6 +39,11 @@ def _kind(filename: str) -> int:
     return kind
 
 
+def is_user_file(filename: str) -> bool:
+    """Whether a file is the program's own code (not a library's, not loupe's)."""
+    return _kind(filename) == _USER
+
+
 def user_frame(frame: FrameType | None = None) -> FrameType | None:
     """The innermost frame of user code at or above `frame` (the caller's
     caller by default); when every frame is a library's, the innermost one

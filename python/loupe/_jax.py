@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from . import _callsite, _core
 from ._hooks import Restorer, SyncTimer, monotonic_ns_of_wall_ns
+from ._jax_memory import LiveArrays
 
 _PHASES = {
     "/jax/core/compile/jaxpr_trace_duration": "trace",
@@ -210,8 +211,9 @@ def _on_span(event: str, start: float, end: float, **kwargs: Any) -> None:
 class JaxHooks:
     """JAX's events into the active capture, from install() to uninstall()."""
 
-    def __init__(self, gpu_collected: bool):
+    def __init__(self, gpu_collected: bool, memory: bool = False):
         self.compiles = _Compiles()
+        self._arrays = LiveArrays(self._device_id) if memory else None
         self._gpu_collected = gpu_collected
         self._restorer = Restorer()
         self._syncs = SyncTimer()
@@ -240,12 +242,16 @@ class JaxHooks:
         self._tap("jax._src.interpreters.pxla", self._take_signature, logging.DEBUG, True)
         self._wrap_syncs(jax)
         self._wrap_steps()
+        if self._arrays is not None:
+            self._arrays.start()
 
     def uninstall(self) -> None:
         global _active
         import jax
 
         _active = None
+        if self._arrays is not None:
+            self._arrays.sample()  # what is live as the capture ends
         self.compiles.flush()
         for tap in self._taps:
             tap.detach()
@@ -277,7 +283,10 @@ class JaxHooks:
     # ---- host syncs -------------------------------------------------------
 
     def _device(self, array: Any) -> int:
-        device = next(iter(array.devices()))
+        return self._device_id(next(iter(array.devices())))
+
+    def _device_id(self, device: Any) -> int:
+        """The trace's id of a jax Device, registered at its first use."""
         key = (device.platform, device.id)
         trace_id = self._devices.get(key)
         if trace_id is None:
@@ -336,10 +345,15 @@ class JaxHooks:
 
     # ---- steps ------------------------------------------------------------
 
+    def at_step_end(self) -> None:
+        """A step ends: the arrays live now, when memory is recorded."""
+        if self._arrays is not None:
+            self._arrays.sample()
+
     def _wrap_steps(self) -> None:
         from jax._src import profiler
 
-        cls, local, replace = profiler.StepTraceAnnotation, self._local, self._restorer.replace
+        cls, local, replace, hooks = profiler.StepTraceAnnotation, self._local, self._restorer.replace, self
         init, enter, leave = cls.__init__, cls.__enter__, cls.__exit__
 
         def init_step(self: Any, name: str, **kwargs: Any) -> None:
@@ -351,6 +365,7 @@ class JaxHooks:
             return enter(self)
 
         def leave_step(self: Any, *exc: Any) -> Any:
+            hooks.at_step_end()
             _core.step_end()
             return leave(self, *exc)
 

@@ -28,12 +28,13 @@ class CaptureError(Error):
 
 # The frameworks hooked, by the module whose import brings them in: each
 # makes the hooks of one capture (given whether CUPTI collects the GPUs,
-# and whether tensor memory is recorded). Hooks have install(), which may return {module: callback} for parts to
-# hook once those modules are imported, and uninstall().
+# and whether memory is recorded). Hooks have install(), which may return
+# {module: callback} for parts to hook once those modules are imported,
+# uninstall(), and may have at_step_end(), which loupe.step calls.
 def _jax_hooks(gpu_collected: bool, memory: bool) -> Any:
     from ._jax import JaxHooks
 
-    return JaxHooks(gpu_collected)  # JAX's arrays are not recorded (docs/python.md)
+    return JaxHooks(gpu_collected, memory)
 
 
 def _torch_hooks(gpu_collected: bool, memory: bool) -> Any:
@@ -56,8 +57,10 @@ class capture:  # noqa: N801 - used as `with loupe.capture(...)`, like open()
     there are any; ``frameworks`` names those to hook (default: every one
     loupe knows, "jax" and "torch"). ``memory`` records every tensor
     storage PyTorch allocates and frees, with the line that allocated it
-    (an operation costs several microseconds more: docs/python.md). Raises CaptureError when another capture is
-    recording this process, and FileError when ``path`` cannot be written.
+    (an operation costs several microseconds more: docs/python.md), and
+    JAX's arrays live at each step's end. Raises CaptureError when another
+    capture is recording this process, and FileError when ``path`` cannot
+    be written.
     """
 
     def __init__(self, path: str | os.PathLike[str] = "trace.db", *, gpu: bool = True,
@@ -198,6 +201,10 @@ class step:  # noqa: N801 - used as `with loupe.step(n)`
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        active = _active
+        for hooks in active._hooks if active is not None else ():
+            if hasattr(hooks, "at_step_end"):
+                hooks.at_step_end()
         _core.step_end()
 
 

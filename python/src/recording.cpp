@@ -20,6 +20,7 @@
 #include "loupe/prof/cupti.h"
 #include "loupe/prof/output_file.h"
 #include "loupe/prof/record.h"
+#include "loupe/prof/trace_format.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -181,6 +182,10 @@ void add_recording(nb::module_& m) {
       },
       "id"_a, "name"_a, "platform"_a, "Names a device of the trace (platform: cpu, gpu...).");
   m.def("set_thread_name", &set_thread_name, "name"_a);
+  m.attr("META_MEMORY_SAMPLED") = kMetaMemorySampled;
+  m.def(
+      "note_meta", [](const std::string& key, const std::string& value) { note_meta(key, value); }, "key"_a, "value"_a,
+      "A fact about the recording for the trace's meta table.");
   m.def("compile", &record_compile, "function"_a, "signature"_a, "kind"_a, "reason"_a, "start_ns"_a, "end_ns"_a,
         "trace_ns"_a, "lower_ns"_a, "compile_ns"_a, "callsite"_a, "function_object"_a, "A row of the compiles table.");
   m.def("transfer", &record_transfer, "direction"_a, "start_ns"_a, "end_ns"_a, "device"_a, "bytes"_a, "implicit"_a,

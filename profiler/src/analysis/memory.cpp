@@ -65,6 +65,7 @@ struct DeviceMemory {
   // weights and its optimizer's state allocated before profiling began.
   int64_t before_trace = 0, before_trace_at_peak = 0;
   bool totals_from_trace_start = false;  // the device is in meta's kMetaTotalsFromTraceStart
+  bool sampled = false;                  // its events are samples at step ends (kMetaMemorySampled)
 };
 
 // The peak, the reserved high, the retries (with the waits holding them)
@@ -96,17 +97,6 @@ void find_high_water(const MemoryEvents& me, double high_fraction, DeviceMemory&
     if (!dm.high.empty() && dm.high.back().end == me.time[i]) dm.high.back().end = me.time[i + 1];
     else dm.high.push_back({me.time[i], me.time[i + 1]});
   }
-}
-
-bool totals_from_trace_start(const TraceModel& m, uint32_t device) {
-  auto it = m.info.meta.find(kMetaTotalsFromTraceStart);
-  if (it == m.info.meta.end()) return false;
-  for (std::string_view rest = it->second; !rest.empty();) {
-    size_t comma = rest.find(',');
-    if (rest.substr(0, comma) == std::to_string(device)) return true;
-    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-  }
-  return false;
 }
 
 // What was live at the peak, and how much of what was held before the trace
@@ -172,6 +162,11 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   int64_t peak_bytes = me.allocated[dm.peak];
   int64_t retry_ns = IntervalSet(dm.retry_waits).length();
   f.evidence.push_back({"peak allocated", fmt::format("{}{}", format_bytes(peak_bytes), of_capacity)});
+  if (dm.sampled) {
+    f.evidence.push_back({"sampled",
+                          "what was live at step ends only (the framework tells of no allocation): the "
+                          "peak within a step, and what a step allocated and freed, are not in the trace"});
+  }
   // An allocator reserves at least what it hands out: a reserved total of
   // 0 beside allocated memory is one the source did not record.
   f.evidence.push_back({"peak reserved", dm.peak_reserved > 0
@@ -237,8 +232,9 @@ Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory 
                                                                         : Severity::info;
   std::string of_capacity =
       dm.capacity > 0 ? fmt::format(" of {} ({})", format_bytes(dm.capacity), format_percent(fraction)) : "";
-  f.title = fmt::format("{}: peak {}{} {}", device_label(ctx, me.device), format_bytes(peak_bytes), of_capacity,
-                        ctx.time_text(me.time[dm.peak]));
+  f.title =
+      fmt::format("{}: peak {}{}{} {}", device_label(ctx, me.device), dm.sampled ? "of the step-end samples " : "",
+                  format_bytes(peak_bytes), of_capacity, ctx.time_text(me.time[dm.peak]));
   if (dm.retries > 0 || dm.ooms > 0) {
     f.title += fmt::format("; {} retr{}, {} out-of-memory", format_count(dm.retries), dm.retries == 1 ? "y" : "ies",
                            format_count(dm.ooms));
@@ -261,7 +257,8 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     const Device* dev = m.device(me.device);
     DeviceMemory dm;
     dm.capacity = dev ? dev->memory_capacity : 0;
-    dm.totals_from_trace_start = totals_from_trace_start(m, me.device);
+    dm.totals_from_trace_start = meta_lists_device(m, kMetaTotalsFromTraceStart, me.device);
+    dm.sampled = meta_lists_device(m, kMetaMemorySampled, me.device);
     find_peak_retries_and_ooms(me, retrying, dm);
     find_high_water(me, ctx.options.memory_high_fraction, dm);
     live_at_peak(ctx, me, dm);

@@ -20,6 +20,18 @@ std::optional<uint32_t> op_thread_at(const Context& ctx, int64_t t) {
   return found;
 }
 
+bool meta_lists_device(const TraceModel& m, const char* key, uint32_t device) {
+  auto it = m.info.meta.find(key);
+  if (it == m.info.meta.end()) return false;
+  std::string id = std::to_string(device);
+  for (std::string_view rest = it->second; !rest.empty();) {
+    size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == id) return true;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return false;
+}
+
 int64_t allocated_before(const MemoryEvents& me) {
   int64_t own = me.kind[0] == MemoryEventKind::alloc  ? me.bytes[0]
                 : me.kind[0] == MemoryEventKind::free ? -me.bytes[0]

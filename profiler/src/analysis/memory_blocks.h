@@ -21,6 +21,9 @@ std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t);
 // several were.
 std::optional<uint32_t> op_thread_at(const Context& ctx, int64_t t);
 
+// Whether a meta entry listing device ids ("0,2") names this device.
+bool meta_lists_device(const TraceModel& m, const char* key, uint32_t device);
+
 // The running total before the first event: what it reports, less what
 // that event itself allocated or freed. Non-empty events only.
 int64_t allocated_before(const MemoryEvents& me);

@@ -256,6 +256,7 @@ Capture::Capture(CaptureOptions options) : state_(new State) {
     std::lock_guard lock(reg.mu);
     reg.capture_active = true;
     reg.ring_capacity = std::max<uint32_t>(s.options.buffer_events, 2);
+    reg.notes.clear();  // facts of an earlier capture's recording, not this one's
     // Forget whatever an earlier capture left unread; count drops afresh.
     for (auto& e : reg.threads) {
       e->dropped_base = e->ring.dropped.load(std::memory_order_relaxed);
@@ -554,6 +555,7 @@ void Capture::State::write_devices_and_streams(const Registry& reg) {
   }
   for (const Registry::Stream& st : reg.streams)
     writer->put(StreamRow{.device = st.device, .stream = st.stream, .name = st.name});
+  for (const auto& [key, value] : reg.notes) writer->set_meta(key, value);
 }
 
 void Capture::State::convert(uint32_t thread, const RawEvent& ev) {

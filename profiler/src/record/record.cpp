@@ -173,6 +173,13 @@ void register_device(const DeviceInfo& device) {
   ++reg.version;
 }
 
+void note_meta(std::string_view key, std::string_view value) {
+  Registry& reg = Registry::get();
+  std::lock_guard lock(reg.mu);
+  reg.notes[std::string(key)] = std::string(value);
+  ++reg.version;
+}
+
 void register_stream(uint32_t device, uint32_t stream, std::string_view name) {
   Registry& reg = Registry::get();
   std::lock_guard lock(reg.mu);

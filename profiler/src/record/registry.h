@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +80,7 @@ class Registry {
     std::string name;
   };
   std::vector<Stream> streams;
+  std::map<std::string, std::string> notes;  // meta entries a recorder adds (note_meta)
   std::vector<QueuedCompile> compiles;
   std::vector<ExternalEvents> external;
 

@@ -56,6 +56,10 @@ struct DeviceInfo {
 };
 void register_device(const DeviceInfo& device);
 void register_stream(uint32_t device, uint32_t stream, std::string_view name);
+// A fact about the recording for the trace's meta table (one of
+// trace_format.h's kMeta keys), written with the devices; the last value
+// given for a key stands.
+void note_meta(std::string_view key, std::string_view value);
 // Names the calling thread in the trace ("main", "loader", "cpu0:stream1").
 void set_thread_name(std::string_view name);
 

@@ -58,6 +58,12 @@ inline constexpr const char* kMetaHostOpIdSpan = "host_op_id_span";
 // was held before the trace cannot be told from their first event.
 inline constexpr const char* kMetaTotalsFromTraceStart = "memory_totals_from_trace_start";
 
+// Meta key: the devices (ids, comma-separated) whose memory events are
+// samples of what was live at step ends rather than each allocation and
+// free (JAX tells of neither): their peak is the highest sample, and what a
+// step allocated and freed between samples is not in the trace.
+inline constexpr const char* kMetaMemorySampled = "memory_sampled_at_step_ends";
+
 // Meta key of a trace whose source recorded no times, only the order of
 // its events ("1"): each event's time is its place in that order, 1 ns
 // apart, so its times and durations say which came first and nothing more.

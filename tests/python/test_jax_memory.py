@@ -1,0 +1,95 @@
+"""JAX's arrays under loupe.capture(memory=True), on JAX's CPU backend:
+what the trace holds live when the capture ends against jax.live_arrays()
+taken by the test at that moment, an array deleted within a step as a
+free, and the sample that keeps every step's predictions
+(samples/python/jax_keep_outputs.py) found at its line with the growth its
+shapes give, its fix with no finding.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from test_torch_leak import evidence, leak_findings, line_of
+from test_torch_memory import format_bytes
+from test_trace import CLI, run_cli, sql
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLE = os.path.normpath(os.path.join(HERE, "..", "..", "samples", "python", "jax_keep_outputs.py"))
+
+
+def buffers(arrays):
+    """The addresses of the arrays' buffers."""
+    return {shard.data.unsafe_buffer_pointer() for a in arrays for shard in a.addressable_shards}
+
+
+class LiveArraysAtTheEnd(unittest.TestCase):
+    def test_the_trace_holds_what_jax_says_is_live(self):
+        import jax
+        import jax.numpy as jnp
+
+        import loupe
+
+        before = buffers(jax.live_arrays())
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "j.db")
+            with loupe.capture(db, memory=True):
+                kept = []
+                for step in range(3):
+                    with jax.profiler.StepTraceAnnotation("s", step_num=step):
+                        kept.append(jnp.full((64, 64), float(step)))  # 16,384 B each, kept
+                        dropped = jnp.ones((32, 32)) * step  # 4,096 B, dropped before the step ends
+                        dropped_address = buffers([dropped]).pop()
+                        del dropped
+                live_at_end = buffers(jax.live_arrays())
+            rows = sql(db, "SELECT kind, bytes, address FROM memory_events ORDER BY time, id")[1:]
+            meta = dict(sql(db, "SELECT key, value FROM meta")[1:])
+        live = {}
+        for kind, size, address in rows:
+            if kind == "0":
+                live[int(address)] = int(size)
+            else:
+                live.pop(int(address), None)
+        self.assertEqual(set(live), live_at_end - before)
+        self.assertTrue(buffers(kept) <= set(live))
+        self.assertEqual([live[a] for a in buffers(kept)], [64 * 64 * 4] * 3)
+        self.assertNotIn(dropped_address, live)
+        self.assertIn("memory_sampled_at_step_ends", meta)
+
+
+class KeptPredictions(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dbs = {}
+        for name, extra in (("mistake", []), ("fixed", ["--fixed"])):
+            db = os.path.join(cls.tmp.name, f"{name}.db")
+            subprocess.run([CLI, "capture", "--memory", "-o", db, "--", sys.executable, SAMPLE, *extra], check=True,
+                           capture_output=True)
+            cls.dbs[name] = db
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_list_of_predictions_is_found_at_its_line(self):
+        [finding] = leak_findings(self.dbs["mistake"])
+        # A step keeps one batch of predictions: 512 x 256 float32.
+        growth = evidence(finding, "growth per step")["growth per step"]
+        self.assertTrue(growth.startswith(format_bytes(512 * 256 * 4) + " (median)"), growth)
+        line = line_of("w, loss, predictions = train_step(w, x, x)", SAMPLE)
+        self.assertTrue(finding["title"].endswith(f"jax_keep_outputs.py:{line}"), finding["title"])
+
+    def test_the_fix_has_no_finding(self):
+        self.assertEqual(leak_findings(self.dbs["fixed"]), [])
+
+    def test_the_peak_says_it_is_of_samples(self):
+        report = json.loads(run_cli("analyze", self.dbs["mistake"], "--format", "json", "--rules", "memory").stdout)
+        [finding] = report["findings"]
+        self.assertIn("peak of the step-end samples", finding["title"])
+
+
+if __name__ == "__main__":
+    unittest.main()
