@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "import/byte_source.h"
 #include "import/json_reader.h"
+#include "import/mapped_file.h"
 #include "import/mappings.h"
 
 namespace loupe::prof::import {
@@ -173,9 +175,17 @@ ChromeTrace& ImportInput::json() {
 const PickleDoc& ImportInput::pickle() {
   if (pickle_) return *pickle_;
   auto t0 = std::chrono::steady_clock::now();
-  std::string bytes = read_all(*open_byte_source(path_));
+  std::unique_ptr<ByteSource> source = open_byte_source(path_);
+  // A plain file is read through a mapping whose pages go as the reading
+  // passes them: a snapshot of 1 GB need not be resident whole beside
+  // what is made of it. A compressed one is inflated into memory.
+  std::optional<MappedFile> mapped = source->compressed() ? std::nullopt : MappedFile::open(path_);
+  std::string inflated = mapped ? std::string() : read_all(*source);
+  std::string_view bytes = mapped ? mapped->bytes() : std::string_view(inflated);
   try {
-    pickle_ = PickleDoc::read(bytes);
+    pickle_ = PickleDoc::read(bytes, [&](size_t offset) {
+      if (mapped) mapped->release_before(offset);
+    });
   } catch (const PickleError& e) {
     throw ImportError(fmt::format("{}: {}", path_, e.what()));
   }

@@ -190,8 +190,8 @@ uint64_t byteswap64(uint64_t v) { return __builtin_bswap64(v); }
 
 class PickleParser {
  public:
-  explicit PickleParser(std::string_view bytes)
-      : in_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()) {}
+  PickleParser(std::string_view bytes, const std::function<void(size_t)>& consumed)
+      : in_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()), consumed_(consumed) {}
 
   PickleDoc run() {
     read_protocol();
@@ -203,6 +203,7 @@ class PickleParser {
       Operand a = operand(kOps[op_].arg);
       if (op_ == op::STOP) break;
       apply(a);
+      if (pos_ >= release_at_) tell_consumed();
     }
     stop();
     if (pos_ != size_) fail_at(pos_, fmt::format("{} bytes follow STOP, where a pickle ends", size_ - pos_));
@@ -320,6 +321,7 @@ class PickleParser {
         if (info.use != Use::plain || op_ == op::STOP) break;
         Operand a = operand(info.arg);
         count(info.adds, a, c);
+        if (pos_ >= release_at_) tell_consumed();
       }
     } catch (const PickleError&) {
     }
@@ -337,10 +339,18 @@ class PickleParser {
     }
   }
 
+  // Every kReleaseStep bytes read, and at the end of the census.
+  void tell_consumed() {
+    if (consumed_) consumed_(pos_);
+    release_at_ = pos_ + kReleaseStep;
+  }
+
   void reserve_by_census() {
     size_t start = pos_;
     Census c = take_census();
+    tell_consumed();
     pos_ = start;
+    release_at_ = start + kReleaseStep;
     // A pickle that makes nothing but garbage could ask for more than the
     // machine has; a reservation only saves copies, so do without it then.
     try {
@@ -656,8 +666,13 @@ class PickleParser {
     push(memo_[index]);
   }
 
+  // How often the caller hears how far the reading has come.
+  static constexpr size_t kReleaseStep = size_t(32) << 20;
+
   const uint8_t* in_;
   size_t size_;
+  const std::function<void(size_t)>& consumed_;
+  size_t release_at_ = kReleaseStep;
   size_t pos_ = 0;
   size_t op_pos_ = 0;  // where the opcode being read starts
   uint8_t op_ = 0;
@@ -674,7 +689,9 @@ class PickleParser {
   std::vector<uint32_t> small_ints_;  // BININT1's and BININT2's values, once the first is read
 };
 
-PickleDoc PickleDoc::read(std::string_view bytes) { return PickleParser(bytes).run(); }
+PickleDoc PickleDoc::read(std::string_view bytes, const std::function<void(size_t)>& consumed) {
+  return PickleParser(bytes, consumed).run();
+}
 
 // --- Accessors.
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -66,7 +67,10 @@ class PickleDoc {
   // passed (100,000 values or MARKs waiting on the stack, 2^32 nodes, a str
   // or bytes of 4 GiB). None, True, False, () and each int below 2^16 (as
   // BININT1 and BININT2 write them) are one node wherever they appear.
-  static PickleDoc read(std::string_view bytes);
+  // `consumed`, when given, is told now and then how far the reading has
+  // come (it reads the bytes twice, counting first): the caller may let go
+  // of the bytes before that offset, which are not read again in that pass.
+  static PickleDoc read(std::string_view bytes, const std::function<void(size_t)>& consumed = {});
 
   PyRef root() const;
   PyKind kind(PyRef v) const;
