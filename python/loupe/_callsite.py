@@ -24,7 +24,7 @@ _library_dirs = tuple(sorted({
 
 _USER, _LIBRARY, _LOUPE = 0, 1, 2
 _kinds: dict[str, int] = {}  # per file name: whose code it is
-_ids: dict[tuple[str, int, str], int] = {}
+_ids: dict[tuple[str, int, str, int], int] = {}  # (file, line, function, parent) -> call site
 
 
 def _kind(filename: str) -> int:
@@ -60,14 +60,25 @@ def user_frame(frame: FrameType | None = None) -> FrameType | None:
     return fallback
 
 
+_MAX_FRAMES = 64  # a stack deeper than this keeps its innermost frames
+
+
 def site_of(frame: FrameType | None) -> int:
-    """The trace's call-site id of a frame's current line (0: none)."""
-    if frame is None:
-        return 0
-    key = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
-    site = _ids.get(key)
-    if site is None:
-        site = _ids[key] = _core.callsite(*key)
+    """The trace's call-site id of a frame's current line and the frames
+    that called it, its whole stack (0: none). Each frame is interned under
+    its caller's call site, outermost first, so a line reached from two
+    places is two call sites that name the same frame."""
+    frames = []
+    while frame is not None and len(frames) < _MAX_FRAMES:
+        frames.append(frame)
+        frame = frame.f_back
+    site = 0
+    for f in reversed(frames):
+        key = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name, site)
+        known = _ids.get(key)
+        if known is None:
+            known = _ids[key] = _core.callsite(*key)
+        site = known
     return site
 
 

@@ -31,7 +31,7 @@ class LiveArrays:
         self._lock = threading.Lock()
         self._live: dict[tuple[int, int], int] = {}  # (device, address) -> bytes
         self._allocated: dict[int, int] = {}  # device -> bytes live
-        self._sites: dict[tuple[str, int, str], int] = {}
+        self._sites: dict[tuple[str, int, str, int], int] = {}  # (file, line, function, parent) -> call site
         self._noted: set[int] = set()  # devices named in the trace's meta as sampled
 
     def start(self) -> None:
@@ -85,13 +85,17 @@ class LiveArrays:
 
     def _site(self, array: Any) -> int:
         """The call site of the user's innermost frame in the array's
-        traceback; 0 when it has none."""
-        traceback = getattr(array, "traceback", None)
-        for frame in getattr(traceback, "frames", ()):
-            if _callsite.is_user_file(frame.file_name):
-                key = (frame.file_name, frame.line_num, frame.function_name)
-                site = self._sites.get(key)
-                if site is None:
-                    site = self._sites[key] = _core.callsite(*key)
-                return site
-        return 0
+        traceback (innermost first) and of the frames that called it; 0 when
+        it has none of the user's."""
+        frames = list(getattr(getattr(array, "traceback", None), "frames", ()))
+        first = next((k for k, f in enumerate(frames) if _callsite.is_user_file(f.file_name)), None)
+        if first is None:
+            return 0
+        site = 0
+        for frame in reversed(frames[first:first + 64]):
+            key = (frame.file_name, frame.line_num, frame.function_name, site)
+            known = self._sites.get(key)
+            if known is None:
+                known = self._sites[key] = _core.callsite(*key)
+            site = known
+        return site

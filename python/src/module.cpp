@@ -148,6 +148,7 @@ nb::dict small_table(const Trace& trace, const std::string& name) {
     column("file", m.callsites, [&](const CallSite& r) { return m.str(r.file); });
     column("line", m.callsites, [](const CallSite& r) { return r.line; });
     column("function", m.callsites, [&](const CallSite& r) { return m.str(r.function); });
+    column("parent", m.callsites, [](const CallSite& r) { return r.parent; });
   } else {
     throw std::invalid_argument(fmt::format("no table '{}' (small tables: {})", name, fmt::join(kSmallTables, ", ")));
   }

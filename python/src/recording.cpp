@@ -171,10 +171,11 @@ void add_recording(nb::module_& m) {
       "Raises FileError when `path` cannot be written as a trace.");
   m.def(
       "callsite",
-      [](const std::string& file, uint32_t line, const std::string& function) {
-        return callsite(file.c_str(), line, function.c_str());
+      [](const std::string& file, uint32_t line, const std::string& function, CallSiteId parent) {
+        return callsite(file.c_str(), line, function.c_str(), parent);
       },
-      "file"_a, "line"_a, "function"_a, "The id of a source line (0: none).");
+      "file"_a, "line"_a, "function"_a, "parent"_a = 0,
+      "The id of a source line called from the call site `parent` (0: none); 0 for none.");
   m.def(
       "register_device",
       [](uint32_t id, const std::string& name, const std::string& platform) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loupe/prof/trace_format.h"
 #include "profiler/test_files.h"
 #include "run_command.h"
 
@@ -39,7 +40,10 @@ TEST_F(Cli, InfoShowsVersionProducerCountsDevicesAndDrops) {
   std::string path = synth();
   auto r = loupe({"info", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("format     1.3 (written by loupe synth)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("format     {}.{} (written by loupe synth)", loupe::prof::kFormatMajor,
+                                   loupe::prof::kFormatMinor)),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("status     complete"), std::string::npos);
   EXPECT_NE(r.out.find("started    2026-01-01 00:00:00 UTC"), std::string::npos);
   EXPECT_NE(r.out.find("events     20,000"), std::string::npos);

@@ -166,6 +166,31 @@ TEST_F(BadTrace, OlderMinorVersionWithoutALaterColumnIsRead) {
   expect_error(path, "table 'devices' lacks column 'detail'");
 }
 
+// A 1.3 file's call sites have no parent: each reads as one frame.
+TEST_F(BadTrace, CallSitesOfAnOlderMinorVersionAreOneFrameEach) {
+  std::string path = dir.file("older-callsites.db");
+  write_good_trace(path);
+  sql(path, "INSERT INTO callsites VALUES (77, 1, 3, 1, 0);");
+  set_format_version(path, 1, 3);
+  sql(path, "ALTER TABLE callsites DROP COLUMN parent;");
+  EXPECT_EQ(load_error(path), "");
+  TraceModel m = load_trace(path);
+  ASSERT_NE(m.callsite(77), nullptr);
+  EXPECT_EQ(m.callsite(77)->line, 3u);
+  EXPECT_EQ(m.callsite(77)->parent, 0u);
+
+  set_format_version(path, 1, 4);
+  expect_error(path, "table 'callsites' lacks column 'parent'");
+}
+
+// A parent that is not an earlier call site could make a stack without end.
+TEST_F(BadTrace, CallSiteWhoseParentIsNotEarlierIsRefused) {
+  expect_damage_refused("cycle.db",
+                        "INSERT INTO callsites VALUES (5, 1, 1, 1, 6); "
+                        "INSERT INTO callsites VALUES (6, 1, 2, 1, 5);",
+                        "call site 5 has parent 6, which is not an earlier call site");
+}
+
 TEST_F(BadTrace, TableReplacedByView) {
   expect_damage_refused(
       "view.db",

@@ -1,6 +1,7 @@
 // The record API and captures: what is recorded arrives in the file,
 // exactly once; what is dropped is counted; nothing is recorded when no
 // capture is active.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -74,6 +75,31 @@ TEST(Record, NestedSpansHaveDepthsAndContainTheirChildren) {
   EXPECT_LE(s.start[0], s.start[1]);
   EXPECT_GE(s.end(0), s.end(1));
   EXPECT_GE(s.dur[1], 1'000'000) << "slept 1 ms inside";
+}
+
+// A stack interned outermost first: each frame's call site names its
+// caller, and the same frame under another caller is another call site.
+TEST(Record, CallSitesMakeATreeOfStacks) {
+  loupe::test::TempDir dir;
+  CallSiteId main_site = 0, helper_site = 0, other_helper = 0;
+  {
+    Capture capture({.path = dir.file("t.db")});
+    main_site = callsite("train.py", 10, "main", 0);
+    CallSiteId step = callsite("train.py", 4, "step", main_site);
+    helper_site = callsite("model.py", 7, "forward", step);
+    other_helper = callsite("model.py", 7, "forward", main_site);
+    EXPECT_EQ(callsite("model.py", 7, "forward", step), helper_site);  // interned once
+    EXPECT_NE(other_helper, helper_site);
+    memory_event({.device = 0, .bytes = 64, .address = 1, .allocated = 64, .callsite = helper_site});
+    capture.stop();
+  }
+  TraceModel m = load_trace(dir.file("t.db"));
+  std::vector<std::string> stack;
+  for (const CallSite* c = m.callsite(helper_site); c != nullptr; c = m.callsite(c->parent))
+    stack.push_back(fmt::format("{}:{} {}", m.str(c->file), c->line, m.str(c->function)));
+  EXPECT_EQ(stack, (std::vector<std::string>{"model.py:7 forward", "train.py:4 step", "train.py:10 main"}));
+  EXPECT_EQ(m.callsite(other_helper)->parent, main_site);
+  EXPECT_EQ(m.callsite(main_site)->parent, 0u);
 }
 
 TEST(Record, TimesAreMonotonicNanosecondsFromTheOrigin) {

@@ -136,5 +136,39 @@ class RecordedStorages(unittest.TestCase):
         self.assertGreaterEqual(before, 4000)
 
 
+def make_ones(n):
+    import torch
+
+    return torch.ones(n)  # line_of: the helper's allocation
+
+
+class RecordedStacks(unittest.TestCase):
+    """A storage allocated in a helper carries the whole stack: the
+    helper's line, then the line that called it, then the callers above."""
+
+    def test_an_allocation_in_a_helper_names_its_caller(self):
+        import loupe
+
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "s.db")
+            with loupe.capture(db, memory=True):
+                kept = make_ones(300)  # line_of: the call of the helper
+            [site] = run_cli("sql", db, "SELECT callsite FROM memory_events WHERE kind = 0 AND bytes = 1200",
+                             "--csv").stdout.splitlines()[1:]
+            stack = []
+            site = int(site)
+            while site:
+                [row] = run_cli("sql", db, f"SELECT c.line, c.parent, f.text FROM callsites c JOIN strings f "
+                                           f"ON f.id = c.function WHERE c.id = {site}", "--csv").stdout.splitlines()[1:]
+                line, site, function = row.split(",")
+                stack.append((int(line), function))
+                site = int(site)
+        del kept
+        self.assertEqual(stack[0], (line_of("return torch.ones(n)  # line_of", __file__), "make_ones"))
+        self.assertEqual(stack[1], (line_of("kept = make_ones(300)", __file__),
+                                    "test_an_allocation_in_a_helper_names_its_caller"))
+        self.assertGreater(len(stack), 2)  # unittest's own frames above
+
+
 if __name__ == "__main__":
     unittest.main()

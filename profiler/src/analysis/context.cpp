@@ -360,6 +360,19 @@ bool Context::inside_op(uint32_t thread_id, int64_t t) const {
   return false;
 }
 
+std::string Context::stack_text(uint32_t id) const {
+  constexpr int kFrames = 4;
+  std::string out = callsite_text(id);
+  const CallSite* c = model.callsite(id);
+  for (int n = 1; c != nullptr && c->parent != 0; ++n) {
+    c = model.callsite(c->parent);
+    if (c == nullptr) break;
+    if (n == kFrames) return out + " < …";
+    out += fmt::format(" < {}:{}", model.str(c->file), c->line);
+  }
+  return out;
+}
+
 std::string Context::callsite_text(uint32_t id) const {
   const CallSite* c = model.callsite(id);
   if (c == nullptr) return "";

@@ -118,6 +118,9 @@ class Context {
 
   // "file:line" of a call site, or "" for none.
   std::string callsite_text(uint32_t id) const;
+  // The call site and its callers: "model.py:7 < train.py:4 < train.py:10",
+  // innermost first, the first four frames and "< …" for more.
+  std::string stack_text(uint32_t id) const;
   // Where an event happened when the trace has no call site for it: the
   // chain of spans that enclose it on its thread, outermost first, step
   // markers left out ("## forward ## > aten::to > aten::copy_"); "" when

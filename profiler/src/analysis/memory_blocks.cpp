@@ -5,7 +5,7 @@
 namespace loupe::prof::analysis {
 
 std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t) {
-  if (callsite != 0) return ctx.callsite_text(callsite);
+  if (callsite != 0) return ctx.stack_text(callsite);
   std::optional<uint32_t> thread = op_thread_at(ctx, t);
   return thread ? ctx.enclosing_chain(*thread, t) : "";
 }

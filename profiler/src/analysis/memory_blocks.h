@@ -10,7 +10,7 @@
 
 namespace loupe::prof::analysis {
 
-// Where a block was allocated: its call site, or, in a trace without call
+// Where a block was allocated: its call site and callers, or, in a trace without call
 // sites (a Kineto trace's memory events carry none), the chain of ops open
 // at that time on the one thread inside an op then. With several threads
 // inside ops at once it cannot be told which allocated: "" (unknown).

@@ -156,8 +156,10 @@ void rule_recompile(const Context& ctx, const AnalysisReport&, std::vector<Findi
       for (const Miss& earlier : misses) {
         if (&earlier == miss) break;
         const Compiles& e = m.compiles[earlier.track];
-        if (e.callsite[earlier.index] == c.callsite[i] && e.signature[earlier.index] == c.signature[i] &&
-            e.function_object[earlier.index] != c.function_object[i] && c.function_object[i] != 0) {
+        // The same line, from whichever callers: the call sites' frames.
+        if (ctx.callsite_text(e.callsite[earlier.index]) == ctx.callsite_text(c.callsite[i]) &&
+            e.signature[earlier.index] == c.signature[i] && e.function_object[earlier.index] != c.function_object[i] &&
+            c.function_object[i] != 0) {
           new_object = true;
         }
       }

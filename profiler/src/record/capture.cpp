@@ -455,7 +455,8 @@ void Capture::State::write_callsites(Registry& reg) {
     writer->put(CallSiteRow{.id = uint32_t(callsites_written + 1),
                             .file = string_id(c.file),
                             .line = c.line,
-                            .function = string_id(c.function)});
+                            .function = string_id(c.function),
+                            .parent = c.parent});
   }
 }
 

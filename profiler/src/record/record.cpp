@@ -153,15 +153,20 @@ const char* intern(std::string_view text) {
   return reg.strings.emplace(text).first->c_str();
 }
 
-CallSiteId callsite(const char* file, uint32_t line, const char* function) {
+CallSiteId callsite(const char* file, uint32_t line, const char* function) { return callsite(file, line, function, 0); }
+
+CallSiteId callsite(const char* file, uint32_t line, const char* function, CallSiteId parent) {
   Registry& reg = Registry::get();
-  std::string key = fmt::format("{}:{}:{}", file, line, function);
+  std::string key = fmt::format("{}:{}:{}<{}", file, line, function, parent);
   std::lock_guard lock(reg.mu);
+  // A parent is an id this function handed out: ids only grow, so a
+  // stack's frames are interned outermost first and the tree has no cycle.
+  if (parent > reg.callsites.size()) parent = 0;
   auto [it, inserted] = reg.callsite_ids.emplace(std::move(key), CallSiteId(reg.callsites.size() + 1));
   // Keep copies: callers need not pass strings that live forever.
   if (inserted)
     reg.callsites.push_back(
-        {reg.strings.emplace(file).first->c_str(), reg.strings.emplace(function).first->c_str(), line});
+        {reg.strings.emplace(file).first->c_str(), reg.strings.emplace(function).first->c_str(), line, parent});
   return it->second;
 }
 

@@ -43,6 +43,7 @@ struct CallSiteEntry {
   const char* file;
   const char* function;
   uint32_t line;
+  CallSiteId parent;
 };
 
 struct QueuedCompile {

@@ -65,7 +65,8 @@ CREATE TABLE callsites(
   id INTEGER PRIMARY KEY,
   file INTEGER NOT NULL,
   line INTEGER NOT NULL,
-  function INTEGER NOT NULL
+  function INTEGER NOT NULL,
+  parent INTEGER NOT NULL
 );
 
 )sql";
@@ -164,7 +165,8 @@ std::span<const std::string_view> schema_tables() { return kTables; }
 
 int minor_version_adding(std::string_view table, std::string_view column) {
   if (column.empty()) return table == "collectives" ? 2 : 0;
-  return table == "devices" && column == "detail" ? 3 : 0;
+  if (table == "devices" && column == "detail") return 3;
+  return table == "callsites" && column == "parent" ? 4 : 0;
 }
 
 std::span<const EnumTable> enum_tables() {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "loupe/prof/trace_tables.h"
 #include "store/checked_row.h"
@@ -111,16 +112,33 @@ std::vector<Thread> read_threads(sqlite3* db) {
   return threads;
 }
 
+// Every parent a call site names exists, and following parents ends: a
+// parent has a smaller id than its child (a caller is interned first).
+void check_parents(const std::vector<CallSite>& callsites) {
+  std::unordered_set<uint32_t> ids;
+  for (const CallSite& c : callsites) ids.insert(c.id);
+  for (const CallSite& c : callsites) {
+    if (c.parent == 0) continue;
+    if (c.parent >= c.id || !ids.count(c.parent)) {
+      throw StoreError(fmt::format("call site {} has parent {}, which is not an earlier call site", c.id, c.parent));
+    }
+  }
+}
+
 std::vector<CallSite> read_callsites(sqlite3* db, size_t strings) {
   std::vector<CallSite> callsites;
-  for_each_row(db, "callsites", "SELECT id, file, line, function FROM callsites ORDER BY id",
-               {"id", "file", "line", "function"}, [&](const CheckedRow& r) {
-                 CallSite c{.id = r.u32(0), .file = r.u32(1), .line = r.u32(2), .function = r.u32(3)};
-                 if (c.file >= strings || c.function >= strings) {
-                   throw StoreError(fmt::format("call site {} refers to a missing string", c.id));
-                 }
-                 callsites.push_back(c);
-               });
+  // `parent` came in format 1.4: an older file's call sites are one frame each.
+  const char* sql = has_column(db, "callsites", "parent")
+                        ? "SELECT id, file, line, function, parent FROM callsites ORDER BY id"
+                        : "SELECT id, file, line, function, 0 FROM callsites ORDER BY id";
+  for_each_row(db, "callsites", sql, {"id", "file", "line", "function", "parent"}, [&](const CheckedRow& r) {
+    CallSite c{.id = r.u32(0), .file = r.u32(1), .line = r.u32(2), .function = r.u32(3), .parent = r.u32(4)};
+    if (c.file >= strings || c.function >= strings) {
+      throw StoreError(fmt::format("call site {} refers to a missing string", c.id));
+    }
+    callsites.push_back(c);
+  });
+  check_parents(callsites);
   return callsites;
 }
 

@@ -343,7 +343,7 @@ void TraceWriter::Impl::prepare_statements() {
   put_device = Stmt(d, "INSERT OR REPLACE INTO devices VALUES (?, ?, ?, ?, ?, ?)");
   put_stream = Stmt(d, "INSERT OR REPLACE INTO streams VALUES (?, ?, ?)");
   put_thread = Stmt(d, "INSERT OR REPLACE INTO threads VALUES (?, ?, ?, ?, ?)");
-  put_callsite = Stmt(d, "INSERT OR REPLACE INTO callsites VALUES (?, ?, ?, ?)");
+  put_callsite = Stmt(d, "INSERT OR REPLACE INTO callsites VALUES (?, ?, ?, ?, ?)");
   put_meta = Stmt(d, "INSERT OR REPLACE INTO meta VALUES (?, ?)");
   put_track = Stmt(d, "INSERT OR REPLACE INTO tracks VALUES (?, ?, ?, ?, ?, ?)");
   begin = Stmt(d, "BEGIN");
@@ -490,7 +490,7 @@ void TraceWriter::Impl::write_all() {
   }
   for (uint32_t id : dirty_callsites) {
     const CallSiteRow& c = callsites[id];
-    put_callsite.run_static(int64_t(c.id), int64_t(c.file), int64_t(c.line), int64_t(c.function));
+    put_callsite.run_static(int64_t(c.id), int64_t(c.file), int64_t(c.line), int64_t(c.function), int64_t(c.parent));
   }
   for_each_table([&](auto& t) { t.write(tracks); });
   for (auto& [key, t] : tracks) {

@@ -40,6 +40,10 @@ const char* intern(std::string_view text);
 using CallSiteId = uint32_t;
 inline constexpr CallSiteId kNoCallSite = 0;
 CallSiteId callsite(const char* file, uint32_t line, const char* function);
+// A frame called from the call site `parent` (0: none): interning a stack
+// outermost frame first gives each frame's call site, and the innermost one
+// names the whole stack.
+CallSiteId callsite(const char* file, uint32_t line, const char* function, CallSiteId parent);
 #if defined(__cpp_lib_source_location)
 inline CallSiteId callsite(const std::source_location& where = std::source_location::current()) {
   return callsite(where.file_name(), uint32_t(where.line()), where.function_name());

@@ -14,8 +14,9 @@ namespace loupe::prof {
 // A reader accepts files of its own major version and refuses newer majors.
 // Minor versions only add tables or columns, which older readers ignore.
 inline constexpr int kFormatMajor = 1;
-// 1.1: span kind `timing`; 1.2: table `collectives`; 1.3: `devices.detail`.
-inline constexpr int kFormatMinor = 3;
+// 1.1: span kind `timing`; 1.2: table `collectives`; 1.3: `devices.detail`;
+// 1.4: `callsites.parent`.
+inline constexpr int kFormatMinor = 4;
 // PRAGMA application_id of every loupe trace: "LUPE".
 inline constexpr int32_t kApplicationId = 0x4C555045;
 

@@ -37,11 +37,15 @@ struct ThreadRow {
   uint64_t dropped_events = 0;
 };
 
+// A frame and the call site it was called from: the rows make a tree, and
+// following `parent` from an event's call site gives its whole stack,
+// innermost frame first (Perfetto's callsites, with the frame in the row).
 struct CallSiteRow {
   uint32_t id = 0;  // > 0
   StringId file = 0;
   uint32_t line = 0;
   StringId function = 0;
+  uint32_t parent = 0;  // the caller's call site; 0 for the outermost frame or one recorded alone
 };
 
 // The event rows, one struct per table of trace_tables.h, fields in its
