@@ -17,6 +17,12 @@ How, in PyTorch's own terms:
   ``gc.get_objects()``: parameters, optimizer state, data already loaded),
   so that what was allocated before the trace is stated, not missed.
 
+So that the memory rule can tell what each block was for (its categories:
+docs/analyses.md), the phases of a training step are recorded as ranges
+under PyTorch's own names: each ``torch.autograd.backward`` (which
+``Tensor.backward`` calls), and each optimizer's ``step`` and ``zero_grad``
+("Optimizer.step#AdamW.step", as PyTorch's profiler names them).
+
 What it does not see: operations on other threads (a DataLoader's workers
 are other processes anyway), memory allocated outside an ATen operation
 (``torch.from_numpy`` shares NumPy's), and the caching allocator's own
@@ -30,10 +36,12 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from . import _callsite, _core
+from ._hooks import Restorer
 
 # The trace's device for the host's memory (CPU tensors): apart from the
 # GPUs' ids, which CUPTI numbers from 0, and JAX's CPU devices.
@@ -53,6 +61,9 @@ class TensorMemory:
         self._mode: Any = None
         self._thread = 0
         self._on = False
+        self._restorer = Restorer()
+        self._step_hooks: list[Any] = []  # the optimizer step hooks' handles
+        self._step_starts = threading.local()
 
     def install(self) -> None:
         import torch
@@ -75,6 +86,7 @@ class TensorMemory:
                 return True
 
         self._on = True
+        self._record_phases(torch)
         self._held_before(torch)
         self._mode = RecordAllocations()
         self._mode.__enter__()
@@ -82,11 +94,38 @@ class TensorMemory:
 
     def uninstall(self) -> None:
         self._on = False  # the finalizers still to come record nothing
+        for handle in self._step_hooks:
+            handle.remove()
+        self._step_hooks.clear()
+        self._restorer.restore()
         # A mode is the state of the thread that entered it; from another
         # (a --duration timer) it stays on that thread, passing calls through.
         if self._mode is not None and threading.get_ident() == self._thread:
             self._mode.__exit__(None, None, None)
         self._mode = None
+
+    # ---- the phases of a step -------------------------------------------------
+
+    def _record_phases(self, torch: Any) -> None:
+        from torch.optim import optimizer
+
+        starts = self._step_starts
+
+        def before_step(opt: Any, *_: Any) -> None:
+            starts.at = time.monotonic_ns()
+
+        def after_step(opt: Any, *_: Any) -> None:
+            start = getattr(starts, "at", None)
+            if start is not None:
+                _core.span(f"Optimizer.step#{type(opt).__name__}.step", "user", start, time.monotonic_ns(), 0)
+
+        self._step_hooks = [optimizer.register_optimizer_step_pre_hook(before_step),
+                            optimizer.register_optimizer_step_post_hook(after_step)]
+        zero_grad = torch.optim.Optimizer.zero_grad
+        self._restorer.replace(torch.optim.Optimizer, "zero_grad", _ranged(
+            zero_grad, lambda opt, *a, **k: f"Optimizer.zero_grad#{type(opt).__name__}.zero_grad"))
+        backward = torch.autograd.backward
+        self._restorer.replace(torch.autograd, "backward", _ranged(backward, lambda *a, **k: "torch.autograd.backward"))
 
     # ---- what an operation returns ----------------------------------------
 
@@ -163,6 +202,19 @@ class TensorMemory:
             if platform == "cpu" or not self._gpu_collected:  # CUPTI names the GPUs it collects
                 _core.register_device(index, name, platform)
         return index
+
+
+def _ranged(call: Callable[..., Any], name: Callable[..., str]) -> Callable[..., Any]:
+    """`call`, recorded as a range named name(*args) on the calling thread."""
+
+    def ranged(*args: Any, **kwargs: Any) -> Any:
+        start = time.monotonic_ns()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _core.span(name(*args, **kwargs), "user", start, time.monotonic_ns(), 0)
+
+    return ranged
 
 
 def _storage_of(value: Any) -> Any:

@@ -170,5 +170,44 @@ class RecordedStacks(unittest.TestCase):
         self.assertGreater(len(stack), 2)  # unittest's own frames above
 
 
+class RecordedCategories(unittest.TestCase):
+    """A training step recorded live: at the peak (inside Adam's step), the
+    gradients and Adam's state by category, against what PyTorch itself
+    holds (each parameter's .grad, the tensors of the optimizer's state)."""
+
+    def test_gradients_and_optimizer_state_at_the_peak(self):
+        import loupe
+        import torch
+
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "c.db")
+            with loupe.capture(db, memory=True):
+                for step in range(3):
+                    with loupe.step(step):
+                        x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+                        opt.zero_grad(set_to_none=True)
+                        torch.nn.functional.cross_entropy(model(x), y).backward()
+                        opt.step()
+            report = json.loads(run_cli("analyze", db, "--format", "json", "--rules", "memory").stdout)
+        grads = sum(p.grad.untyped_storage().nbytes() for p in model.parameters())
+        state = sum(t.untyped_storage().nbytes() for s in opt.state.values() for t in s.values()
+                    if isinstance(t, torch.Tensor))
+        params = sum(p.untyped_storage().nbytes() for p in model.parameters())
+        [finding] = report["findings"]
+        at_peak = evidence(finding, "at peak: ")
+        self.assertTrue(at_peak["at peak: gradient"].startswith(format_bytes(grads) + ": "), at_peak)
+        self.assertTrue(at_peak["at peak: optimizer state"].startswith(format_bytes(state) + ": "), at_peak)
+        before = evidence(finding, "allocated before")["allocated before the trace began"]
+        self.assertGreaterEqual(parse_bytes(before.split(" (")[0]), params * 0.99)  # the parameters, at least
+
+
+def parse_bytes(text):
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}[unit]
+
+
 if __name__ == "__main__":
     unittest.main()

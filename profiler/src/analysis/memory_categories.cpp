@@ -1,5 +1,6 @@
 #include "analysis/memory_categories.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace {
 // on the one thread inside an op then, outermost first.
 struct OpsAt {
   std::optional<uint32_t> thread;
+  bool ambiguous = false;  // several threads were inside ops: whose it was cannot be told
   std::vector<std::string_view> names;
   // When the outermost op (a runtime span: a framework's op, not a range
   // the program or a module marked) ends; 0 when none is open.
@@ -23,7 +25,11 @@ struct OpsAt {
 OpsAt ops_at(const Context& ctx, int64_t t) {
   OpsAt out;
   out.thread = op_thread_at(ctx, t);
-  if (!out.thread) return out;
+  if (!out.thread) {
+    out.ambiguous = std::any_of(ctx.threads.begin(), ctx.threads.end(),
+                                [&](const ThreadActivity& th) { return ctx.inside_op(th.thread, t); });
+    return out;
+  }
   const ThreadActivity* th = ctx.thread(*out.thread);
   for (uint32_t i : th->code_spans_at(t)) {
     const std::string& name = ctx.model.str(th->spans->name[i]);
@@ -47,15 +53,22 @@ bool any_contains(const OpsAt& ops, std::string_view part) {
   return false;
 }
 
-bool in_backward(const OpsAt& ops) { return any_starts_with(ops, "autograd::engine::evaluate_function"); }
+// PyTorch's profiler names each backward node's op; loupe's capture ranges
+// the whole torch.autograd.backward call.
+bool in_backward(const OpsAt& ops) {
+  return any_starts_with(ops, "autograd::engine::evaluate_function") ||
+         std::find(ops.names.begin(), ops.names.end(), "torch.autograd.backward") != ops.names.end();
+}
 
 }  // namespace
 
 BlockCategory categorize(const Context& ctx, int64_t allocated, std::optional<int64_t> freed) {
+  // An allocation while no thread was inside an op is outside the backward
+  // and the optimizer: that much is known; with several, nothing is.
   OpsAt a = ops_at(ctx, allocated);
-  if (a.names.empty()) return BlockCategory::unknown;
+  if (a.ambiguous) return BlockCategory::unknown;
   OpsAt f = freed ? ops_at(ctx, *freed) : OpsAt{};
-  if (freed && f.thread == a.thread && *freed < a.outer_end) return BlockCategory::temporary;
+  if (freed && a.outer_end != 0 && f.thread == a.thread && *freed < a.outer_end) return BlockCategory::temporary;
   // A gradient goes to AccumulateGrad, which keeps it as .grad (or adds
   // it to the one there and frees it) until zero_grad sets .grad to None.
   bool handed_on = any_contains(f, "AccumulateGrad") || any_starts_with(f, "Optimizer.zero_grad#");
