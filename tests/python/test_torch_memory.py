@@ -31,16 +31,26 @@ def load(path):
         return pickle.load(f)
 
 
+def python_line(frame):
+    """"file:line" of a profile's frame ("train.py(12): step", file
+    "none"); "" for one that names no Python line (a built-in's)."""
+    name = frame["name"]
+    if ".py(" not in name or "): " not in name:
+        return ""
+    file, rest = name.split(".py(", 1)
+    return f"{file}.py:{rest.split('): ', 1)[0]}"
+
+
 def user_site(frames):
-    """The innermost frame of the user's code, "file:line", as an engineer
-    reads a profile's frames ("train.py(12): step", file "none")."""
-    for frame in frames:
-        name = frame["name"]
-        if ".py(" not in name or "): " not in name or name.startswith(LIBRARIES):
-            continue
-        file, rest = name.split(".py(", 1)
-        return f"{file}.py:{rest.split('): ', 1)[0]}"
-    return ""
+    """The innermost frame of the user's code and the Python frames that
+    called it, "a.py:7 < b.py:4", four at most and then " < …", as an
+    engineer reads a stack (frames are listed innermost first)."""
+    lines = [python_line(f) for f in frames]
+    first = next((k for k, f in enumerate(frames) if lines[k] and not f["name"].startswith(LIBRARIES)), None)
+    if first is None:
+        return ""
+    stack = [line for line in lines[first:] if line]
+    return " < ".join(stack[:4]) + (" < …" if len(stack) > 4 else "")
 
 
 class Expected:

@@ -175,40 +175,50 @@ class SnapshotMapper {
   }
 
   // The innermost frame of the user's code, as a call site (0: none).
+  // The innermost frame of the user's code and the frames that called it
+  // (frames are listed innermost first), as a stack of call sites; 0 when
+  // no frame is the user's. The 64 frames nearest it are kept.
   uint32_t callsite_of(PyRef e) {
+    constexpr size_t kMaxFrames = 64;
     std::optional<PyRef> frames = doc_.find(e, "frames");
     if (!frames || doc_.kind(*frames) != PyKind::list) return 0;
     auto cached = site_of_frames_.find(frames->node);
     if (cached != site_of_frames_.end()) return cached->second;
+    std::vector<PythonFrame> stack;
+    for (size_t i = 0; i < doc_.size(*frames) && stack.size() < kMaxFrames; ++i) {
+      std::optional<PythonFrame> f = frame_of(doc_.item(*frames, i));
+      if (f && (!stack.empty() || !is_library_file(f->file))) stack.push_back(*f);
+    }
     uint32_t site = 0;
-    for (size_t i = 0; i < doc_.size(*frames) && site == 0; ++i) site = user_site(doc_.item(*frames, i));
+    for (auto f = stack.rbegin(); f != stack.rend(); ++f) site = site_id(*f, site);
     site_of_frames_.emplace(frames->node, site);
     return site;
   }
 
   // A frame is {filename, line, name}; a profile's frames carry the file
   // and line in the name ("train.py(12): step") and "none" as the file.
-  uint32_t user_site(PyRef frame) {
-    if (doc_.kind(frame) != PyKind::dict) return 0;
+  // Nothing for a frame that names no Python line (a built-in's).
+  std::optional<PythonFrame> frame_of(PyRef frame) {
+    if (doc_.kind(frame) != PyKind::dict) return std::nullopt;
     std::optional<PyRef> file = doc_.find(frame, "filename"), name = doc_.find(frame, "name");
     std::string_view f = file && doc_.kind(*file) == PyKind::text ? doc_.text(*file) : "";
     std::string_view n = name && doc_.kind(*name) == PyKind::text ? doc_.text(*name) : "";
     PythonFrame where{.file = f, .line = uint32_t(integer(frame, "line", 0, 0xffffffff).value_or(0)), .function = n};
-    if (f.empty() || f == "none" || f == "??") {
-      std::optional<PythonFrame> parsed = parse_python_frame(n);
-      if (!parsed) return 0;
-      where = *parsed;
-    }
-    if (is_library_file(where.file)) return 0;
-    return site_id(where);
+    if (f.empty() || f == "none" || f == "??") return parse_python_frame(n);
+    return where;
   }
 
-  uint32_t site_id(const PythonFrame& f) {
-    std::string key = fmt::format("{}\n{}\n{}", f.file, f.line, f.function);
+  // A frame under its caller's call site; a caller is interned first, so
+  // its id is the smaller.
+  uint32_t site_id(const PythonFrame& f, uint32_t parent) {
+    std::string key = fmt::format("{}\n{}\n{}\n{}", f.file, f.line, f.function, parent);
     auto [it, added] = site_ids_.emplace(std::move(key), uint32_t(out_.callsites.size() + 1));
     if (added) {
-      out_.callsites.push_back(
-          {.id = it->second, .file = strings_.intern(f.file), .line = f.line, .function = strings_.intern(f.function)});
+      out_.callsites.push_back({.id = it->second,
+                                .file = strings_.intern(f.file),
+                                .line = f.line,
+                                .function = strings_.intern(f.function),
+                                .parent = parent});
     }
     return it->second;
   }
