@@ -142,6 +142,23 @@ TEST(TrackList, OneTrackPerThreadStreamMemoryAndCounter) {
   EXPECT_EQ(list.tracks[3].title, "loss");
 }
 
+// The memory lane marks each out-of-memory event: here the fourth.
+TEST(TrackList, MemoryTrackListsItsOutOfMemoryEvents) {
+  TraceModel m = small_model();
+  MemoryEvents& me = m.memory[0];
+  me.time.push_back(700);
+  me.kind.push_back(MemoryEventKind::oom);
+  me.bytes.push_back(900);
+  me.address.push_back(0);
+  me.allocated.push_back(300);
+  me.reserved.push_back(512);
+  me.callsite.push_back(0);
+  TrackList list = build_track_list(m);
+  ASSERT_EQ(list.tracks[2].kind, TrackKind::memory);
+  EXPECT_EQ(list.tracks[2].out_of_memory, std::vector<size_t>{3});
+  EXPECT_TRUE(build_track_list(small_model()).tracks[2].out_of_memory.empty());
+}
+
 TEST(TrackList, LayoutStacksLanesAndTracks) {
   TraceModel m = small_model();
   TrackList list = build_track_list(m);

@@ -88,7 +88,7 @@ void draw_lane(const Canvas& cv, const Document& d, const TrackLane& tl, const s
 }
 
 // Memory in use and reserved as filled areas, one column per pixel; the
-// capacity as a line; the peak marked.
+// capacity as a line; the peak and each out-of-memory error marked.
 void draw_memory(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis) {
   ImDrawList* dl = cv.dl;
   float y0 = cv.top + t.y0 + 2, y1 = cv.top + t.y1;
@@ -121,6 +121,17 @@ void draw_memory(const Canvas& cv, const Document& d, const Track& t, const Time
   } else if (t.capacity > 0) {
     label(dl, cv.x1 - 220, y0, cv.x1, y0 + 14, "capacity " + prof::format_bytes(t.capacity) + " (off scale)",
           palette::text_dim);
+  }
+  // Each out-of-memory error: a line across the lane and the request.
+  const prof::MemoryEvents& me = d.model.memory[t.table];
+  for (size_t i : t.out_of_memory) {
+    float x = axis.x(double(me.time[i]));
+    if (x < cv.x0 - 4 || x > cv.x1 + 4) continue;
+    dl->AddLine(ImVec2(x, y0), ImVec2(x, y1), palette::out_of_memory, 2.0f);
+    std::string text = "out of memory: " + prof::format_bytes(me.bytes[i]) + " requested";
+    float width = ImGui::CalcTextSize(text.c_str()).x;
+    float tx = x + 4 + width <= cv.x1 ? x + 4 : x - 4 - width;  // left of the line at the right edge
+    dl->AddText(ImVec2(tx, y0 + 16), palette::out_of_memory, text.c_str());
   }
   // The peak of memory in use.
   if (t.allocated.count) {

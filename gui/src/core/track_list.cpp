@@ -145,6 +145,14 @@ void add_packed_lanes(Track& track, LaneKind kind, uint32_t table, const Table& 
 }
 
 // A device's tracks: one per stream, then its memory.
+// The memory lane marks these.
+std::vector<size_t> out_of_memory_events(const prof::MemoryEvents& me) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < me.size(); ++i)
+    if (me.kind[i] == prof::MemoryEventKind::oom) out.push_back(i);
+  return out;
+}
+
 void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
   for (uint32_t table = 0; table < model.device_ops.size(); ++table) {
     const prof::DeviceOps& ops = model.device_ops[table];
@@ -170,7 +178,8 @@ void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
                            .table = table,
                            .allocated = make_series(me.time, me.allocated.data(), nullptr),
                            .reserved = make_series(me.time, me.reserved.data(), nullptr),
-                           .capacity = d ? d->memory_capacity : 0});
+                           .capacity = d ? d->memory_capacity : 0,
+                           .out_of_memory = out_of_memory_events(me)});
   }
 }
 

@@ -41,6 +41,7 @@ inline constexpr Color allocated = rgba(64, 156, 255, 200);
 inline constexpr Color reserved = rgba(64, 156, 255, 70);
 inline constexpr Color capacity = rgba(255, 90, 90);
 inline constexpr Color peak = rgba(255, 196, 0);
+inline constexpr Color out_of_memory = rgba(255, 40, 40);
 inline constexpr Color counter = rgba(140, 200, 120);
 inline constexpr Color collective = rgba(190, 120, 230);  // a process group's collective
 }  // namespace palette

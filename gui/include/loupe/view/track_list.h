@@ -53,10 +53,11 @@ struct Track {
   uint32_t thread = 0, device = 0, stream = 0;
   uint32_t table = 0;  // memory: model.memory index; counter: model.counters index; collectives: model.collectives
   std::vector<TrackLane> lanes;
-  Series allocated, reserved;  // memory tracks
-  Series value;                // counter tracks
-  int64_t capacity = 0;        // memory tracks: the device's, 0 if unknown
-  float y0 = 0, y1 = 0;        // layout
+  Series allocated, reserved;         // memory tracks
+  Series value;                       // counter tracks
+  int64_t capacity = 0;               // memory tracks: the device's, 0 if unknown
+  std::vector<size_t> out_of_memory;  // memory tracks: the indices of its out-of-memory events
+  float y0 = 0, y1 = 0;               // layout
 };
 
 struct TrackList {
