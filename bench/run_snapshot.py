@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A PyTorch memory snapshot of 1 GB: `loupe import`'s time and peak
-memory, `loupe analyze`'s time, beside Python's own pickle.load of the same
-file (what PyTorch's memory_viz does first). Rows for bench/run's table.
+memory, `loupe analyze`'s time, the viewer's first frame and frame time
+on the imported trace (under Xvfb), beside Python's own pickle.load of the
+same file (what PyTorch's memory_viz does first). Rows for bench/run's
+table.
 
     bench/run_snapshot.py BUILD_DIR [--size MB]
 
@@ -14,9 +16,12 @@ allocated, so that the totals agree. It is written opcode by opcode,
 never held in memory whole, to BUILD_DIR/bench (never committed).
 """
 import gzip
+import json
 import os
 import pickle
+import shutil
 import struct
+import subprocess
 import sys
 
 from measure import row, timed
@@ -123,6 +128,16 @@ row("snapshot", "  loupe import's peak memory / file", f"{peak / file_bytes:.2f}
     peak / file_bytes <= 2)
 seconds, _ = timed([loupe, "analyze", db, "--rules", "memory,leak"])
 row("snapshot", "  loupe analyze --rules memory,leak", f"{seconds:.2f} s", "<= 3 s", seconds <= 3)
+viewer, xvfb = os.path.join(build, "bin", "loupe-view"), shutil.which("xvfb-run")
+if os.path.exists(viewer) and xvfb:
+    out = subprocess.run([xvfb, "-a", "-s", "-screen 0 1920x1200x24", viewer, db, "--bench-frames", "100", "--size",
+                          "1600x900"], check=True, capture_output=True, text=True).stdout
+    for r in (json.loads(line) for line in out.splitlines() if line.startswith("{")):
+        if r["metric"] == "first_frame":
+            row("snapshot", "  loupe-view: time to first frame (load included)", f"{r['seconds']:.2f} s")
+        elif r["metric"] == "frame":
+            row("snapshot", f"  loupe-view: frame build CPU, {r['zoom']} zoom, p50 / p95",
+                f"{r['cpu_ms_p50']:.2f} / {r['cpu_ms_p95']:.2f} ms", "p95 <= 16 ms", r["cpu_ms_p95"] <= 16)
 seconds, peak = timed([sys.executable, "-c", "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))", path])
 row("snapshot", "  Python's pickle.load of the same file (memory_viz's first step)",
     f"{seconds:.1f} s, {peak / 2**20:.0f} MiB")
