@@ -876,6 +876,44 @@ TEST_F(Rules, OutOfMemoryWithoutCapacityOrReservedCannotTellWhich) {
   EXPECT_EQ(evidence(*f[0], "held then"), "600 B allocated, unknown reserved");
 }
 
+// What was live at a chosen time (the viewer's list for a point of a
+// memory lane), by hand: at t = 140, C (100 B, an activation), A (200 B,
+// optimizer state) and B (400 B, a temporary) of the categories test are
+// live; at t = 200, B is freed; before the first event nothing is.
+TEST_F(Rules, LiveMemoryAtAPointListsItsBlocksByCategoryAndSite) {
+  auto t = small_gpu_trace();
+  uint32_t relu = t.callsite("model.py", 3), adam = t.callsite("train.py", 9);
+  t.span(1, 10, 10, "aten::relu", SpanKind::runtime);
+  t.span(1, 100, 100, "Optimizer.step#Adam.step", SpanKind::user);
+  t.span(1, 110, 10, "aten::zeros_like", SpanKind::runtime, 1);
+  t.span(1, 130, 10, "aten::sqrt", SpanKind::runtime, 1);
+  t.span(1, 290, 20, "autograd::engine::evaluate_function: ReluBackward0", SpanKind::runtime);
+  t.memory(0, 15, MemoryEventKind::alloc, 100, 0xc, 100, 0, relu);
+  t.memory(0, 115, MemoryEventKind::alloc, 200, 0xa, 300, 0, adam);
+  t.memory(0, 135, MemoryEventKind::alloc, 400, 0xb, 700, 0, adam);
+  t.memory(0, 150, MemoryEventKind::free, 400, 0xb, 300, 0, adam);
+  t.memory(0, 300, MemoryEventKind::free, 100, 0xc, 200, 0, relu);
+  TraceModel m = t.load();
+  LiveMemory at140 = live_memory_at(m, 0, 140);
+  EXPECT_EQ(at140.allocated, 700);
+  EXPECT_EQ(at140.held_before, 0);
+  EXPECT_EQ(at140.by_category, (std::vector<std::pair<std::string, int64_t>>{
+                                   {"activation", 100}, {"temporary", 400}, {"optimizer state", 200}}));
+  ASSERT_EQ(at140.sites.size(), 2u);
+  EXPECT_EQ(at140.sites[0].site, "train.py:9");
+  EXPECT_EQ(at140.sites[0].bytes, 600);
+  EXPECT_EQ(at140.sites[0].blocks, 2u);
+  EXPECT_EQ(at140.sites[1].site, "model.py:3");
+  LiveMemory at200 = live_memory_at(m, 0, 200);
+  EXPECT_EQ(at200.allocated, 300);
+  ASSERT_EQ(at200.sites.size(), 2u);
+  EXPECT_EQ(at200.sites[0].bytes, 200);
+  LiveMemory at5 = live_memory_at(m, 0, 5);
+  EXPECT_EQ(at5.allocated, 0);
+  EXPECT_TRUE(at5.sites.empty());
+  EXPECT_TRUE(live_memory_at(m, 7, 140).sites.empty());  // no such table
+}
+
 TEST_F(Rules, MemoryPeakRetryAndLiveBlocksByCallSite) {
   auto t = small_gpu_trace();
   uint32_t a = t.callsite("model.cpp", 10), b = t.callsite("attention.cpp", 42);

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <imgui.h>
 
 #include <cstdlib>
@@ -9,9 +10,39 @@
 
 namespace loupe::app {
 
+namespace {
+
+// What was live at the clicked point of a memory lane: the totals, the
+// categories with evidence, and the allocation sites, most bytes first.
+void draw_memory_pick(const MemoryPick& m) {
+  const prof::LiveMemory& live = m.live;
+  ImGui::Text("device %u memory at %s", m.device, prof::format_duration(m.time).c_str());
+  ImGui::Separator();
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"allocated", prof::format_bytes(live.allocated)},
+      {"held from before the trace", prof::format_bytes(live.held_before)}};
+  for (const auto& [category, bytes] : live.by_category) rows.emplace_back(category, prof::format_bytes(bytes));
+  what_value_table("##memory totals", rows);
+  ImGui::Spacing();
+  ImGui::TextDisabled("live blocks of the trace, by where they were allocated");
+  rows.clear();
+  for (const prof::LiveSite& site : live.sites) {
+    rows.emplace_back(site.site.empty() ? "unknown call site" : site.site,
+                      fmt::format("{} in {} block{}", prof::format_bytes(site.bytes), prof::format_count(site.blocks),
+                                  site.blocks == 1 ? "" : "s"));
+  }
+  what_value_table("##memory sites", rows);
+}
+
+}  // namespace
+
 void draw_details_panel(ViewState& s) {
+  if (s.memory_pick && s.doc(s.memory_pick->doc)) {
+    draw_memory_pick(*s.memory_pick);
+    return;
+  }
   if (!s.selection.active || !s.doc(s.selection.doc)) {
-    ImGui::TextDisabled("click an event on the timeline to see it here");
+    ImGui::TextDisabled("click an event on the timeline, or a point of a memory lane, to see it here");
     return;
   }
   const Document& d = *s.doc(s.selection.doc);

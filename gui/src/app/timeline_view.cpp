@@ -647,8 +647,21 @@ const Track* track_at(const DocFrame& f, const Pointer& p) {
   return nullptr;
 }
 
-// A click selects the event under it (and shows its details), zooms into
-// a merged run, or clears the selection; a double click zooms to the event.
+// A click on a memory lane: what was live at that time, in the details panel.
+void pick_memory(ViewState& s, int doc, const Track& tr, int64_t t) {
+  s.selection = {};
+  s.memory_pick = MemoryPick{.doc = doc,
+                             .table = tr.table,
+                             .device = tr.device,
+                             .time = t,
+                             .live = prof::live_memory_at(s.doc(doc)->model, tr.table, t)};
+  s.tab = view::Panel::details;
+  s.switch_tab = true;
+}
+
+// A click selects the event under it (and shows its details), lists what
+// was live at a point of a memory lane, zooms into a merged run, or clears
+// the selection; a double click zooms to the event.
 void handle_click(const DocFrame& f, const Pointer& p, const Hover& h) {
   ViewState& s = f.s;
   if (p.click && p.mouse.x < f.cv.x0 && f.d.job) {
@@ -659,10 +672,14 @@ void handle_click(const DocFrame& f, const Pointer& p, const Hover& h) {
     }
   }
   if (p.click && p.over_axis) {
+    const Track* tr = track_at(f, p);
     if (h.on_event()) {
       s.selection = {true, f.di, h.lane->kind, h.lane->table, h.event()};
+      s.memory_pick.reset();
       s.tab = view::Panel::details;
       s.switch_tab = true;
+    } else if (tr && tr->kind == TrackKind::memory) {
+      pick_memory(s, f.di, *tr, int64_t(f.axis.time(p.mouse.x)));
     } else if (h.on_item()) {
       // A merged run: zoom into the part of it in view, or, when that is
       // most of the view, four times around the mouse.
@@ -672,6 +689,7 @@ void handle_click(const DocFrame& f, const Pointer& p, const Hover& h) {
       else view::zoom_at(s.axis, p.mouse.x, 0.25);
     } else {
       s.selection = {};
+      s.memory_pick.reset();
       s.has_range = false;
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "document.h"
+#include "loupe/prof/analysis.h"
 #include "loupe/prof/trace_diff.h"
 #include "loupe/view/flows.h"
 #include "loupe/view/panel_list.h"
@@ -26,6 +27,15 @@ struct Selection {
   bool same(int d, view::LaneKind k, uint32_t t, size_t i) const {
     return active && doc == d && kind == k && table == t && index == i;
   }
+};
+
+// A point of a memory lane, clicked: what was live there, as the memory
+// rule tells it at the peak (the details panel lists it).
+struct MemoryPick {
+  int doc = 0;
+  uint32_t table = 0, device = 0;
+  int64_t time = 0;  // trace time
+  prof::LiveMemory live;
 };
 
 // A flow found for a launch or device operation, kept while the mouse
@@ -66,7 +76,8 @@ struct ViewState {
   double range_anchor = 0;  // view time where the range drag began
 
   Selection selection;
-  Selection hover;  // what the mouse is on this frame
+  std::optional<MemoryPick> memory_pick;  // shown instead of the selection when set
+  Selection hover;                        // what the mouse is on this frame
   FlowCache flow;
   TimelineLayout layout;      // where the last frame drew the tracks
   int finding_doc = 0;        // whose findings the panel lists

@@ -54,3 +54,32 @@ LiveBlocks live_after(const Context& ctx, const MemoryEvents& me, size_t index) 
 }
 
 }  // namespace loupe::prof::analysis
+
+namespace loupe::prof {
+
+LiveMemory live_memory_at(const TraceModel& model, uint32_t table, int64_t t) {
+  using namespace analysis;
+  LiveMemory out;
+  if (table >= model.memory.size() || model.memory[table].size() == 0) return out;
+  const MemoryEvents& me = model.memory[table];
+  auto after = std::upper_bound(me.time.begin(), me.time.end(), t);
+  out.allocated = allocated_at(me, t);
+  if (after == me.time.begin()) {
+    out.held_before = allocated_before(me);
+    return out;
+  }
+  AnalysisOptions options;
+  Context ctx(model, options);
+  LiveBlocks live = live_after(ctx, me, size_t(after - me.time.begin()) - 1);
+  out.held_before = std::max<int64_t>(0, allocated_before(me) - live.freed_from_before);
+  bool any_known = false;
+  for (size_t c = 0; c + 1 < kBlockCategories; ++c) any_known = any_known || live.by_category[c] > 0;
+  for (size_t c = 0; c < kBlockCategories && any_known; ++c) {
+    if (live.by_category[c] > 0) out.by_category.emplace_back(category_name(BlockCategory(c)), live.by_category[c]);
+  }
+  for (auto& [site, bytes_blocks] : live.sites)
+    out.sites.push_back({.site = site, .bytes = bytes_blocks.first, .blocks = bytes_blocks.second});
+  return out;
+}
+
+}  // namespace loupe::prof

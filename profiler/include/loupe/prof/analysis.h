@@ -183,4 +183,22 @@ bool is_collective_kernel(std::string_view name);
 // Throws std::invalid_argument for an unknown rule name.
 AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options = {});
 
+// What was live in the memory events `table` of a trace just after time t,
+// as the memory rule tells it at the peak: the running total then, the part
+// of it held from before the trace, and the trace's blocks by category
+// (those with evidence, docs/analyses.md) and by allocation site with its
+// callers, most bytes first. The viewer lists it for a point of a memory
+// lane.
+struct LiveSite {
+  std::string site;  // "" unknown
+  int64_t bytes = 0;
+  uint64_t blocks = 0;
+};
+struct LiveMemory {
+  int64_t allocated = 0, held_before = 0;
+  std::vector<std::pair<std::string, int64_t>> by_category;  // (category, bytes)
+  std::vector<LiveSite> sites;
+};
+LiveMemory live_memory_at(const TraceModel& model, uint32_t table, int64_t t);
+
 }  // namespace loupe::prof
