@@ -400,6 +400,59 @@ TEST_F(ViewerScreenshot, AnExpandedRankShowsItsOwnTracksUnderItsRow) {
   EXPECT_FALSE(std::filesystem::exists(dir_.file("bad.png")));
 }
 
+// Device memory written by hand: 100 B from model.py:3 at 1 ms, 300 B from
+// train.py:9 at 2 ms, the first freed at 5 ms. A click on the memory lane
+// at 3 ms lists 400 B live, 300 B from train.py:9 first; at 6 ms, 300 B.
+TEST_F(ViewerScreenshot, AClickOnAMemoryLaneListsWhatWasLiveThen) {
+  std::string trace = dir_.file("memory.db");
+  {
+    TraceWriter w(trace, {});
+    w.put(DeviceRow{.id = 0, .name = "gpu", .kind = DeviceKind::cuda, .memory_capacity = 1000, .copy_bandwidth = 0});
+    w.put(CallSiteRow{.id = 1, .file = w.intern("model.py"), .line = 3, .function = w.intern("forward")});
+    w.put(CallSiteRow{.id = 2, .file = w.intern("train.py"), .line = 9, .function = w.intern("step")});
+    auto memory = [&](int64_t t, MemoryEventKind kind, int64_t bytes, uint64_t addr, int64_t total, uint32_t site) {
+      w.add(MemoryEventRow{.device = 0,
+                           .time = t,
+                           .kind = kind,
+                           .bytes = bytes,
+                           .address = addr,
+                           .allocated = total,
+                           .reserved = 512,
+                           .callsite = site});
+    };
+    memory(1'000'000, MemoryEventKind::alloc, 100, 0x10, 100, 1);
+    memory(2'000'000, MemoryEventKind::alloc, 300, 0x20, 400, 2);
+    memory(5'000'000, MemoryEventKind::free, 100, 0x10, 300, 1);
+    memory(8'000'000, MemoryEventKind::free, 300, 0x20, 0, 2);
+    w.set_meta("status", "complete");
+    w.close();
+  }
+  nlohmann::json layout;
+  ASSERT_EQ(view({trace, "--screenshot", dir_.file("a.png"), "--size", "1000x600"}, &layout).exit_code, 0);
+  const nlohmann::json* tr = track(layout, "memory", 0, 0);
+  ASSERT_NE(tr, nullptr) << layout.dump();
+  TimeAxis axis = axis_of(layout);
+  int y = int(((*tr)["y0"].get<float>() + (*tr)["y1"].get<float>()) / 2);
+  auto click_at = [&](int64_t t) {
+    nlohmann::json picked;
+    std::string at = std::to_string(int(axis.x(double(t)))) + "," + std::to_string(y);
+    test::CommandResult r =
+        view({trace, "--screenshot", dir_.file("b.png"), "--size", "1000x600", "--click", at}, &picked);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return picked.contains("memory_pick") ? picked["memory_pick"] : nlohmann::json();
+  };
+  nlohmann::json at3 = click_at(3'000'000);
+  ASSERT_FALSE(at3.is_null()) << "the click on the memory lane picked nothing";
+  EXPECT_EQ(at3["allocated"], 400);
+  ASSERT_EQ(at3["sites"].size(), 2u);
+  EXPECT_EQ(at3["sites"][0]["site"], "train.py:9");
+  EXPECT_EQ(at3["sites"][0]["bytes"], 300);
+  EXPECT_EQ(at3["sites"][1]["site"], "model.py:3");
+  nlohmann::json at6 = click_at(6'000'000);
+  EXPECT_EQ(at6["allocated"], 300);
+  EXPECT_EQ(at6["sites"].size(), 1u);
+}
+
 TEST_F(ViewerScreenshot, CompareShowsBothTracesAndTheDiff) {
   std::string a = write_gap_trace(dir_.file("a.db"));
   std::string b = write_gap_trace(dir_.file("b.db"));

@@ -25,13 +25,13 @@ void draw_memory_pick(const MemoryPick& m) {
   what_value_table("##memory totals", rows);
   ImGui::Spacing();
   ImGui::TextDisabled("live blocks of the trace, by where they were allocated");
-  rows.clear();
+  // A site with its callers is long: the bytes lead each line.
   for (const prof::LiveSite& site : live.sites) {
-    rows.emplace_back(site.site.empty() ? "unknown call site" : site.site,
-                      fmt::format("{} in {} block{}", prof::format_bytes(site.bytes), prof::format_count(site.blocks),
-                                  site.blocks == 1 ? "" : "s"));
+    std::string line =
+        fmt::format("{:>10} in {:>5} block{}  {}", prof::format_bytes(site.bytes), prof::format_count(site.blocks),
+                    site.blocks == 1 ? " " : "s", site.site.empty() ? "unknown call site" : site.site);
+    ImGui::TextUnformatted(line.c_str());
   }
-  what_value_table("##memory sites", rows);
 }
 
 }  // namespace

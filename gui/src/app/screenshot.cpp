@@ -55,6 +55,15 @@ std::string layout_json(ViewState& s, const std::string& png, int width, int hei
                       {"y1", t.y1}});
   }
   doc["tracks"] = tracks;
+  if (s.memory_pick) {  // what a click on a memory lane listed
+    const prof::LiveMemory& live = s.memory_pick->live;
+    nlohmann::json sites = nlohmann::json::array();
+    for (const prof::LiveSite& site : live.sites) sites.push_back({{"site", site.site}, {"bytes", site.bytes}});
+    doc["memory_pick"] = {{"device", s.memory_pick->device},
+                          {"time_ns", s.memory_pick->time},
+                          {"allocated", live.allocated},
+                          {"sites", sites}};
+  }
   return doc.dump();
 }
 
@@ -113,6 +122,13 @@ int run_screenshot(const view::ViewOptions& o) {
     const Document* d = s.doc(0);
     double origin = d ? double(d->origin) : 0;
     view::fit(s.axis, double(o.zoom_start) - origin, double(o.zoom_end) - origin);
+  }
+  if (o.click_given) {  // the pointer there, the button down for a frame, then up: a click
+    const float at[2] = {o.click_x, o.click_y};
+    for (bool down : {false, true, false}) {
+      window->swap();
+      window->frame([&](float w, float h) { viewer.frame(w, h); }, at, down);
+    }
   }
   // A few frames: windows, tables and tabs settle over the first ones.
   for (int i = 0; i < 3; ++i) {

@@ -87,10 +87,11 @@ void Window::poll_events() { glfwPollEvents(); }
 
 void Window::post_empty_event() { glfwPostEmptyEvent(); }
 
-void Window::begin_frame(const float* mouse) {
+void Window::begin_frame(const float* mouse, bool button_down) {
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   if (mouse) ImGui::GetIO().MousePos = ImVec2(mouse[0], mouse[1]);
+  if (button_down) ImGui::GetIO().MouseDown[ImGuiMouseButton_Left] = true;
   ImGui::NewFrame();
 }
 

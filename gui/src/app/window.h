@@ -28,19 +28,20 @@ class Window {
   // Blocks until an event arrives (or `timeout` seconds pass when > 0).
   void wait_events(double timeout);
   void poll_events();
-  // The backends' and ImGui's NewFrame; `mouse` (window pixels) replaces
+  // The backends' and ImGui's NewFrame; `button_down` holds the left button
+  // down this frame (a scripted click); `mouse` (window pixels) replaces
   // the pointer's position when given, for headless runs.
-  void begin_frame(const float* mouse = nullptr);
+  void begin_frame(const float* mouse = nullptr, bool button_down = false);
   void end_frame();   // ImGui::Render, then draw_frame
   void draw_frame();  // draws ImGui's draw data into the back buffer
   void swap();
-  // One frame at the framebuffer's size: begin_frame(mouse), then
-  // draw(width, height), then end_frame.
+  // One frame at the framebuffer's size: begin_frame(mouse, button_down),
+  // then draw(width, height), then end_frame.
   template <typename Draw>
-  void frame(Draw&& draw, const float* mouse = nullptr) {
+  void frame(Draw&& draw, const float* mouse = nullptr, bool button_down = false) {
     int w = 0, h = 0;
     framebuffer_size(&w, &h);
-    begin_frame(mouse);
+    begin_frame(mouse, button_down);
     draw(float(w), float(h));
     end_frame();
   }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <stdexcept>
+#include <tuple>
 
 #include "loupe/view/panel_list.h"
 
@@ -28,12 +29,31 @@ std::pair<std::string, std::string> split_value(const std::string& flag, const s
   return {v.substr(0, at), v.substr(at + 1)};
 }
 
+// A window pixel given as X,Y (--mouse, --click).
+std::pair<float, float> parse_point(const std::string& flag, const std::string& v) {
+  auto [x, y] = split_value(flag, v, ',', "X,Y");
+  std::string what = flag;
+  return {float(parse_int<int>(x, what.append(" x"))), float(parse_int<int>(y, flag + " y"))};
+}
+
+// The options that need another, or exclude one.
+void check_combinations(const ViewOptions& o) {
+  if (!o.compare.empty() && o.file.empty()) throw std::invalid_argument("--compare needs a base trace before it");
+  if (!o.screenshot.empty() && o.file.empty()) throw std::invalid_argument("--screenshot needs a trace to show");
+  if (!o.expand_ranks.empty() && o.file.empty()) throw std::invalid_argument("--expand-rank needs a job to show");
+  if (o.bench_frames && o.file.empty()) throw std::invalid_argument("--bench-frames needs a trace to show");
+  if (o.mouse_given && o.screenshot.empty()) throw std::invalid_argument("--mouse goes with --screenshot");
+  if (o.click_given && o.screenshot.empty()) throw std::invalid_argument("--click goes with --screenshot");
+  if (o.bench_frames && !o.screenshot.empty())
+    throw std::invalid_argument("--bench-frames and --screenshot exclude each other");
+}
+
 }  // namespace
 
 std::string view_usage() {
   return "usage: loupe-view [FILE] [--compare HEAD] [--screenshot OUT.png] [--size WxH]\n"
          "                  [--zoom START_NS:END_NS] [--select-finding N] [--panel NAME]\n"
-         "                  [--mouse X,Y] [--expand-rank R]... [--bench-frames N]\n"
+         "                  [--mouse X,Y] [--click X,Y] [--expand-rank R]... [--bench-frames N]\n"
          "\n"
          "  FILE                 a loupe trace to open (the base trace with --compare)\n"
          "  --compare HEAD       show HEAD below FILE, aligned at their first step, with their diff\n"
@@ -45,6 +65,7 @@ std::string view_usage() {
          panel_names(" or ") +
          "\n"
          "  --mouse X,Y          with --screenshot: rest the pointer at window pixel X,Y (tooltips, flows)\n"
+         "  --click X,Y          with --screenshot: click at window pixel X,Y first (an event, a memory lane)\n"
          "  --expand-rank R      in a job, show rank R's own tracks under its row (repeatable)\n"
          "  --bench-frames N     print time to first frame and frame build times (JSON lines), exit\n";
 }
@@ -89,12 +110,11 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
         throw std::invalid_argument("--panel: `" + o.panel + "` is none of " + panel_names());
       }
     } else if (a == "--mouse") {
-      const std::string& v = value(i);
-      size_t c = v.find(',');
-      if (c == std::string::npos) throw std::invalid_argument("--mouse: `" + v + "` is not X,Y");
-      o.mouse_x = float(parse_int<int>(v.substr(0, c), "--mouse x"));
-      o.mouse_y = float(parse_int<int>(v.substr(c + 1), "--mouse y"));
+      std::tie(o.mouse_x, o.mouse_y) = parse_point(a, value(i));
       o.mouse_given = true;
+    } else if (a == "--click") {
+      std::tie(o.click_x, o.click_y) = parse_point(a, value(i));
+      o.click_given = true;
     } else if (a == "--expand-rank") {
       o.expand_ranks.push_back(parse_int<int64_t>(value(i), "--expand-rank"));
     } else if (a == "--bench-frames") {
@@ -108,15 +128,7 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       throw std::invalid_argument("one trace only (`" + a + "`); use --compare HEAD for a second");
     }
   }
-  if (!o.help) {
-    if (!o.compare.empty() && o.file.empty()) throw std::invalid_argument("--compare needs a base trace before it");
-    if (!o.screenshot.empty() && o.file.empty()) throw std::invalid_argument("--screenshot needs a trace to show");
-    if (!o.expand_ranks.empty() && o.file.empty()) throw std::invalid_argument("--expand-rank needs a job to show");
-    if (o.bench_frames && o.file.empty()) throw std::invalid_argument("--bench-frames needs a trace to show");
-    if (o.mouse_given && o.screenshot.empty()) throw std::invalid_argument("--mouse goes with --screenshot");
-    if (o.bench_frames && !o.screenshot.empty())
-      throw std::invalid_argument("--bench-frames and --screenshot exclude each other");
-  }
+  if (!o.help) check_combinations(o);
   return o;
 }
 

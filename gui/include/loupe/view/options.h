@@ -22,8 +22,10 @@ struct ViewOptions {
   int64_t zoom_start = 0, zoom_end = 0;
   int select_finding = 0;  // 1-based, as `loupe analyze` numbers them; 0: none
   int bench_frames = 0;
-  std::string panel;                  // --panel: the tab shown first (panel_list.h names them)
-  bool mouse_given = false;           // --mouse X,Y: where the pointer rests in a screenshot
+  std::string panel;         // --panel: the tab shown first (panel_list.h names them)
+  bool mouse_given = false;  // --mouse X,Y: where the pointer rests in a screenshot
+  bool click_given = false;  // --click X,Y: a left click there before the screenshot
+  float click_x = 0, click_y = 0;
   std::vector<int64_t> expand_ranks;  // --expand-rank R: a job's ranks shown with their own tracks
   float mouse_x = 0, mouse_y = 0;
   bool help = false;
