@@ -52,7 +52,9 @@ class LiveArraysAtTheEnd(unittest.TestCase):
                 live[int(address)] = int(size)
             else:
                 live.pop(int(address), None)
-        self.assertEqual(set(live), live_at_end - before)
+        # An address live before the capture may be freed and used again
+        # inside it: such addresses are left out of both sides.
+        self.assertEqual(set(live) - before, live_at_end - before)
         self.assertTrue(buffers(kept) <= set(live))
         self.assertEqual([live[a] for a in buffers(kept)], [64 * 64 * 4] * 3)
         self.assertNotIn(dropped_address, live)
