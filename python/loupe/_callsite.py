@@ -70,11 +70,18 @@ def site_of(frame: FrameType | None) -> int:
     places is two call sites that name the same frame."""
     frames = []
     while frame is not None and len(frames) < _MAX_FRAMES:
-        frames.append(frame)
+        frames.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
         frame = frame.f_back
+    return stack_site(frames)
+
+
+def stack_site(frames: list[tuple[str, int, str]]) -> int:
+    """The call site of a stack given as (file, line, function), innermost
+    first: its frames interned outermost first, each under its caller's
+    call site; 0 for no frame. The first _MAX_FRAMES frames are kept."""
     site = 0
-    for f in reversed(frames):
-        key = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name, site)
+    for file, line, function in reversed(frames[:_MAX_FRAMES]):
+        key = (file, line, function, site)
         known = _ids.get(key)
         if known is None:
             known = _ids[key] = _core.callsite(*key)

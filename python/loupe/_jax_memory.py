@@ -31,7 +31,6 @@ class LiveArrays:
         self._lock = threading.Lock()
         self._live: dict[tuple[int, int], int] = {}  # (device, address) -> bytes
         self._allocated: dict[int, int] = {}  # device -> bytes live
-        self._sites: dict[tuple[str, int, str, int], int] = {}  # (file, line, function, parent) -> call site
         self._noted: set[int] = set()  # devices named in the trace's meta as sampled
 
     def start(self) -> None:
@@ -91,11 +90,4 @@ class LiveArrays:
         first = next((k for k, f in enumerate(frames) if _callsite.is_user_file(f.file_name)), None)
         if first is None:
             return 0
-        site = 0
-        for frame in reversed(frames[first:first + 64]):
-            key = (frame.file_name, frame.line_num, frame.function_name, site)
-            known = self._sites.get(key)
-            if known is None:
-                known = self._sites[key] = _core.callsite(*key)
-            site = known
-        return site
+        return _callsite.stack_site([(f.file_name, f.line_num, f.function_name) for f in frames[first:]])

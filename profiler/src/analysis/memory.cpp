@@ -4,12 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <map>
-#include <unordered_map>
 
 #include "analysis/memory_blocks.h"
-#include "analysis/memory_categories.h"
 #include "analysis/memory_live.h"
 #include "analysis/memory_oom.h"
 #include "analysis/rules.h"
@@ -54,11 +50,10 @@ struct DeviceMemory {
   size_t first_oom = 0;  // the first out-of-memory event, when ooms > 0
   std::vector<TimeRange> ooms_at;
   std::vector<Interval> retry_waits;
-  int64_t high_ns = 0;                                  // time above the high-water fraction of capacity
-  std::vector<TimeRange> high;                          // that time, its adjacent stretches merged
-  std::vector<Interval> pressure;                       // that time, one interval per event (retry waits join it later)
-  LiveSites sites;                                      // what was live at the peak, by allocation site
-  std::array<int64_t, kBlockCategories> by_category{};  // bytes live at the peak, blocks of the trace only
+  int64_t high_ns = 0;             // time above the high-water fraction of capacity
+  std::vector<TimeRange> high;     // that time, its adjacent stretches merged
+  std::vector<Interval> pressure;  // that time, one interval per event (retry waits join it later)
+  LiveBlocks at_peak;              // the trace's blocks live at the peak
   // Bytes the allocator held before the first event (the running total it
   // reports, less that event's own bytes), and how much of it was still
   // held at the peak: blocks the trace never shows, typically a model's
@@ -105,8 +100,7 @@ void live_at_peak(const Context& ctx, const MemoryEvents& me, DeviceMemory& dm) 
   LiveBlocks live = live_after(ctx, me, dm.peak);
   dm.before_trace = allocated_before(me);
   dm.before_trace_at_peak = std::max<int64_t>(0, dm.before_trace - live.freed_from_before);
-  dm.sites = std::move(live.sites);
-  dm.by_category = live.by_category;
+  dm.at_peak = std::move(live);
 }
 
 // Memory costs no time by itself: the impact is the time spent under
@@ -141,21 +135,6 @@ std::string before_trace_text(const DeviceMemory& dm, int64_t peak_bytes) {
                      format_percent(double(dm.before_trace_at_peak) / double(std::max<int64_t>(1, peak_bytes))));
 }
 
-// What the blocks of the trace live at the peak were for, where the ops
-// around them tell; nothing when they tell nothing of any.
-void add_categories(Finding& f, const DeviceMemory& dm) {
-  const size_t unknown = size_t(BlockCategory::unknown);
-  bool any = false;
-  for (size_t c = 0; c < unknown; ++c) any = any || dm.by_category[c] > 0;
-  if (!any) return;
-  for (size_t c = 0; c < kBlockCategories; ++c) {
-    if (dm.by_category[c] == 0) continue;
-    auto category = BlockCategory(c);
-    f.evidence.push_back({fmt::format("at peak: {}", category_name(category)),
-                          fmt::format("{}: {}", format_bytes(dm.by_category[c]), category_evidence(category))});
-  }
-}
-
 void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const DeviceMemory& dm,
                   const std::string& of_capacity) {
   const AnalysisOptions& opt = ctx.options;
@@ -186,26 +165,20 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
   if (dm.retries > 0) f.evidence.push_back({"time in allocator retries", format_duration(retry_ns)});
   f.evidence.push_back({"out-of-memory", format_count(dm.ooms)});
   f.evidence.push_back({"allocated before the trace began", before_trace_text(dm, peak_bytes)});
-  add_categories(f, dm);
-  for (size_t k = 0; k < dm.sites.size() && k < 5; ++k) {
-    const std::string& site = dm.sites[k].first;
-    f.evidence.push_back(
-        {fmt::format("live at peak: {}", site.empty() ? "unknown call site" : site),
-         fmt::format("{} in {} block{}", format_bytes(dm.sites[k].second.first),
-                     format_count(dm.sites[k].second.second), dm.sites[k].second.second == 1 ? "" : "s")});
-  }
+  add_live_categories(f, "peak", dm.at_peak);
+  add_live_sites(f, "peak", dm.at_peak.sites);
 }
 
 // Where the largest share of the peak came from: a call site, or the
 // memory held from before the trace began.
 std::string largest_share(const DeviceMemory& dm) {
-  int64_t top = dm.sites.empty() ? 0 : dm.sites.front().second.first;
+  int64_t top = dm.at_peak.sites.empty() ? 0 : dm.at_peak.sites.front().second.first;
   if (dm.before_trace_at_peak > top) {
     return fmt::format(" (the largest share, {}, was held before the trace began)",
                        format_bytes(dm.before_trace_at_peak));
   }
-  if (dm.sites.empty() || dm.sites.front().first.empty()) return "";
-  return fmt::format(" (most of it was allocated at {})", dm.sites.front().first);
+  if (dm.at_peak.sites.empty() || dm.at_peak.sites.front().first.empty()) return "";
+  return fmt::format(" (most of it was allocated at {})", dm.at_peak.sites.front().first);
 }
 
 std::string memory_suggestion(Severity severity, const DeviceMemory& dm) {
@@ -243,7 +216,7 @@ Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory 
   add_ranges(f, me, dm);
   add_evidence(f, ctx, me, dm, of_capacity);
   f.suggestion = memory_suggestion(f.severity, dm);
-  if (dm.ooms > 0) add_oom_post_mortem(f, ctx, me, dm.first_oom, dm.capacity, dm.sites);
+  if (dm.ooms > 0) add_oom_post_mortem(f, ctx, me, dm.first_oom, dm.capacity, dm.at_peak.sites);
   return f;
 }
 

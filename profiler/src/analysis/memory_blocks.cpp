@@ -6,16 +6,16 @@ namespace loupe::prof::analysis {
 
 std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t) {
   if (callsite != 0) return ctx.stack_text(callsite);
-  std::optional<uint32_t> thread = op_thread_at(ctx, t);
+  std::optional<uint32_t> thread = op_thread_at(ctx, t).thread;
   return thread ? ctx.enclosing_chain(*thread, t) : "";
 }
 
-std::optional<uint32_t> op_thread_at(const Context& ctx, int64_t t) {
-  std::optional<uint32_t> found;
+OpThread op_thread_at(const Context& ctx, int64_t t) {
+  OpThread found;
   for (const ThreadActivity& th : ctx.threads) {
     if (!ctx.inside_op(th.thread, t)) continue;
-    if (found) return std::nullopt;
-    found = th.thread;
+    if (found.thread) return {.thread = std::nullopt, .several = true};
+    found.thread = th.thread;
   }
   return found;
 }

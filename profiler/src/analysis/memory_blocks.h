@@ -16,10 +16,13 @@ namespace loupe::prof::analysis {
 // inside ops at once it cannot be told which allocated: "" (unknown).
 std::string allocation_site(const Context& ctx, uint32_t callsite, int64_t t);
 
-// The one thread inside an op at time t: the thread of a memory event of a
-// trace whose memory events carry no thread. None when no thread or
-// several were.
-std::optional<uint32_t> op_thread_at(const Context& ctx, int64_t t);
+// The thread of a memory event of a trace whose memory events carry no
+// thread: the one thread inside an op at time t, if exactly one was.
+struct OpThread {
+  std::optional<uint32_t> thread;
+  bool several = false;  // more than one was: whose event it was cannot be told
+};
+OpThread op_thread_at(const Context& ctx, int64_t t);
 
 // Whether a meta entry listing device ids ("0,2") names this device.
 bool meta_lists_device(const TraceModel& m, const char* key, uint32_t device);

@@ -24,12 +24,10 @@ struct OpsAt {
 
 OpsAt ops_at(const Context& ctx, int64_t t) {
   OpsAt out;
-  out.thread = op_thread_at(ctx, t);
-  if (!out.thread) {
-    out.ambiguous = std::any_of(ctx.threads.begin(), ctx.threads.end(),
-                                [&](const ThreadActivity& th) { return ctx.inside_op(th.thread, t); });
-    return out;
-  }
+  OpThread who = op_thread_at(ctx, t);
+  out.thread = who.thread;
+  out.ambiguous = who.several;
+  if (!out.thread) return out;
   const ThreadActivity* th = ctx.thread(*out.thread);
   for (uint32_t i : th->code_spans_at(t)) {
     const std::string& name = ctx.model.str(th->spans->name[i]);

@@ -1,11 +1,14 @@
 #include "analysis/memory_live.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_map>
 
 #include "analysis/memory_blocks.h"
+#include "loupe/prof/units.h"
 
 namespace loupe::prof::analysis {
 
@@ -53,6 +56,34 @@ LiveBlocks live_after(const Context& ctx, const MemoryEvents& me, size_t index) 
   return out;
 }
 
+std::vector<std::pair<BlockCategory, int64_t>> told_categories(const LiveBlocks& live) {
+  std::vector<std::pair<BlockCategory, int64_t>> out;
+  bool told = false;
+  for (size_t c = 0; c < kBlockCategories; ++c) {
+    if (live.by_category[c] == 0) continue;
+    out.emplace_back(BlockCategory(c), live.by_category[c]);
+    told = told || BlockCategory(c) != BlockCategory::unknown;
+  }
+  if (!told) out.clear();
+  return out;
+}
+
+void add_live_categories(Finding& f, std::string_view when, const LiveBlocks& live) {
+  for (auto [category, bytes] : told_categories(live)) {
+    f.evidence.push_back({fmt::format("at {}: {}", when, category_name(category)),
+                          fmt::format("{}: {}", format_bytes(bytes), category_evidence(category))});
+  }
+}
+
+void add_live_sites(Finding& f, std::string_view when, const LiveSites& sites) {
+  for (size_t k = 0; k < sites.size() && k < 5; ++k) {
+    const auto& [site, bytes_blocks] = sites[k];
+    f.evidence.push_back({fmt::format("live at {}: {}", when, site.empty() ? "unknown call site" : site),
+                          fmt::format("{} in {} block{}", format_bytes(bytes_blocks.first),
+                                      format_count(bytes_blocks.second), bytes_blocks.second == 1 ? "" : "s")});
+  }
+}
+
 }  // namespace loupe::prof::analysis
 
 namespace loupe::prof {
@@ -72,11 +103,7 @@ LiveMemory live_memory_at(const TraceModel& model, uint32_t table, int64_t t) {
   Context ctx(model, options);
   LiveBlocks live = live_after(ctx, me, size_t(after - me.time.begin()) - 1);
   out.held_before = std::max<int64_t>(0, allocated_before(me) - live.freed_from_before);
-  bool any_known = false;
-  for (size_t c = 0; c + 1 < kBlockCategories; ++c) any_known = any_known || live.by_category[c] > 0;
-  for (size_t c = 0; c < kBlockCategories && any_known; ++c) {
-    if (live.by_category[c] > 0) out.by_category.emplace_back(category_name(BlockCategory(c)), live.by_category[c]);
-  }
+  for (auto [category, bytes] : told_categories(live)) out.by_category.emplace_back(category_name(category), bytes);
   for (auto& [site, bytes_blocks] : live.sites)
     out.sites.push_back({.site = site, .bytes = bytes_blocks.first, .blocks = bytes_blocks.second});
   return out;

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,5 +28,15 @@ struct LiveBlocks {
 // Replays events 0..index: a free of a block the trace never allocated
 // releases memory held from before the trace.
 LiveBlocks live_after(const Context& ctx, const MemoryEvents& me, size_t index);
+
+// The categories holding bytes, in BlockCategory's order; none at all when
+// no block has one but unknown: the ops around them told nothing.
+std::vector<std::pair<BlockCategory, int64_t>> told_categories(const LiveBlocks& live);
+
+// A finding's evidence of what was live at `when` ("peak", "the
+// out-of-memory"): "at WHEN: CATEGORY" rows, and the five sites with the
+// most bytes as "live at WHEN: SITE" rows.
+void add_live_categories(Finding& f, std::string_view when, const LiveBlocks& live);
+void add_live_sites(Finding& f, std::string_view when, const LiveSites& sites);
 
 }  // namespace loupe::prof::analysis

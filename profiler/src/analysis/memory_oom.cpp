@@ -113,24 +113,12 @@ void add_live(Finding& f, const LiveBlocks& live, int64_t held_before, const Liv
     f.evidence.push_back({"at the out-of-memory: held from before the trace",
                           fmt::format("{}: in no block of the trace", format_bytes(held_before))});
   }
-  bool any_known = false;
-  for (size_t c = 0; c + 1 < kBlockCategories; ++c) any_known = any_known || live.by_category[c] > 0;
-  for (size_t c = 0; c < kBlockCategories && any_known; ++c) {
-    if (live.by_category[c] == 0) continue;
-    auto category = BlockCategory(c);
-    f.evidence.push_back({fmt::format("at the out-of-memory: {}", category_name(category)),
-                          fmt::format("{}: {}", format_bytes(live.by_category[c]), category_evidence(category))});
-  }
+  add_live_categories(f, "the out-of-memory", live);
   if (live.sites == peak_sites) {
     f.evidence.push_back({"live at the out-of-memory", "the blocks live at the peak, above"});
     return;
   }
-  for (size_t k = 0; k < live.sites.size() && k < 5; ++k) {
-    const auto& [site, bytes_blocks] = live.sites[k];
-    f.evidence.push_back({fmt::format("live at the out-of-memory: {}", site.empty() ? "unknown call site" : site),
-                          fmt::format("{} in {} block{}", format_bytes(bytes_blocks.first),
-                                      format_count(bytes_blocks.second), bytes_blocks.second == 1 ? "" : "s")});
-  }
+  add_live_sites(f, "the out-of-memory", live.sites);
 }
 
 }  // namespace
