@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <unordered_map>
 
 #include "analysis/memory_blocks.h"
+#include "analysis/memory_live.h"
 #include "analysis/rules.h"
 #include "loupe/prof/units.h"
 
@@ -60,18 +60,9 @@ size_t step_of(const std::vector<int64_t>& ends, int64_t t) {
 }
 
 void find_survivors(const Context& ctx, const MemoryEvents& me, const std::vector<int64_t>& ends, Growth& g) {
-  struct Block {
-    int64_t bytes;
-    uint32_t callsite;
-    int64_t time;
-  };
-  std::unordered_map<uint64_t, Block> live;
   auto from = std::upper_bound(me.time.begin(), me.time.end(), ends.front());
   auto to = std::upper_bound(me.time.begin(), me.time.end(), ends.back());
-  for (size_t i = size_t(from - me.time.begin()); i < size_t(to - me.time.begin()); ++i) {
-    if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
-    if (me.kind[i] == MemoryEventKind::free) live.erase(me.address[i]);
-  }
+  BlocksByAddress live = replay(me, size_t(from - me.time.begin()), size_t(to - me.time.begin()));
   std::map<std::string, Survivors> by_site;
   for (const auto& [address, b] : live) {
     auto [it, added] = by_site.try_emplace(allocation_site(ctx, b.callsite, b.time));

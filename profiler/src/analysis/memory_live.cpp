@@ -12,17 +12,20 @@
 
 namespace loupe::prof::analysis {
 
+BlocksByAddress replay(const MemoryEvents& me, size_t from, size_t to, int64_t* unseen_freed) {
+  BlocksByAddress live;
+  for (size_t i = from; i < to && i < me.size(); ++i) {
+    if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
+    if (me.kind[i] != MemoryEventKind::free) continue;
+    if (live.erase(me.address[i]) == 0 && unseen_freed != nullptr) *unseen_freed += me.bytes[i];
+  }
+  return live;
+}
+
 namespace {
 
-struct Block {
-  int64_t bytes;
-  uint32_t callsite;
-  int64_t time;
-};
-
 // When each block live after `index` was freed, for those the trace frees.
-std::unordered_map<uint64_t, int64_t> frees_after(const MemoryEvents& me, size_t index,
-                                                  const std::unordered_map<uint64_t, Block>& live) {
+std::unordered_map<uint64_t, int64_t> frees_after(const MemoryEvents& me, size_t index, const BlocksByAddress& live) {
   std::unordered_map<uint64_t, int64_t> freed;
   for (size_t i = index + 1; i < me.size() && freed.size() < live.size(); ++i) {
     if (me.kind[i] == MemoryEventKind::free && live.count(me.address[i])) freed.emplace(me.address[i], me.time[i]);
@@ -34,12 +37,7 @@ std::unordered_map<uint64_t, int64_t> frees_after(const MemoryEvents& me, size_t
 
 LiveBlocks live_after(const Context& ctx, const MemoryEvents& me, size_t index) {
   LiveBlocks out;
-  std::unordered_map<uint64_t, Block> live;
-  for (size_t i = 0; i <= index && i < me.size(); ++i) {
-    if (me.kind[i] == MemoryEventKind::alloc) live[me.address[i]] = {me.bytes[i], me.callsite[i], me.time[i]};
-    if (me.kind[i] != MemoryEventKind::free) continue;
-    if (live.erase(me.address[i]) == 0) out.freed_from_before += me.bytes[i];
-  }
+  BlocksByAddress live = replay(me, 0, index + 1, &out.freed_from_before);
   std::unordered_map<uint64_t, int64_t> freed_at = frees_after(me, index, live);
   std::map<std::string, std::pair<int64_t, uint64_t>> by_site;  // bytes, blocks
   for (const auto& [addr, b] : live) {

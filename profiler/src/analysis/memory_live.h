@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,19 @@
 #include "analysis/memory_categories.h"
 
 namespace loupe::prof::analysis {
+
+// A block of the trace: its size, call site and when it was allocated.
+struct Block {
+  int64_t bytes = 0;
+  uint32_t callsite = 0;
+  int64_t time = 0;
+};
+using BlocksByAddress = std::unordered_map<uint64_t, Block>;
+
+// The blocks allocated by events [from, to) and not freed by them. A free
+// of a block those events did not allocate adds its bytes to `unseen_freed`
+// when given (memory held from before them).
+BlocksByAddress replay(const MemoryEvents& me, size_t from, size_t to, int64_t* unseen_freed = nullptr);
 
 // (site, (bytes, blocks)), most bytes first; site "" is unknown.
 using LiveSites = std::vector<std::pair<std::string, std::pair<int64_t, uint64_t>>>;
