@@ -69,14 +69,9 @@ class LiveArrays:
 
         out: dict[tuple[int, int], tuple[int, Any]] = {}
         for array in jax.live_arrays():
-            try:
-                shards = array.addressable_shards
-            except RuntimeError:  # deleted meanwhile
-                continue
-            for shard in shards:
+            for buffer in _single_device_arrays(array):
                 try:
-                    buffer = shard.data
-                    key = (self._device_id(shard.device), buffer.unsafe_buffer_pointer())
+                    key = (self._device_id(next(iter(buffer.devices()))), buffer.unsafe_buffer_pointer())
                     out[key] = (int(buffer.nbytes), array)
                 except (RuntimeError, ValueError):  # deleted or donated meanwhile
                     continue
@@ -91,3 +86,15 @@ class LiveArrays:
         if first is None:
             return 0
         return _callsite.stack_site([(f.file_name, f.line_num, f.function_name) for f in frames[first:]])
+
+
+def _single_device_arrays(array: Any) -> list[Any]:
+    """The array's buffers, one single-device array each. Not through
+    ``addressable_shards``: that property is cached on the array, and the
+    Shards it keeps hold their data arrays until the garbage collector runs,
+    so a sample through it would keep every sampled buffer alive past the
+    user's last reference and change the memory it measures."""
+    try:
+        return list(array._arrays)
+    except (AttributeError, RuntimeError):  # not an ArrayImpl, or deleted meanwhile
+        return []

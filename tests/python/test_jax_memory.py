@@ -21,8 +21,10 @@ SAMPLE = os.path.normpath(os.path.join(HERE, "..", "..", "samples", "python", "j
 
 
 def buffers(arrays):
-    """The addresses of the arrays' buffers."""
-    return {shard.data.unsafe_buffer_pointer() for a in arrays for shard in a.addressable_shards}
+    """The addresses of the arrays' buffers (each on one device here).
+    Not through addressable_shards: its cache keeps arrays alive until the
+    garbage collector runs."""
+    return {a.unsafe_buffer_pointer() for a in arrays}
 
 
 class LiveArraysAtTheEnd(unittest.TestCase):
@@ -59,6 +61,31 @@ class LiveArraysAtTheEnd(unittest.TestCase):
         self.assertEqual([live[a] for a in buffers(kept)], [64 * 64 * 4] * 3)
         self.assertNotIn(dropped_address, live)
         self.assertIn("memory_sampled_at_step_ends", meta)
+
+
+class SamplingKeepsNothingAlive(unittest.TestCase):
+    def test_read_scalars_do_not_pile_up_across_steps(self):
+        """Each step's loss, read by float() and then dropped, is gone at
+        the next step's end: the sampling holds no buffer of its own."""
+        import jax
+        import jax.numpy as jnp
+
+        import loupe
+
+        @jax.jit
+        def step(w):
+            return w * 0.5, (w * w).mean()
+
+        live_after = []
+        with tempfile.TemporaryDirectory() as tmp:
+            with loupe.capture(os.path.join(tmp, "j.db"), memory=True):
+                w = jnp.ones((64, 64))
+                for n in range(4):
+                    with jax.profiler.StepTraceAnnotation("s", step_num=n):
+                        w, loss = step(w)
+                        float(loss)
+                    live_after.append(len(buffers(jax.live_arrays())))
+        self.assertEqual(live_after, live_after[:1] * 4)
 
 
 class KeptPredictions(unittest.TestCase):

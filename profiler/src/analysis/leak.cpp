@@ -80,13 +80,16 @@ void find_survivors(const Context& ctx, const MemoryEvents& me, const std::vecto
 
 // Steady growth: the live total at step ends grows in at least three
 // steps of four after warm-up (a step that happens to end with a batch
-// prefetched may not), over at least three steps, by a share of the peak
-// worth naming.
+// prefetched may not), over at least three steps, and the median step's
+// growth over all of them is a share of the peak worth naming. The median,
+// not the first-to-last difference: one step that keeps something for
+// good (optimizer state made at its first use, a buffer freed late once)
+// is not a leak, and must not make a few bytes a step look like one.
 bool grows_steadily(const Growth& g, double min_fraction) {
   size_t steps = g.live.size() - 1;
-  int64_t total = g.live.back() - g.live.front();
-  return steps >= 3 && g.growing * 4 >= steps * 3 && total > 0 &&
-         double(total) >= min_fraction * double(std::max<int64_t>(1, g.peak));
+  int64_t steady = g.median_step_growth * int64_t(steps);
+  return steps >= 3 && g.growing * 4 >= steps * 3 && steady > 0 &&
+         double(steady) >= min_fraction * double(std::max<int64_t>(1, g.peak));
 }
 
 std::optional<Growth> measure_growth(const Context& ctx, const MemoryEvents& me, const std::vector<int64_t>& ends) {
@@ -99,8 +102,9 @@ std::optional<Growth> measure_growth(const Context& ctx, const MemoryEvents& me,
     step_growth.push_back(g.live.back() - g.live[g.live.size() - 2]);
     if (step_growth.back() > 0) ++g.growing;
   }
-  if (!grows_steadily(g, ctx.options.leak_min_growth_fraction)) return std::nullopt;
+  if (step_growth.empty()) return std::nullopt;
   g.median_step_growth = quantile(step_growth, 0.5);
+  if (!grows_steadily(g, ctx.options.leak_min_growth_fraction)) return std::nullopt;
   find_survivors(ctx, me, ends, g);
   return g;
 }
