@@ -133,6 +133,18 @@ class Trace:
         """
         return json.loads(self._model().analyze_json(list(rules or []), _threshold_texts(thresholds)))
 
+    def live_memory(self, device: int, time_ns: int) -> dict[str, Any]:
+        """What was live on ``device``'s memory just after ``time_ns`` (the
+        ``time`` of the ``memory_events`` table), as the viewer lists it for a
+        point of the memory lane and the memory finding at the peak:
+        ``allocated`` (the running total), ``held_before`` (the part of it held
+        from before the trace), ``by_category`` ({category: bytes} of the
+        trace's blocks whose ops tell what they were for, docs/analyses.md) and
+        ``sites`` ([(allocation site, bytes, blocks)], most bytes first).
+        Raises ValueError for a device with no memory events.
+        """
+        return dict(self._model().live_memory(device, time_ns))
+
     def check(self, budget: PathLike | Mapping[str, Any]) -> list[BudgetResult]:
         """``loupe check``: each limit of a budget against this trace.
 

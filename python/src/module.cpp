@@ -13,6 +13,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -155,6 +156,24 @@ nb::dict small_table(const Trace& trace, const std::string& name) {
   return d;
 }
 
+// What was live on a device's memory just after time t (ns, the trace's
+// clock), as the viewer lists it for a point of the memory lane.
+nb::dict live_memory(const Trace& trace, uint32_t device, int64_t t) {
+  const TraceModel& m = *trace.model;
+  auto track = std::find_if(m.memory.begin(), m.memory.end(), [&](const auto& me) { return me.device == device; });
+  if (track == m.memory.end()) throw std::invalid_argument(fmt::format("no memory events on device {}", device));
+  LiveMemory live = live_memory_at(m, uint32_t(track - m.memory.begin()), t);
+  nb::dict d, categories;
+  d["allocated"] = live.allocated;
+  d["held_before"] = live.held_before;
+  for (const auto& [category, bytes] : live.by_category) categories[category.c_str()] = bytes;
+  d["by_category"] = categories;
+  nb::list sites;
+  for (const LiveSite& s : live.sites) sites.append(nb::make_tuple(s.site, s.bytes, s.blocks));
+  d["sites"] = sites;
+  return d;
+}
+
 // The base class of loupe's Python exceptions; the library throws its own
 // classes below, never this one.
 struct LoupeError : std::runtime_error {
@@ -233,6 +252,9 @@ NB_MODULE(_core, m) {
           "columns", [](const Trace& t, const std::string& table) { return table_columns(*t.model, table); }, "table"_a,
           "Every column of an event table, over all its tracks.")
       .def("small_table", &small_table, "table"_a, "devices, streams, threads or callsites as {column: list}.")
+      .def("live_memory", &live_memory, "device"_a, "time_ns"_a,
+           "What was live on the device just after time_ns: {allocated, held_before, by_category: {category: "
+           "bytes}, sites: [(site, bytes, blocks)]}, as the viewer lists it (docs/analyses.md, categories).")
       .def("analyze_json", &analyze_json, "rules"_a, "thresholds"_a, "`loupe analyze --format json`.")
       .def("check", &check, "toml"_a, "source"_a, "`loupe check` of a budget's TOML text; `source` names it.")
       .def("check_file", &check_file, "path"_a, "`loupe check --budget PATH`.");

@@ -810,8 +810,55 @@ TEST_F(Rules, MemoryCategoriesFollowTheOpsAroundEachBlock) {
   EXPECT_EQ(evidence(*f[0], "at peak: activation"), "100 B: allocated outside the backward and freed in it");
   EXPECT_EQ(evidence(*f[0], "at peak: optimizer state"), "200 B: allocated in Optimizer.step and kept past its end");
   EXPECT_EQ(evidence(*f[0], "at peak: temporary"),
-            "400 B: freed before the op (or the optimizer step) that allocated it ended");
+            "400 B: freed before the op (or the optimizer step) that allocated it ended, or allocated and freed "
+            "inside the backward");
   EXPECT_EQ(evidence(*f[0], "at peak: unknown"), "<missing at peak: unknown>");
+}
+
+// The same blocks over time, for the viewer's lane: after each of the five
+// events, C (100 B) is an activation until its free at 300, A (200 B) the
+// optimizer's state from 115 on, B (400 B) a temporary from 135 to 150.
+TEST_F(Rules, MemoryCategoriesOverTimeFollowEachBlock) {
+  auto t = small_gpu_trace();
+  t.span(1, 10, 10, "aten::relu", SpanKind::runtime);
+  t.span(1, 100, 100, "Optimizer.step#Adam.step", SpanKind::user);
+  t.span(1, 110, 10, "aten::zeros_like", SpanKind::runtime, 1);
+  t.span(1, 130, 10, "aten::sqrt", SpanKind::runtime, 1);
+  t.span(1, 290, 20, "autograd::engine::evaluate_function: ReluBackward0", SpanKind::runtime);
+  t.memory(0, 15, MemoryEventKind::alloc, 100, 0xc, 100, 0);
+  t.memory(0, 115, MemoryEventKind::alloc, 200, 0xa, 300, 0);
+  t.memory(0, 135, MemoryEventKind::alloc, 400, 0xb, 700, 0);
+  t.memory(0, 150, MemoryEventKind::free, 400, 0xb, 300, 0);
+  t.memory(0, 300, MemoryEventKind::free, 100, 0xc, 200, 0);
+  TraceModel m = t.load();
+  std::vector<CategoryOverTime> c = memory_categories_over_time(m, 0);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].category, "activation");
+  EXPECT_EQ(c[0].bytes, (std::vector<int64_t>{100, 100, 100, 100, 0}));
+  EXPECT_EQ(c[1].category, "temporary");
+  EXPECT_EQ(c[1].bytes, (std::vector<int64_t>{0, 0, 400, 0, 0}));
+  EXPECT_EQ(c[2].category, "optimizer state");
+  EXPECT_EQ(c[2].bytes, (std::vector<int64_t>{0, 200, 200, 200, 200}));
+}
+
+// In the backward, worked by hand: D (MmBackward0's gradient for its
+// input, freed by the next node, ReluBackward0) is the backward's working
+// memory; E (its gradient for the weight, freed in AccumulateGrad) a
+// gradient. The peak, 300 B at t = 15, holds both.
+TEST_F(Rules, MemoryMadeAndFreedInTheBackwardIsItsWorkingMemory) {
+  auto t = small_gpu_trace();
+  t.span(1, 10, 10, "autograd::engine::evaluate_function: MmBackward0", SpanKind::runtime);
+  t.span(1, 30, 10, "autograd::engine::evaluate_function: ReluBackward0", SpanKind::runtime);
+  t.span(1, 45, 10, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", SpanKind::runtime);
+  t.memory(0, 12, MemoryEventKind::alloc, 100, 0xd, 100, 0);
+  t.memory(0, 15, MemoryEventKind::alloc, 200, 0xe, 300, 0);
+  t.memory(0, 35, MemoryEventKind::free, 100, 0xd, 200, 0);
+  t.memory(0, 50, MemoryEventKind::free, 200, 0xe, 0, 0);
+  AnalysisReport r = analyze(t.load());
+  auto f = by_rule(r, "memory");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(evidence(*f[0], "at peak: temporary").substr(0, 7), "100 B: ");
+  EXPECT_EQ(evidence(*f[0], "at peak: gradient").substr(0, 7), "200 B: ");
 }
 
 // The out-of-memory post-mortem, worked by hand. Fragmentation: 600 B
@@ -856,7 +903,8 @@ TEST_F(Rules, OutOfMemoryOfAFullDeviceAdvisesByTheLargestCategory) {
   EXPECT_EQ(evidence(*f[0], "at the out-of-memory: activation"),
             "700 B: allocated outside the backward and freed in it");
   EXPECT_EQ(evidence(*f[0], "at the out-of-memory: temporary"),
-            "200 B: freed before the op (or the optimizer step) that allocated it ended");
+            "200 B: freed before the op (or the optimizer step) that allocated it ended, or allocated and freed "
+            "inside the backward");
   EXPECT_NE(f[0]->suggestion.find("activation checkpointing"), std::string::npos) << f[0]->suggestion;
 }
 

@@ -53,6 +53,7 @@ std::string layout_json(ViewState& s, const std::string& png, int width, int hei
                       {"thread", tr.thread},
                       {"y0", t.y0},
                       {"y1", t.y1}});
+    if (!tr.category_names.empty()) tracks.back()["categories"] = tr.category_names;  // stacked, bottom first
   }
   doc["tracks"] = tracks;
   if (s.memory_pick) {  // what a click on a memory lane listed

@@ -87,62 +87,96 @@ void draw_lane(const Canvas& cv, const Document& d, const TrackLane& tl, const s
   }
 }
 
-// Memory in use and reserved as filled areas, one column per pixel; the
-// capacity as a line; the peak and each out-of-memory error marked.
-void draw_memory(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis) {
-  ImDrawList* dl = cv.dl;
-  float y0 = cv.top + t.y0 + 2, y1 = cv.top + t.y1;
-  double vmax = std::max(t.allocated.max_value, t.reserved.max_value) * 1.1;
-  bool capacity_on_scale = t.capacity > 0 && double(t.capacity) <= 2 * vmax;
-  if (capacity_on_scale) vmax = double(t.capacity) * 1.05;
-  if (vmax <= 0) vmax = 1;
-  auto y_of = [&](double v) { return y1 - float(v / vmax) * (y1 - y0); };
-  auto fill = [&](const view::Series& s, Color col) {
-    std::vector<view::MinMax> cols = view::pixel_columns(axis, s.time, s.values, d.model.end_ns);
-    // Runs of columns with the same top become one rectangle.
-    size_t c = 0;
-    while (c < cols.size()) {
-      if (cols[c].empty) {
-        ++c;
-        continue;
-      }
-      size_t e = c + 1;
-      while (e < cols.size() && !cols[e].empty && cols[e].max == cols[c].max) ++e;
-      dl->AddRectFilled(ImVec2(cv.x0 + float(c), y_of(cols[c].max)), ImVec2(cv.x0 + float(e), y1), col);
-      c = e;
+// A memory lane's vertical scale: bytes to y, from the bottom y1 up to y0.
+struct MemoryScale {
+  float y0 = 0, y1 = 0;
+  double vmax = 1;
+  float y(double v) const { return y1 - float(v / vmax) * (y1 - y0); }
+};
+
+// A series as a filled area, one column per pixel; runs of columns with
+// the same top become one rectangle.
+void fill_series(const Canvas& cv, const TimeAxis& axis, int64_t end_ns, const MemoryScale& sc, const view::Series& s,
+                 Color col) {
+  std::vector<view::MinMax> cols = view::pixel_columns(axis, s.time, s.values, end_ns);
+  size_t c = 0;
+  while (c < cols.size()) {
+    if (cols[c].empty) {
+      ++c;
+      continue;
     }
-  };
-  fill(t.reserved, palette::reserved);
-  fill(t.allocated, palette::allocated);
-  if (capacity_on_scale) {
-    float yc = y_of(double(t.capacity));
-    dl->AddLine(ImVec2(cv.x0, yc), ImVec2(cv.x1, yc), palette::capacity, 1.5f);
-    label(dl, cv.x1 - 170, yc, cv.x1, yc + 14, "capacity " + prof::format_bytes(t.capacity), palette::capacity);
-  } else if (t.capacity > 0) {
-    label(dl, cv.x1 - 220, y0, cv.x1, y0 + 14, "capacity " + prof::format_bytes(t.capacity) + " (off scale)",
-          palette::text_dim);
+    size_t e = c + 1;
+    while (e < cols.size() && !cols[e].empty && cols[e].max == cols[c].max) ++e;
+    cv.dl->AddRectFilled(ImVec2(cv.x0 + float(c), sc.y(cols[c].max)), ImVec2(cv.x0 + float(e), sc.y1), col);
+    c = e;
   }
-  // Each out-of-memory error: a line across the lane and the request.
+}
+
+// The trace's blocks by category, stacked from the bottom of the allocated
+// area (what stays above them is unknown or held from before the trace),
+// and the key of their colours in the row above the plot.
+void draw_categories(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis, const MemoryScale& sc) {
+  for (size_t k = t.categories.size(); k-- > 0;)
+    fill_series(cv, axis, d.model.end_ns, sc, t.categories[k], view::memory_category_color(t.category_names[k]));
+  float x = cv.x0 + 4;
+  auto key = [&](const std::string& name, Color col) {
+    float y = sc.y0 - view::TrackMetrics{}.legend;
+    cv.dl->AddRectFilled(ImVec2(x, y + 2), ImVec2(x + 9, y + 11), col);
+    cv.dl->AddText(ImVec2(x + 12, y - 2), palette::text, name.c_str());
+    x += 12 + ImGui::CalcTextSize(name.c_str()).x + 10;
+  };
+  if (t.categories.empty()) return;
+  for (const std::string& name : t.category_names) key(name, view::memory_category_color(name));
+  key("unknown or held before the trace", palette::allocated);
+}
+
+// Each out-of-memory error (a line across the lane and the request) and
+// the peak of memory in use.
+void draw_memory_marks(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis,
+                       const MemoryScale& sc) {
+  ImDrawList* dl = cv.dl;
   const prof::MemoryEvents& me = d.model.memory[t.table];
   for (size_t i : t.out_of_memory) {
     float x = axis.x(double(me.time[i]));
     if (x < cv.x0 - 4 || x > cv.x1 + 4) continue;
-    dl->AddLine(ImVec2(x, y0), ImVec2(x, y1), palette::out_of_memory, 2.0f);
+    dl->AddLine(ImVec2(x, sc.y0), ImVec2(x, sc.y1), palette::out_of_memory, 2.0f);
     std::string text = "out of memory: " + prof::format_bytes(me.bytes[i]) + " requested";
     float width = ImGui::CalcTextSize(text.c_str()).x;
     float tx = x + 4 + width <= cv.x1 ? x + 4 : x - 4 - width;  // left of the line at the right edge
-    dl->AddText(ImVec2(tx, y0 + 16), palette::out_of_memory, text.c_str());
+    dl->AddText(ImVec2(tx, sc.y0 + 16), palette::out_of_memory, text.c_str());
   }
-  // The peak of memory in use.
-  if (t.allocated.count) {
-    float x = axis.x(double(t.allocated.time[t.allocated.max_index]));
-    if (x >= cv.x0 - 4 && x <= cv.x1 + 4) {
-      float y = y_of(t.allocated.max_value);
-      dl->AddTriangleFilled(ImVec2(x - 5, y - 9), ImVec2(x + 5, y - 9), ImVec2(x, y), palette::peak);
-      std::string text = "peak " + prof::format_bytes(int64_t(t.allocated.max_value));
-      dl->AddText(ImVec2(x + 7, std::max(y0, y - 14)), palette::peak, text.c_str());
-    }
+  if (t.allocated.count == 0) return;
+  float x = axis.x(double(t.allocated.time[t.allocated.max_index]));
+  if (x < cv.x0 - 4 || x > cv.x1 + 4) return;
+  float y = sc.y(t.allocated.max_value);
+  dl->AddTriangleFilled(ImVec2(x - 5, y - 9), ImVec2(x + 5, y - 9), ImVec2(x, y), palette::peak);
+  std::string text = "peak " + prof::format_bytes(int64_t(t.allocated.max_value));
+  dl->AddText(ImVec2(x + 7, std::max(sc.y0, y - 14)), palette::peak, text.c_str());
+}
+
+// Memory in use and reserved as filled areas, in use split by category
+// where the trace tells; the capacity as a line; the peak and each
+// out-of-memory error marked.
+void draw_memory(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis) {
+  ImDrawList* dl = cv.dl;
+  float key = t.categories.empty() ? 0 : view::TrackMetrics{}.legend;
+  MemoryScale sc{.y0 = cv.top + t.y0 + key + 2, .y1 = cv.top + t.y1};
+  sc.vmax = std::max(t.allocated.max_value, t.reserved.max_value) * 1.1;
+  bool capacity_on_scale = t.capacity > 0 && double(t.capacity) <= 2 * sc.vmax;
+  if (capacity_on_scale) sc.vmax = double(t.capacity) * 1.05;
+  if (sc.vmax <= 0) sc.vmax = 1;
+  fill_series(cv, axis, d.model.end_ns, sc, t.reserved, palette::reserved);
+  fill_series(cv, axis, d.model.end_ns, sc, t.allocated, palette::allocated);
+  draw_categories(cv, d, t, axis, sc);
+  if (capacity_on_scale) {
+    float yc = sc.y(double(t.capacity));
+    dl->AddLine(ImVec2(cv.x0, yc), ImVec2(cv.x1, yc), palette::capacity, 1.5f);
+    label(dl, cv.x1 - 170, yc, cv.x1, yc + 14, "capacity " + prof::format_bytes(t.capacity), palette::capacity);
+  } else if (t.capacity > 0) {
+    label(dl, cv.x1 - 220, sc.y0, cv.x1, sc.y0 + 14, "capacity " + prof::format_bytes(t.capacity) + " (off scale)",
+          palette::text_dim);
   }
+  draw_memory_marks(cv, d, t, axis, sc);
 }
 
 void draw_counter(const Canvas& cv, const Document& d, const Track& t, const TimeAxis& axis) {

@@ -15,6 +15,15 @@ Color gap_color(prof::GapCause cause) {
   return rgba(95, 95, 105);
 }
 
+Color memory_category_color(std::string_view category) {
+  if (category == "activation") return rgba(235, 150, 50, 220);
+  if (category == "temporary") return rgba(150, 150, 165, 220);
+  if (category == "gradient") return rgba(200, 80, 160, 220);
+  if (category == "optimizer state") return rgba(90, 190, 120, 220);
+  if (category == "input data") return rgba(230, 210, 80, 220);
+  return palette::allocated;
+}
+
 Color device_op_color(prof::DeviceOpKind kind, prof::CopyKind copy) {
   using prof::CopyKind;
   using prof::DeviceOpKind;

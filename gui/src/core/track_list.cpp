@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "loupe/prof/analysis.h"
+
 namespace loupe::view {
 
 namespace {
@@ -153,6 +155,30 @@ std::vector<size_t> out_of_memory_events(const prof::MemoryEvents& me) {
   return out;
 }
 
+// A device's memory lane: allocated and reserved, and the trace's blocks
+// by category stacked from the bottom.
+Track memory_track(const TraceModel& model, uint32_t dev, uint32_t table) {
+  const prof::MemoryEvents& me = model.memory[table];
+  const prof::Device* d = model.device(dev);
+  Track t{.kind = TrackKind::memory,
+          .title = "device " + std::to_string(dev) + " / memory",
+          .subtitle = device_name(model, dev),
+          .device = dev,
+          .table = table,
+          .allocated = make_series(me.time, me.allocated.data(), nullptr),
+          .reserved = make_series(me.time, me.reserved.data(), nullptr),
+          .capacity = d ? d->memory_capacity : 0,
+          .out_of_memory = out_of_memory_events(me)};
+  for (prof::CategoryOverTime& c : prof::memory_categories_over_time(model, table)) {
+    if (!t.stacked.empty())
+      for (size_t i = 0; i < c.bytes.size(); ++i) c.bytes[i] += t.stacked.back()[i];
+    t.category_names.push_back(std::move(c.category));
+    t.stacked.push_back(std::move(c.bytes));
+  }
+  for (const std::vector<int64_t>& s : t.stacked) t.categories.push_back(make_series(me.time, s.data(), nullptr));
+  return t;
+}
+
 void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
   for (uint32_t table = 0; table < model.device_ops.size(); ++table) {
     const prof::DeviceOps& ops = model.device_ops[table];
@@ -170,16 +196,7 @@ void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
   for (uint32_t table = 0; table < model.memory.size(); ++table) {
     const prof::MemoryEvents& me = model.memory[table];
     if (me.device != dev || me.size() == 0) continue;
-    const prof::Device* d = model.device(dev);
-    list.tracks.push_back({.kind = TrackKind::memory,
-                           .title = "device " + std::to_string(dev) + " / memory",
-                           .subtitle = device_name(model, dev),
-                           .device = dev,
-                           .table = table,
-                           .allocated = make_series(me.time, me.allocated.data(), nullptr),
-                           .reserved = make_series(me.time, me.reserved.data(), nullptr),
-                           .capacity = d ? d->memory_capacity : 0,
-                           .out_of_memory = out_of_memory_events(me)});
+    list.tracks.push_back(memory_track(model, dev, table));
   }
 }
 
@@ -301,7 +318,7 @@ float layout_tracks(TrackList& list, const TrackMetrics& m, float top) {
         y = row;
         break;
       }
-      case TrackKind::memory: y += m.memory; break;
+      case TrackKind::memory: y += m.memory + (t.categories.empty() ? 0 : m.legend); break;
       case TrackKind::counter: y += m.counter; break;
     }
     t.y1 = y;

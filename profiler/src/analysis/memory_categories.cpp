@@ -71,6 +71,10 @@ BlockCategory categorize(const Context& ctx, int64_t allocated, std::optional<in
   // it to the one there and frees it) until zero_grad sets .grad to None.
   bool handed_on = any_contains(f, "AccumulateGrad") || any_starts_with(f, "Optimizer.zero_grad#");
   if (any_contains(a, "AccumulateGrad") || (in_backward(a) && handed_on)) return BlockCategory::gradient;
+  // What one backward node makes and a later one frees (a node's gradient
+  // for its inputs, the seed of ones) is the backward's working memory, as
+  // what the optimizer frees before its step ends is the optimizer's.
+  if (freed && f.thread == a.thread && in_backward(a) && in_backward(f)) return BlockCategory::temporary;
   // The optimizer's state lives from one step to the next; what it frees
   // before its step ends is its working memory.
   if (a.optimizer_end != 0) {
@@ -97,7 +101,9 @@ std::string_view category_name(BlockCategory c) {
 std::string_view category_evidence(BlockCategory c) {
   switch (c) {
     case BlockCategory::activation: return "allocated outside the backward and freed in it";
-    case BlockCategory::temporary: return "freed before the op (or the optimizer step) that allocated it ended";
+    case BlockCategory::temporary:
+      return "freed before the op (or the optimizer step) that allocated it ended, or allocated and freed inside the "
+             "backward";
     case BlockCategory::gradient:
       return "allocated in the backward and freed by AccumulateGrad or Optimizer.zero_grad, or allocated by "
              "AccumulateGrad";

@@ -13,7 +13,8 @@ namespace loupe::prof::analysis {
 
 enum class BlockCategory : uint8_t {
   activation,       // allocated outside the backward and freed in it: saved for backward
-  temporary,        // freed before the outermost op (or the optimizer step) that allocated it ended
+  temporary,        // freed before the outermost op (or the optimizer step) that allocated it ended, or
+                    // allocated and freed inside the backward
   gradient,         // allocated by AccumulateGrad, or in the backward and freed by it or zero_grad
   optimizer_state,  // allocated in Optimizer.step and kept past its end
   input,            // allocated while a DataLoader produced a batch

@@ -82,6 +82,31 @@ void add_live_sites(Finding& f, std::string_view when, const LiveSites& sites) {
   }
 }
 
+// The category of the block each event allocates or frees, by event;
+// kBlockCategories for a free of a block the trace never allocated and for
+// events that are neither.
+std::vector<uint8_t> event_categories(const Context& ctx, const MemoryEvents& me) {
+  constexpr auto none = uint8_t(kBlockCategories);
+  std::vector<uint8_t> out(me.size(), none);
+  std::unordered_map<uint64_t, size_t> open;  // address -> its alloc event
+  std::vector<size_t> freed_by(me.size(), me.size());
+  for (size_t i = 0; i < me.size(); ++i) {
+    if (me.kind[i] == MemoryEventKind::alloc) open[me.address[i]] = i;
+    if (me.kind[i] != MemoryEventKind::free) continue;
+    auto it = open.find(me.address[i]);
+    if (it == open.end()) continue;
+    freed_by[it->second] = i;
+    open.erase(it);
+  }
+  for (size_t i = 0; i < me.size(); ++i) {
+    if (me.kind[i] != MemoryEventKind::alloc) continue;
+    size_t f = freed_by[i];
+    out[i] = uint8_t(categorize(ctx, me.time[i], f < me.size() ? std::optional(me.time[f]) : std::nullopt));
+    if (f < me.size()) out[f] = out[i];
+  }
+  return out;
+}
+
 }  // namespace loupe::prof::analysis
 
 namespace loupe::prof {
@@ -104,6 +129,31 @@ LiveMemory live_memory_at(const TraceModel& model, uint32_t table, int64_t t) {
   for (auto [category, bytes] : told_categories(live)) out.by_category.emplace_back(category_name(category), bytes);
   for (auto& [site, bytes_blocks] : live.sites)
     out.sites.push_back({.site = site, .bytes = bytes_blocks.first, .blocks = bytes_blocks.second});
+  return out;
+}
+
+std::vector<CategoryOverTime> memory_categories_over_time(const TraceModel& model, uint32_t table) {
+  using namespace analysis;
+  if (table >= model.memory.size() || model.count_host_spans() == 0) return {};
+  const MemoryEvents& me = model.memory[table];
+  AnalysisOptions options;
+  Context ctx(model, options);
+  std::vector<uint8_t> category = event_categories(ctx, me);
+  std::array<std::vector<int64_t>, kBlockCategories> bytes;
+  for (uint8_t c : category)
+    if (c < kBlockCategories && bytes[c].empty()) bytes[c].resize(me.size());
+  std::array<int64_t, kBlockCategories> live{};
+  for (size_t i = 0; i < me.size(); ++i) {
+    if (category[i] < kBlockCategories)
+      live[category[i]] += me.kind[i] == MemoryEventKind::alloc ? me.bytes[i] : -me.bytes[i];
+    for (size_t c = 0; c < kBlockCategories; ++c)
+      if (!bytes[c].empty()) bytes[c][i] = live[c];
+  }
+  std::vector<CategoryOverTime> out;
+  for (size_t c = 0; c < kBlockCategories; ++c) {
+    if (BlockCategory(c) == BlockCategory::unknown || bytes[c].empty()) continue;
+    out.push_back({.category = std::string(category_name(BlockCategory(c))), .bytes = std::move(bytes[c])});
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/trace_format.h"
@@ -48,6 +49,9 @@ inline constexpr Color collective = rgba(190, 120, 230);  // a process group's c
 
 // Idle gaps on device tracks, keyed to their cause (docs/viewer.md).
 Color gap_color(prof::GapCause cause);
+// A memory lane's category of blocks, by the name the analysis gives it
+// ("activation", "gradient", ...); the allocated colour for another.
+Color memory_category_color(std::string_view category);
 // Device operations by kind; copies by direction.
 Color device_op_color(prof::DeviceOpKind kind, prof::CopyKind copy);
 // Host spans: waits and compiles by kind, other spans by name, so that

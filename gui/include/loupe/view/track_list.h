@@ -53,7 +53,14 @@ struct Track {
   uint32_t thread = 0, device = 0, stream = 0;
   uint32_t table = 0;  // memory: model.memory index; counter: model.counters index; collectives: model.collectives
   std::vector<TrackLane> lanes;
-  Series allocated, reserved;         // memory tracks
+  Series allocated, reserved;  // memory tracks
+  // Memory tracks: the categories of the trace's blocks (docs/analyses.md),
+  // bottom first, and the bytes of each stacked on those below it at each
+  // event; empty when no block has one. The series point into `stacked`:
+  // a Track may be moved, not copied.
+  std::vector<std::string> category_names;
+  std::vector<std::vector<int64_t>> stacked;
+  std::vector<Series> categories;
   Series value;                       // counter tracks
   int64_t capacity = 0;               // memory tracks: the device's, 0 if unknown
   std::vector<size_t> out_of_memory;  // memory tracks: the indices of its out-of-memory events
@@ -74,6 +81,7 @@ struct TrackMetrics {
   float lane = 18;   // one row of spans or operations
   float marker = 9;  // a thread's marker row (instants, recompiles)
   float memory = 64;
+  float legend = 14;  // a memory track's key of categories, above its plot
   float counter = 40;
   float spacing = 6;  // between tracks
 };

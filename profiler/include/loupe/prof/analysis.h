@@ -201,4 +201,15 @@ struct LiveMemory {
 };
 LiveMemory live_memory_at(const TraceModel& model, uint32_t table, int64_t t);
 
+// The trace's blocks of the memory events `table` by category over time,
+// for the viewer's memory lane: for each category some block has (in the
+// order the memory finding lists them; unknown left out), the bytes of its
+// blocks live just after each event of the table. Empty when no block has
+// one, as in a trace without ops around its allocations.
+struct CategoryOverTime {
+  std::string category;
+  std::vector<int64_t> bytes;  // one per event of the table
+};
+std::vector<CategoryOverTime> memory_categories_over_time(const TraceModel& model, uint32_t table);
+
 }  // namespace loupe::prof
