@@ -88,6 +88,39 @@ class SamplingKeepsNothingAlive(unittest.TestCase):
         self.assertEqual(live_after, live_after[:1] * 4)
 
 
+class DeviceMemoryProfile(unittest.TestCase):
+    """jax.profiler.device_memory_profile() imported: its total is the
+    bytes of jax.live_arrays() taken beside it, and the test's own arrays
+    are at their lines with their sizes."""
+
+    def test_the_profile_holds_what_jax_says_is_live_at_its_lines(self):
+        import jax
+        import jax.numpy as jnp
+
+        import loupe
+
+        big = jnp.ones((256, 128))  # 131,072 B
+        small = [jnp.zeros((32, 32)) for _ in range(3)]  # 4,096 B each
+        big_line, small_line = line_of("big = jnp.ones((256, 128))", __file__), line_of("small = [jnp.zeros", __file__)
+        live = sum(a.nbytes for a in jax.live_arrays())
+        with tempfile.TemporaryDirectory() as tmp:
+            prof, db = os.path.join(tmp, "memory.prof"), os.path.join(tmp, "memory.db")
+            jax.profiler.save_device_memory_profile(prof)
+            loupe.import_trace(prof, db)
+            trace = loupe.open(db)
+            events = trace.table("memory_events")
+            sites = trace.table("callsites").set_index("id")
+        self.assertEqual(int(events.bytes.sum()), live)
+        by_line = {}
+        for site, size in zip(events.callsite, events.bytes):
+            if site and sites.file[site] == __file__:
+                by_line.setdefault(int(sites.line[site]), []).append(int(size))
+        self.assertEqual(by_line.get(big_line), [256 * 128 * 4])
+        self.assertEqual(by_line.get(small_line), [32 * 32 * 4] * 3)
+        self.assertEqual(trace.info["meta"]["memory_one_moment"], "0")
+        del big, small
+
+
 class KeptPredictions(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -61,6 +61,7 @@ struct DeviceMemory {
   int64_t before_trace = 0, before_trace_at_peak = 0;
   bool totals_from_trace_start = false;  // the device is in meta's kMetaTotalsFromTraceStart
   bool sampled = false;                  // its events are samples at step ends (kMetaMemorySampled)
+  bool one_moment = false;               // its events are one moment, a memory profile (kMetaMemoryOneMoment)
 };
 
 // The peak, the reserved high, the retries (with the waits holding them)
@@ -146,6 +147,11 @@ void add_evidence(Finding& f, const Context& ctx, const MemoryEvents& me, const 
                           "what was live at step ends only (the framework tells of no allocation): the "
                           "peak within a step, and what a step allocated and freed, are not in the trace"});
   }
+  if (dm.one_moment) {
+    f.evidence.push_back({"one moment",
+                          "a memory profile: what was live when it was taken, with no allocation or "
+                          "free; the run's own peak, before or after, is not in it"});
+  }
   // An allocator reserves at least what it hands out: a reserved total of
   // 0 beside allocated memory is one the source did not record.
   f.evidence.push_back({"peak reserved", dm.peak_reserved > 0
@@ -205,9 +211,11 @@ Finding memory_finding(const Context& ctx, const MemoryEvents& me, DeviceMemory 
                                                                         : Severity::info;
   std::string of_capacity =
       dm.capacity > 0 ? fmt::format(" of {} ({})", format_bytes(dm.capacity), format_percent(fraction)) : "";
-  f.title =
-      fmt::format("{}: peak {}{}{} {}", device_label(ctx, me.device), dm.sampled ? "of the step-end samples " : "",
-                  format_bytes(peak_bytes), of_capacity, ctx.time_text(me.time[dm.peak]));
+  f.title = dm.one_moment ? fmt::format("{}: {}{} live when the memory profile was taken", device_label(ctx, me.device),
+                                        format_bytes(peak_bytes), of_capacity)
+                          : fmt::format("{}: peak {}{}{} {}", device_label(ctx, me.device),
+                                        dm.sampled ? "of the step-end samples " : "", format_bytes(peak_bytes),
+                                        of_capacity, ctx.time_text(me.time[dm.peak]));
   if (dm.retries > 0 || dm.ooms > 0) {
     f.title += fmt::format("; {} retr{}, {} out-of-memory", format_count(dm.retries), dm.retries == 1 ? "y" : "ies",
                            format_count(dm.ooms));
@@ -232,6 +240,7 @@ void rule_memory(const Context& ctx, const AnalysisReport&, std::vector<Finding>
     dm.capacity = dev ? dev->memory_capacity : 0;
     dm.totals_from_trace_start = meta_lists_device(m, kMetaTotalsFromTraceStart, me.device);
     dm.sampled = meta_lists_device(m, kMetaMemorySampled, me.device);
+    dm.one_moment = meta_lists_device(m, kMetaMemoryOneMoment, me.device);
     find_peak_retries_and_ooms(me, retrying, dm);
     find_high_water(me, ctx.options.memory_high_fraction, dm);
     live_at_peak(ctx, me, dm);

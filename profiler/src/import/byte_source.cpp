@@ -88,10 +88,14 @@ const char* inflate_error(int rc) {
 class GzipSource final : public ByteSource {
  public:
   explicit GzipSource(const std::string& path) : fd_(path), in_(kInput) {
-    // gzip's last four bytes: the uncompressed size, modulo 4 GiB.
+    // gzip's last four bytes: the uncompressed size, modulo 4 GiB. In a
+    // file cut short they are whatever the cut left there; deflate never
+    // inflates past 1032 times, so a size beyond that is no hint at all
+    // (a reader would reserve gigabytes for a few bytes).
     uint8_t tail[4];
     if (fd_.size() >= 18 && ::pread(fd_.fd(), tail, 4, off_t(fd_.size() - 4)) == 4) {
       size_hint_ = uint64_t(tail[0]) | uint64_t(tail[1]) << 8 | uint64_t(tail[2]) << 16 | uint64_t(tail[3]) << 24;
+      if (size_hint_ > 1032 * fd_.size()) size_hint_ = 0;
     }
     isal_inflate_init(&z_);
     member_ended_ = true;  // the first member starts at the first byte

@@ -38,6 +38,7 @@ std::string content_head(const std::string& path, const std::string& head) {
 Container container_of(const std::string& head) {
   if (is_sqlite(head)) return Container::sqlite;
   if (is_pickle(head)) return Container::pickle;
+  if (is_protobuf(head)) return Container::protobuf;
   return Container::json;
 }
 
@@ -102,6 +103,16 @@ constexpr Importer kImporters[] = {
      .reads_any_of_its_container = false,
      .recognises = [](ImportInput& in) { return is_torch_snapshot(in.pickle()); },
      .read = [](ImportInput& in, ImportedTrace& out) { map_torch_snapshot(in.pickle(), in.strings(), out); }},
+    {.format = ImportFormat::pprof_memory,
+     .name = "pprof-memory",
+     .title = "pprof memory profile",
+     .made_by = "`jax.profiler.save_device_memory_profile` (or `device_memory_profile()`'s bytes), gzipped or not",
+     .recognised_by = "a protobuf `profile.proto` whose sample types include one in `bytes`",
+     .hint = "make one with jax.profiler.save_device_memory_profile",
+     .container = Container::protobuf,
+     .reads_any_of_its_container = true,  // asked for, a damaged one says where
+     .recognises = [](ImportInput& in) { return is_pprof_memory_profile(in.whole()); },
+     .read = [](ImportInput& in, ImportedTrace& out) { map_pprof_memory(in.whole(), in.path(), in.strings(), out); }},
 };
 
 // Everything a source yields, for a format read whole.
@@ -151,6 +162,7 @@ std::string_view name_of(Container c) {
     case Container::json: return "JSON";
     case Container::sqlite: return "SQLite";
     case Container::pickle: return "pickle";
+    case Container::protobuf: return "protobuf";
   }
   return "?";
 }
@@ -194,9 +206,19 @@ const PickleDoc& ImportInput::pickle() {
   return *pickle_;
 }
 
+std::string_view ImportInput::whole() {
+  if (!whole_) {
+    auto t0 = std::chrono::steady_clock::now();
+    whole_ = read_all(*open_byte_source(path_));
+    parse_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return *whole_;
+}
+
 uint64_t ImportInput::bytes() const {
   if (json_) return json_->bytes;
   if (pickle_) return pickle_bytes_;
+  if (whole_) return whole_->size();
   struct stat st {};
   return ::stat(path_.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
 }

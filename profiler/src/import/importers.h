@@ -20,8 +20,8 @@
 namespace loupe::prof::import {
 
 // What an input's bytes are: which importers can read it at all.
-enum class Container : uint8_t { json, sqlite, pickle };
-std::string_view name_of(Container c);  // "JSON", "SQLite", "pickle"
+enum class Container : uint8_t { json, sqlite, pickle, protobuf };
+std::string_view name_of(Container c);  // "JSON", "SQLite", "pickle", "protobuf"
 
 // An input as far as the importers have read it: its first bytes, and its
 // document once an importer needs it (JSON or a pickle), parsed once and
@@ -36,9 +36,11 @@ class ImportInput {
   ChromeTrace& json();
   // The pickle, read on the first call. Throws ImportError.
   const PickleDoc& pickle();
+  // The whole content, inflated, read on the first call (a protobuf).
+  std::string_view whole();
   StringPool& strings() { return strings_; }
   double parse_seconds() const { return parse_seconds_; }
-  uint64_t bytes() const;  // uncompressed JSON or pickle, or the file's size
+  uint64_t bytes() const;  // uncompressed JSON, pickle or protobuf, or the file's size
 
  private:
   std::string path_;
@@ -47,6 +49,7 @@ class ImportInput {
   StringPool strings_;
   std::optional<ChromeTrace> json_;
   std::optional<PickleDoc> pickle_;
+  std::optional<std::string> whole_;
   uint64_t pickle_bytes_ = 0;
   double parse_seconds_ = 0;
 };

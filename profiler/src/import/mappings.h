@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "import/chrome_events.h"
 #include "import/imported_trace.h"
@@ -35,5 +36,15 @@ bool is_torch_snapshot(const PickleDoc& doc);
 // of the user's code as its call site. Throws ImportError naming the entry
 // for a snapshot of the wrong shape.
 void map_torch_snapshot(const PickleDoc& doc, StringPool& strings, ImportedTrace& out);
+
+// Whether a file's first bytes (inflated) look like a protobuf message as
+// a pprof profile begins; whether the whole of one is a pprof profile with
+// values in bytes (a memory profile).
+bool is_protobuf(std::string_view head);
+bool is_pprof_memory_profile(std::string_view bytes);
+// Its buffers as allocations at the moment it was taken, each with its
+// stack from the innermost frame of the user's code. Throws ImportError
+// naming the byte or the field for a damaged or foreign profile.
+void map_pprof_memory(std::string_view bytes, const std::string& path, StringPool& strings, ImportedTrace& out);
 
 }  // namespace loupe::prof::import

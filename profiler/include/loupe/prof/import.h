@@ -30,6 +30,7 @@ enum class ImportFormat : uint8_t {
   jax = 3,           // JAX / XLA profiler trace JSON (trace viewer, Perfetto)
   nsys = 4,          // Nsight Systems SQLite export
   torch_memory = 5,  // PyTorch memory snapshot (a pickle)
+  pprof_memory = 6,  // pprof memory profile (protobuf): JAX's device_memory_profile()
 };
 
 // The formats by name, as `loupe import --format` takes them: "auto", then

@@ -65,6 +65,12 @@ inline constexpr const char* kMetaTotalsFromTraceStart = "memory_totals_from_tra
 // step allocated and freed between samples is not in the trace.
 inline constexpr const char* kMetaMemorySampled = "memory_sampled_at_step_ends";
 
+// Meta key: the devices (ids, comma-separated) whose memory events all
+// describe one moment, what was live when a memory profile was taken (a
+// pprof profile of JAX's device memory): each block an allocation at that
+// moment, none freed. Their "peak" is that moment's total, not the run's.
+inline constexpr const char* kMetaMemoryOneMoment = "memory_one_moment";
+
 // Meta key of a trace whose source recorded no times, only the order of
 // its events ("1"): each event's time is its place in that order, 1 ns
 // apart, so its times and durations say which came first and nothing more.

@@ -1,0 +1,316 @@
+// pprof memory profiles (JAX's jax.profiler.device_memory_profile(), a
+// gzipped profile.proto) as memory events: docs/import.md, "pprof memory
+// profiles".
+//
+// Such a profile is one moment: every buffer live on each device when it
+// was taken, grouped by (stack, size, device) with a count, and each
+// compiled program's device code. There is no allocation or free and no
+// address, so each buffer becomes an allocation at the moment the profile
+// was taken, numbered in place of an address, with its stack as call
+// sites; the trace's meta says the devices' events are one moment.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "import/mappings.h"
+#include "import/protobuf_reader.h"
+#include "loupe/prof/python_frames.h"
+
+namespace loupe::prof::import {
+
+namespace {
+
+constexpr int64_t kMaxBytes = int64_t(1) << 62;  // a size past it is damage, not memory
+constexpr size_t kMaxFrames = 64;                // the frames nearest the user's code kept per stack
+
+struct Line {
+  uint64_t function = 0;
+  int64_t line = 0;
+};
+
+struct Label {
+  uint64_t key = 0, text = 0;  // string table indices
+};
+
+struct Sample {
+  std::vector<uint64_t> locations;  // leaf first
+  std::vector<uint64_t> values;     // as sample_type lists them (int64 as two's complement)
+  std::vector<Label> labels;
+};
+
+struct Function {
+  uint64_t name = 0, file = 0;  // string table indices
+};
+
+// profile.proto's fields that a memory profile needs.
+struct Profile {
+  std::vector<std::string_view> strings;
+  std::vector<std::pair<uint64_t, uint64_t>> sample_types;  // (type, unit)
+  std::vector<Sample> samples;
+  std::unordered_map<uint64_t, std::vector<Line>> locations;  // by id; inlined first, the caller last
+  std::unordered_map<uint64_t, Function> functions;           // by id
+  int64_t time_nanos = 0;
+};
+
+[[noreturn]] void refuse(const std::string& what) { throw ImportError("pprof profile: " + what); }
+
+std::vector<Line> read_location(std::string_view bytes, uint64_t& id) {
+  std::vector<Line> lines;
+  ProtoReader r(bytes);
+  for (ProtoField f; r.next(f);) {
+    if (f.number == 1 && f.wire == WireType::varint) id = f.varint;
+    if (f.number != 4 || f.wire != WireType::length) continue;
+    Line line;
+    ProtoReader lr(f.bytes);
+    for (ProtoField g; lr.next(g);) {
+      if (g.number == 1 && g.wire == WireType::varint) line.function = g.varint;
+      if (g.number == 2 && g.wire == WireType::varint) line.line = int64_t(g.varint);
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::pair<uint64_t, Function> read_function(std::string_view bytes) {
+  uint64_t id = 0;
+  Function fn;
+  ProtoReader r(bytes);
+  for (ProtoField f; r.next(f);) {
+    if (f.wire != WireType::varint) continue;
+    if (f.number == 1) id = f.varint;
+    if (f.number == 2) fn.name = f.varint;
+    if (f.number == 4) fn.file = f.varint;
+  }
+  return {id, fn};
+}
+
+Sample read_sample(std::string_view bytes) {
+  Sample s;
+  ProtoReader r(bytes);
+  for (ProtoField f; r.next(f);) {
+    if (f.number == 1) append_varints(f, s.locations);
+    if (f.number == 2) append_varints(f, s.values);
+    if (f.number != 3 || f.wire != WireType::length) continue;
+    Label label;
+    ProtoReader lr(f.bytes);
+    for (ProtoField g; lr.next(g);) {
+      if (g.number == 1 && g.wire == WireType::varint) label.key = g.varint;
+      if (g.number == 2 && g.wire == WireType::varint) label.text = g.varint;
+    }
+    s.labels.push_back(label);
+  }
+  return s;
+}
+
+std::pair<uint64_t, uint64_t> read_value_type(std::string_view bytes) {
+  std::pair<uint64_t, uint64_t> t{0, 0};
+  ProtoReader r(bytes);
+  for (ProtoField f; r.next(f);) {
+    if (f.number == 1 && f.wire == WireType::varint) t.first = f.varint;
+    if (f.number == 2 && f.wire == WireType::varint) t.second = f.varint;
+  }
+  return t;
+}
+
+Profile read_profile(std::string_view bytes) {
+  Profile p;
+  ProtoReader r(bytes);
+  for (ProtoField f; r.next(f);) {
+    bool nested = f.wire == WireType::length;
+    if (f.number == 1 && nested) p.sample_types.push_back(read_value_type(f.bytes));
+    if (f.number == 2 && nested) p.samples.push_back(read_sample(f.bytes));
+    if (f.number == 4 && nested) {
+      uint64_t id = 0;
+      std::vector<Line> lines = read_location(f.bytes, id);
+      p.locations[id] = std::move(lines);
+    }
+    if (f.number == 5 && nested) p.functions.insert(read_function(f.bytes));
+    if (f.number == 6 && nested) p.strings.push_back(f.bytes);
+    if (f.number == 9 && f.wire == WireType::varint) p.time_nanos = int64_t(f.varint);
+  }
+  if (p.strings.empty() || !p.strings[0].empty()) refuse("its string table does not begin with \"\"");
+  return p;
+}
+
+class PprofMapper {
+ public:
+  PprofMapper(const Profile& p, StringPool& strings, ImportedTrace& out) : p_(p), strings_(strings), out_(out) {}
+
+  void map() {
+    find_value_columns();
+    for (const Sample& s : p_.samples) {
+      ++out_.source_events;
+      map_sample(s);
+    }
+    std::string devices;
+    for (const DeviceRow& d : out_.devices) devices += (devices.empty() ? "" : ",") + std::to_string(d.id);
+    out_.meta[kMetaMemoryOneMoment] = devices;
+    out_.meta["source_format"] = "pprof_memory_profile";
+    out_.meta["clock"] = "pprof memory profile: one moment, when it was taken (time_nanos, ns since the Unix epoch)";
+    out_.meta["memory_addresses"] = "none in a pprof profile: each block is numbered instead";
+    out_.wall_clock_known = p_.time_nanos > 0;
+    out_.wall_ns_at_zero = p_.time_nanos;
+  }
+
+ private:
+  const Profile& p_;
+  StringPool& strings_;
+  ImportedTrace& out_;
+  size_t bytes_column_ = 0, count_column_ = SIZE_MAX;
+  std::unordered_map<std::string_view, uint32_t> device_ids_;  // label -> trace id
+  std::unordered_map<uint32_t, int64_t> allocated_;            // trace id -> running total
+  std::unordered_map<std::string, uint32_t> site_ids_;         // file, line, function, parent -> call site
+  uint64_t next_address_ = 1;
+
+  std::string_view str(uint64_t i) const {
+    if (i >= p_.strings.size()) refuse(fmt::format("string index {} past its table of {}", i, p_.strings.size()));
+    return p_.strings[size_t(i)];
+  }
+
+  // A memory profile's values: bytes, and a count of blocks beside them.
+  void find_value_columns() {
+    std::string types;
+    bool found = false;
+    for (size_t k = 0; k < p_.sample_types.size(); ++k) {
+      auto [type, unit] = p_.sample_types[k];
+      types += fmt::format("{}{}/{}", types.empty() ? "" : ", ", str(type), str(unit));
+      if (str(unit) == "bytes" && !found) bytes_column_ = k, found = true;
+      if (str(unit) == "count" && count_column_ == SIZE_MAX) count_column_ = k;
+    }
+    if (!found) refuse(fmt::format("not of memory: its values are {} (none in bytes)", types.empty() ? "none" : types));
+  }
+
+  std::string_view label(const Sample& s, std::string_view key) const {
+    for (const Label& l : s.labels)
+      if (str(l.key) == key) return str(l.text);
+    return "";
+  }
+
+  void map_sample(const Sample& s) {
+    if (s.values.size() <= bytes_column_) return skip("samples without a value in bytes");
+    if (label(s, "kind") == "executable") return skip("compiled programs' device code (kind executable), not buffers");
+    auto bytes = int64_t(s.values[bytes_column_]);
+    int64_t count = count_column_ < s.values.size() ? int64_t(s.values[count_column_]) : 1;
+    if (bytes < 0 || bytes > kMaxBytes) return skip("samples whose bytes are negative or past 2^62");
+    if (count <= 0 || count > bytes + 1 || count > (int64_t(1) << 32)) {
+      return skip("samples whose count is not positive, or more blocks than bytes");
+    }
+    if (bytes % count != 0) {  // JAX groups buffers of one size: this is not such a group
+      ++out_.skipped["samples whose bytes are not count blocks of one size: one block each"];
+      count = 1;
+    }
+    uint32_t device = device_of(label(s, "device"));
+    uint32_t site = stack_of(s);
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t total = allocated_[device] += bytes / count;
+      out_.memory.push_back({.device = device,
+                             .time = 0,
+                             .kind = MemoryEventKind::alloc,
+                             .bytes = bytes / count,
+                             .address = next_address_++,
+                             .allocated = total,
+                             .reserved = 0,
+                             .callsite = site});
+    }
+  }
+
+  void skip(const char* why) { ++out_.skipped[why]; }
+
+  // A device label ("TFRT_CPU_0", "cuda:1") as a trace device: its number
+  // the id, unless another label took it.
+  uint32_t device_of(std::string_view name) {
+    auto known = device_ids_.find(name);
+    if (known != device_ids_.end()) return known->second;
+    size_t digits = name.size();
+    while (digits > 0 && std::isdigit(uint8_t(name[digits - 1])) && name.size() - digits < 6) --digits;
+    uint32_t id = digits < name.size() ? uint32_t(std::stoul(std::string(name.substr(digits)))) : 0;
+    auto taken = [&](uint32_t i) {
+      for (const DeviceRow& d : out_.devices)
+        if (d.id == i) return true;
+      return false;
+    };
+    while (taken(id)) ++id;
+    std::string lower;
+    for (char c : name) lower += char(std::tolower(uint8_t(c)));
+    DeviceKind kind = lower.find("cpu") != std::string::npos ? DeviceKind::cpu
+                      : lower.find("cuda") != std::string::npos || lower.find("gpu") != std::string::npos
+                          ? DeviceKind::cuda
+                      : lower.find("rocm") != std::string::npos ? DeviceKind::rocm
+                                                                : DeviceKind::other;
+    out_.devices.push_back({.id = id, .name = std::string(name.empty() ? "unnamed device" : name), .kind = kind});
+    device_ids_.emplace(name, id);
+    return id;
+  }
+
+  // The sample's stack (leaf first; a location's inlined functions before
+  // the one they were inlined into) from the innermost frame of the user's
+  // code outwards, as call sites; 0 when no frame is the user's.
+  uint32_t stack_of(const Sample& s) {
+    std::vector<PythonFrame> stack;
+    for (uint64_t id : s.locations) {
+      auto loc = p_.locations.find(id);
+      if (loc == p_.locations.end()) refuse(fmt::format("a sample names location {}, which it does not list", id));
+      for (const Line& l : loc->second) {
+        auto fn = p_.functions.find(l.function);
+        if (fn == p_.functions.end())
+          refuse(fmt::format("location {} names function {}, which it does not list", id, l.function));
+        PythonFrame f{.file = str(fn->second.file),
+                      .line = uint32_t(std::clamp<int64_t>(l.line, 0, 0xffffffff)),
+                      .function = str(fn->second.name)};
+        if ((!stack.empty() || !is_library_file(f.file)) && stack.size() < kMaxFrames) stack.push_back(f);
+      }
+    }
+    uint32_t site = 0;
+    for (auto f = stack.rbegin(); f != stack.rend(); ++f) site = site_id(*f, site);
+    return site;
+  }
+
+  uint32_t site_id(const PythonFrame& f, uint32_t parent) {
+    std::string key = fmt::format("{}\n{}\n{}\n{}", f.file, f.line, f.function, parent);
+    auto [it, added] = site_ids_.emplace(std::move(key), uint32_t(out_.callsites.size() + 1));
+    if (added) {
+      out_.callsites.push_back({.id = it->second,
+                                .file = strings_.intern(f.file),
+                                .line = f.line,
+                                .function = strings_.intern(f.function),
+                                .parent = parent});
+    }
+    return it->second;
+  }
+};
+
+}  // namespace
+
+bool is_protobuf(std::string_view head) {
+  // A profile begins with its first sample_type (field 1, a message whose
+  // first field is its type, a varint): 0x0a, a length, 0x08. JSON may
+  // begin with a newline (0x0a) too, but never with 0x08 two bytes on.
+  return head.size() >= 3 && uint8_t(head[0]) == 0x0a && uint8_t(head[1]) < 0x80 && uint8_t(head[2]) == 0x08;
+}
+
+bool is_pprof_memory_profile(std::string_view bytes) {
+  try {
+    Profile p = read_profile(bytes);
+    for (auto [type, unit] : p.sample_types)
+      if (unit < p.strings.size() && p.strings[size_t(unit)] == "bytes") return true;
+  } catch (const std::exception&) {
+  }
+  return false;
+}
+
+void map_pprof_memory(std::string_view bytes, const std::string& path, StringPool& strings, ImportedTrace& out) {
+  try {
+    Profile p = read_profile(bytes);
+    PprofMapper(p, strings, out).map();
+  } catch (const ProtoError& e) {
+    throw ImportError(fmt::format("{}: pprof profile: {}", path, e.what()));
+  } catch (const ImportError& e) {
+    throw ImportError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace loupe::prof::import
