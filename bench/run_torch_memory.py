@@ -57,6 +57,24 @@ def profiled(tmp, r):
                                   with_stack=True)
 
 
+class PassThrough:
+    """An empty TorchDispatchMode, as loupe's answers compiles: what seeing
+    every ATen operation from Python costs before recording anything."""
+
+    def __new__(cls):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Empty(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+            @classmethod
+            def ignore_compile_internals(cls):
+                return True
+
+        return Empty()
+
+
 def operations_a_step():
     """ATen operations one step runs: what the recording's mode sees."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -78,13 +96,15 @@ def operations_a_step():
 
 train()  # warm-up: the optimizer's state, the allocator's caches
 operations = operations_a_step()
-times = {"plain": [], "capture": [], "memory": [], "profiler": []}
+times = {"plain": [], "capture": [], "mode": [], "memory": [], "profiler": []}
 allocations = []
 with tempfile.TemporaryDirectory() as tmp:
     for r in range(ROUNDS):
         times["plain"].append(train())
         with loupe.capture(os.path.join(tmp, f"c{r}.db")):
             times["capture"].append(train())
+        with PassThrough():
+            times["mode"].append(train())
         with loupe.capture(os.path.join(tmp, f"m{r}.db"), memory=True) as capture:
             times["memory"].append(train())
         allocations.append(capture.stats["recorded"] / STEPS)
@@ -98,6 +118,7 @@ per_step = statistics.median(allocations)
 row("torch memory", f"PyTorch CPU training step, MLP 784-1024-1024-10, AdamW, batch 256 (median of {ROUNDS} "
     f"runs of {STEPS} steps)", f"{step * 1e3:.2f} ms")
 for key, label in (("capture", "under loupe.capture"),
+                   ("mode", "under an empty TorchDispatchMode (what seeing each operation costs)"),
                    ("memory", f"under loupe.capture(memory=True) ({per_step:.0f} events a step)"),
                    ("profiler", "under torch.profiler(profile_memory=True, with_stack=True)")):
     ratios = [t / p - 1 for t, p in zip(times[key], times["plain"])]

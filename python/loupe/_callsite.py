@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from types import FrameType
+from types import CodeType, FrameType
 
 from . import _core
 
@@ -63,16 +63,42 @@ def user_frame(frame: FrameType | None = None) -> FrameType | None:
 _MAX_FRAMES = 64  # a stack deeper than this keeps its innermost frames
 
 
+_by_position: dict[tuple[int, int, int], int] = {}  # (id(code), instruction, parent) -> call site
+_pinned: dict[int, CodeType] = {}  # the code objects of those ids, kept so that no other takes an id
+
+
 def site_of(frame: FrameType | None) -> int:
     """The trace's call-site id of a frame's current line and the frames
     that called it, its whole stack (0: none). Each frame is interned under
     its caller's call site, outermost first, so a line reached from two
-    places is two call sites that name the same frame."""
-    frames = []
-    while frame is not None and len(frames) < _MAX_FRAMES:
-        frames.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+    places is two call sites that name the same frame.
+
+    A frame's line is looked up by its code and instruction (``f_lasti``),
+    not read: Python finds a line by scanning the code's line table, which
+    for a caller suspended in a long module costs microseconds a frame, at
+    every allocation."""
+    chain = []
+    while frame is not None and len(chain) < _MAX_FRAMES:
+        chain.append(frame)
         frame = frame.f_back
-    return stack_site(frames)
+    site = 0
+    for f in reversed(chain):
+        code = f.f_code
+        key = (id(code), f.f_lasti, site)
+        known = _by_position.get(key)
+        if known is None:
+            _pinned[id(code)] = code
+            known = _by_position[key] = _intern(code.co_filename, f.f_lineno, code.co_name, site)
+        site = known
+    return site
+
+
+def _intern(file: str, line: int, function: str, parent: int) -> int:
+    key = (file, line, function, parent)
+    known = _ids.get(key)
+    if known is None:
+        known = _ids[key] = _core.callsite(*key)
+    return known
 
 
 def stack_site(frames: list[tuple[str, int, str]]) -> int:
@@ -81,11 +107,7 @@ def stack_site(frames: list[tuple[str, int, str]]) -> int:
     call site; 0 for no frame. The first _MAX_FRAMES frames are kept."""
     site = 0
     for file, line, function in reversed(frames[:_MAX_FRAMES]):
-        key = (file, line, function, site)
-        known = _ids.get(key)
-        if known is None:
-            known = _ids[key] = _core.callsite(*key)
-        site = known
+        site = _intern(file, line, function, site)
     return site
 
 
