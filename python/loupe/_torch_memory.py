@@ -23,17 +23,25 @@ under PyTorch's own names: each ``torch.autograd.backward`` (which
 ``Tensor.backward`` calls), and each optimizer's ``step`` and ``zero_grad``
 ("Optimizer.step#AdamW.step", as PyTorch's profiler names them).
 
-What it does not see: operations on other threads (a DataLoader's workers
-are other processes anyway), memory allocated outside an ATen operation
-(``torch.from_numpy`` shares NumPy's), and the caching allocator's own
-reserve, release, retries and out-of-memory errors. What it costs: one
-Python call per operation, and a walk up the stack per allocation
-(docs/python.md gives the figures).
+On a GPU, CUDA memory comes from the CUDA caching allocator's own history
+instead (``torch.cuda.memory._record_memory_history``, kept in C++ with
+each entry's Python stack): every allocation and free, on any thread, each
+segment reserved and released and each out-of-memory error with its
+request, read when the capture stops and added at the entries' times
+(their wall clock moved onto the capture's). Its storages are then not
+followed here, so nothing is counted twice.
+
+What it does not see on the CPU: operations on other threads (a
+DataLoader's workers are other processes anyway), and memory allocated
+outside an ATen operation (``torch.from_numpy`` shares NumPy's). What it
+costs: one Python call per operation, and a walk up the stack per
+allocation (docs/python.md gives the figures).
 """
 
 from __future__ import annotations
 
 import gc
+import pickle
 import sys
 import threading
 import time
@@ -64,6 +72,8 @@ class TensorMemory:
         self._restorer = Restorer()
         self._step_hooks: list[Any] = []  # the optimizer step hooks' handles
         self._step_starts = threading.local()
+        self._cuda_history = False  # the CUDA caching allocator records its own (on a GPU)
+        self._since = 0  # when recording began (time.monotonic_ns)
 
     def install(self) -> None:
         import torch
@@ -86,6 +96,8 @@ class TensorMemory:
                 return True
 
         self._on = True
+        self._since = time.monotonic_ns()
+        self._cuda_history = _start_cuda_history(torch)
         self._record_phases(torch)
         self._held_before(torch)
         self._mode = RecordAllocations()
@@ -94,6 +106,11 @@ class TensorMemory:
 
     def uninstall(self) -> None:
         self._on = False  # the finalizers still to come record nothing
+        if self._cuda_history:
+            import torch
+
+            self._add_cuda_history(torch)
+            self._cuda_history = False
         for handle in self._step_hooks:
             handle.remove()
         self._step_hooks.clear()
@@ -103,6 +120,18 @@ class TensorMemory:
         if self._mode is not None and threading.get_ident() == self._thread:
             self._mode.__exit__(None, None, None)
         self._mode = None
+
+    def _add_cuda_history(self, torch: Any) -> None:
+        """What the CUDA caching allocator recorded since recording began:
+        read, stopped, and added as memory events at their own times."""
+        snapshot = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(enabled=None)
+        clock = time.time_ns() - time.monotonic_ns()
+        for device in _core.torch_snapshot(pickle.dumps(snapshot, protocol=4), clock, self._since):
+            if device not in self._devices:
+                self._devices.add(device)
+                if not self._gpu_collected:  # CUPTI names the GPUs it collects
+                    _core.register_device(device, f"cuda:{device}", "cuda")
 
     # ---- the phases of a step -------------------------------------------------
 
@@ -195,6 +224,8 @@ class TensorMemory:
         if tensor.is_cpu:
             index, name, platform = HOST_DEVICE, "PyTorch CPU tensors", "cpu"
         elif tensor.is_cuda:
+            if self._cuda_history:  # the allocator's own history has it, with segments and errors
+                return None
             index = tensor.get_device()
             name, platform = f"cuda:{index}", "cuda"
         else:
@@ -204,6 +235,30 @@ class TensorMemory:
             if platform == "cpu" or not self._gpu_collected:  # CUPTI names the GPUs it collects
                 _core.register_device(index, name, platform)
         return index
+
+
+# Entries the CUDA allocator keeps (a ring: the oldest go first); about
+# 300 bytes each while recording, plus the stacks they share.
+_CUDA_HISTORY_ENTRIES = 1_000_000
+
+
+def _start_cuda_history(torch: Any) -> bool:
+    """On a GPU, PyTorch's CUDA caching allocator records its own history
+    (torch.cuda.memory._record_memory_history): every allocation and free
+    with the Python stack, each segment reserved and released, and each
+    out-of-memory error with the request's size, in C++ without a Python
+    call per operation. Whether it does."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                                 max_entries=_CUDA_HISTORY_ENTRIES)
+    except (AttributeError, RuntimeError, TypeError) as e:  # a PyTorch without it, or a CUDA that cannot
+        print(f"loupe: CUDA memory history not recorded ({e}); tensors' storages are followed instead",
+              file=sys.stderr)
+        return False
+    _core.leave_cuda_memory(list(range(torch.cuda.device_count())))  # CUPTI's cudaMalloc records would count twice
+    return True
 
 
 def _ranged(call: Callable[..., Any], name: Callable[..., str]) -> Callable[..., Any]:

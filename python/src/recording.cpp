@@ -8,9 +8,11 @@
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
 
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -18,6 +20,7 @@
 
 #include "loupe/prof/capture.h"
 #include "loupe/prof/cupti.h"
+#include "loupe/prof/import.h"
 #include "loupe/prof/output_file.h"
 #include "loupe/prof/record.h"
 #include "loupe/prof/trace_format.h"
@@ -28,6 +31,20 @@ using namespace loupe::prof;
 
 namespace loupe::python {
 namespace {
+
+// The GPUs whose memory PyTorch's allocator history records in the
+// current capture (leave_cuda_memory): CUPTI's allocation records of them
+// are left out until the capture has flushed them.
+std::mutex g_memory_left_mu;
+std::vector<uint32_t> g_memory_left;
+
+void leave_cuda_memory(const std::vector<uint32_t>& devices) {
+  std::lock_guard lock(g_memory_left_mu);
+  for (uint32_t d : devices) {
+    CuptiCollector::leave_memory_to_framework(d, true);
+    g_memory_left.push_back(d);
+  }
+}
 
 // A capture of the whole process and, where a GPU and CUPTI are, the
 // collector of its device activity.
@@ -40,6 +57,9 @@ struct ProcessCapture {
     nb::gil_scoped_release unlocked;
     cupti.reset();  // hands CUPTI's last records to the capture
     capture->stop();
+    std::lock_guard lock(g_memory_left_mu);
+    for (uint32_t d : g_memory_left) CuptiCollector::leave_memory_to_framework(d, false);
+    g_memory_left.clear();
   }
 };
 
@@ -148,6 +168,33 @@ void record_memory(uint32_t device, const std::string& kind, uint64_t bytes, uin
                 .callsite = site});
 }
 
+// A PyTorch memory snapshot's allocator history (its pickle's bytes) as
+// memory events of the capture, its times moved from the wall clock to the
+// capture's by `wall_minus_monotonic_ns`; the devices it names. Entries
+// before the capture began are left out: their blocks are what was held
+// before it. A snapshot without times cannot be placed: ValueError.
+std::vector<uint32_t> record_torch_snapshot(nb::bytes pickle, int64_t wall_minus_monotonic_ns, int64_t since_ns) {
+  SnapshotHistory h = read_torch_snapshot_history(std::string_view(pickle.c_str(), pickle.size()));
+  if (!h.times_known) throw std::invalid_argument("the snapshot's entries have no time_us: they cannot be placed");
+  std::vector<CallSiteId> sites(h.callsites.size() + 1, kNoCallSite);
+  for (size_t k = 0; k < h.callsites.size(); ++k) {
+    const SnapshotFrame& f = h.callsites[k];
+    sites[k + 1] = callsite(f.file.c_str(), f.line, f.function.c_str(), sites[f.parent < k + 1 ? f.parent : 0]);
+  }
+  for (const MemoryEventRow& e : h.events) {
+    int64_t monotonic = e.time - wall_minus_monotonic_ns;
+    if (monotonic < since_ns) continue;
+    memory_event_at(ticks_at_monotonic_ns(monotonic), {.device = e.device,
+                                                       .kind = e.kind,
+                                                       .bytes = uint64_t(e.bytes),
+                                                       .address = e.address,
+                                                       .allocated = e.allocated,
+                                                       .reserved = e.reserved,
+                                                       .callsite = e.callsite < sites.size() ? sites[e.callsite] : 0});
+  }
+  return h.devices;
+}
+
 void record_span(const std::string& name, const std::string& kind, int64_t start_ns, int64_t end_ns, CallSiteId site) {
   span(intern(name), ticks_at_monotonic_ns(start_ns), ticks_at_monotonic_ns(end_ns), span_kind(kind), site);
 }
@@ -193,6 +240,12 @@ void add_recording(nb::module_& m) {
         "callsite"_a, "A synchronous host-device copy the calling thread waited for.");
   m.def("memory", &record_memory, "device"_a, "kind"_a, "bytes"_a, "address"_a, "allocated"_a, "callsite"_a,
         "A block allocated or freed on `device` (kind: alloc or free); `allocated` is the device's total after it.");
+  m.def("leave_cuda_memory", &leave_cuda_memory, "devices"_a,
+        "Leaves these GPUs' memory to PyTorch's allocator history for the rest of this capture: CUPTI's allocation "
+        "records of them are not written.");
+  m.def("torch_snapshot", &record_torch_snapshot, "pickle"_a, "wall_minus_monotonic_ns"_a, "since_ns"_a,
+        "A PyTorch memory snapshot's allocator history (pickled) as memory events from since_ns (monotonic) on; "
+        "returns the devices it names. Raises TraceImportError, or ValueError for one without times.");
   m.def("span", &record_span, "name"_a, "kind"_a, "start_ns"_a, "end_ns"_a, "callsite"_a,
         "A host span of the calling thread.");
   m.def(

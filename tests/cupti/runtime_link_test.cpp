@@ -103,4 +103,28 @@ TEST(CuptiRuntimeLink, AdoptedGpusGetTheRuntimesIds) {
   EXPECT_EQ(batch.copies[0].device, 16u);
 }
 
+// PyTorch's allocator history records GPU 1's memory during a capture:
+// CUPTI's cudaMalloc records of GPU 1 are left out then, its kernels kept;
+// GPU 0's records stay. Once the capture is over, GPU 1's come back.
+TEST(CuptiRuntimeLink, MemoryLeftToAFrameworkIsNotCountedTwice) {
+  cupti::Adoption a;
+  auto batch = [] {
+    detail::ExternalEvents b;
+    b.ops.push_back({1, 13, 1, 2, DeviceOpKind::kernel, "k", 0, CopyKind::none, 5});
+    b.memory.push_back({0, 5, MemoryEventKind::alloc, 1024, 0x10, 1024, 1024});
+    b.memory.push_back({1, 5, MemoryEventKind::alloc, 2048, 0x20, 2048, 2048});
+    return b;
+  };
+  a.leave_memory(1, true);
+  detail::ExternalEvents during = batch();
+  a.apply(during);
+  ASSERT_EQ(during.memory.size(), 1u);
+  EXPECT_EQ(during.memory[0].device, 0u);
+  EXPECT_EQ(during.ops.size(), 1u);
+  a.leave_memory(1, false);
+  detail::ExternalEvents after = batch();
+  a.apply(after);
+  EXPECT_EQ(after.memory.size(), 2u);
+}
+
 }  // namespace

@@ -263,3 +263,44 @@ class Malformed(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AllocatorHistoryIntoACapture(unittest.TestCase):
+    """On a GPU, loupe.capture(memory=True) reads the CUDA caching
+    allocator's own history when it stops (torch.cuda.memory._snapshot())
+    and adds it at the entries' times. The same path, fed here the
+    fixture's snapshot with times given by the test: entries before the
+    capture began are left out (their blocks are held before it), the rest
+    land at their times, and the last total is what the segments hold."""
+
+    def test_the_history_lands_at_its_times_with_its_totals(self):
+        import time
+
+        import loupe
+        from loupe import _core
+
+        snapshot = load(SNAPSHOT)
+        entries = snapshot["device_traces"][0]
+        early = 40  # entries "before the capture", 1 ms apart, ending 1 s before it
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "h.db")
+            with loupe.capture(db):
+                since, wall = time.monotonic_ns(), time.time_ns()
+                for k, e in enumerate(entries):
+                    e["time_us"] = (wall - 1_000_000_000 - (early - k) * 1_000_000) // 1000 if k < early \
+                        else wall // 1000 + k
+                devices = _core.torch_snapshot(pickle.dumps(snapshot, protocol=4), wall - since, since)
+                stop = time.monotonic_ns()
+            rows = sql(db, "SELECT m.device, m.time, m.kind, m.bytes, m.allocated, s.text FROM memory_events m "
+                           "LEFT JOIN callsites c ON c.id = m.callsite LEFT JOIN strings s ON s.id = c.file "
+                           "ORDER BY m.time, m.id")[1:]
+            origin = int(dict(sql(db, "SELECT key, value FROM meta")[1:])["origin_monotonic_ns"])
+        self.assertEqual(devices, [0])
+        kept = [e for e in entries[early:] if e["action"] in ("alloc", "free_completed")]
+        self.assertEqual(len(rows), len(kept))
+        self.assertEqual([int(r[3]) for r in rows], [e["size"] for e in kept])
+        self.assertTrue(all(since <= int(r[1]) + origin <= stop for r in rows))
+        held_at_end = sum(b["size"] for s in snapshot["segments"] if s["device"] == 0 for b in s["blocks"]
+                          if b["state"] in ("active_allocated", "active_pending_free"))
+        self.assertEqual(int(rows[-1][4]), held_at_end)
+        self.assertTrue(any(r[5] and r[5].endswith("record_cpu_snapshot.py") for r in rows))

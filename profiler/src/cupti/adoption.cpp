@@ -14,6 +14,15 @@ void Adoption::adopt_stream(uint32_t cuda_device, uint32_t cupti_stream, uint32_
   streams_[{cuda_device, cupti_stream}] = trace_stream;
 }
 
+void Adoption::leave_memory(uint32_t cuda_device, bool on) {
+  std::lock_guard lock(mu_);
+  if (on) {
+    memory_elsewhere_.insert(cuda_device);
+  } else {
+    memory_elsewhere_.erase(cuda_device);
+  }
+}
+
 bool Adoption::empty() const {
   std::lock_guard lock(mu_);
   return devices_.empty();
@@ -21,6 +30,7 @@ bool Adoption::empty() const {
 
 void Adoption::apply(detail::ExternalEvents& batch) const {
   std::lock_guard lock(mu_);
+  std::erase_if(batch.memory, [&](const auto& m) { return memory_elsewhere_.count(m.device) != 0; });
   if (devices_.empty()) return;
   auto adopted = [&](uint32_t d) { return devices_.count(d) != 0; };
   for (auto& op : batch.ops) {

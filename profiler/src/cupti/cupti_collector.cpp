@@ -130,6 +130,10 @@ void CuptiCollector::adopt_device(uint32_t cuda_device, uint32_t trace_device) {
   cupti::adoption().adopt_device(cuda_device, trace_device);
 }
 
+void CuptiCollector::leave_memory_to_framework(uint32_t cuda_device, bool on) {
+  cupti::adoption().leave_memory(cuda_device, on);
+}
+
 void CuptiCollector::adopt_stream(uint32_t cuda_device, void* cuda_stream, uint32_t trace_stream) {
   {
     std::lock_guard lock(g_adopt_mu);

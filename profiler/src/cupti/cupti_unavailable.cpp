@@ -19,6 +19,7 @@ void CuptiCollector::push_correlation(uint64_t) {}
 void CuptiCollector::pop_correlation() {}
 void CuptiCollector::adopt_device(uint32_t, uint32_t) {}
 void CuptiCollector::adopt_stream(uint32_t, void*, uint32_t) {}
+void CuptiCollector::leave_memory_to_framework(uint32_t, bool) {}
 CuptiStats CuptiCollector::stats() { return {}; }
 
 }  // namespace loupe::prof

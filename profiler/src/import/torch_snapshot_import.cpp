@@ -317,3 +317,34 @@ void map_torch_snapshot(const PickleDoc& doc, StringPool& strings, ImportedTrace
 }
 
 }  // namespace loupe::prof::import
+
+namespace loupe::prof {
+
+SnapshotHistory read_torch_snapshot_history(std::string_view pickle) {
+  auto read = [&] {
+    try {
+      return import::PickleDoc::read(pickle);
+    } catch (const import::PickleError& e) {
+      throw ImportError(fmt::format("PyTorch memory snapshot: {}", e.what()));
+    }
+  };
+  const import::PickleDoc doc = read();
+  if (!import::is_torch_snapshot(doc))
+    throw ImportError("PyTorch memory snapshot: not a dict with 'segments' and 'device_traces'");
+  import::StringPool strings;
+  import::ImportedTrace mapped;
+  import::map_torch_snapshot(doc, strings, mapped);
+  SnapshotHistory out;
+  for (const CallSiteRow& c : mapped.callsites) {
+    out.callsites.push_back({.file = std::string(strings.text(c.file)),
+                             .function = std::string(strings.text(c.function)),
+                             .line = c.line,
+                             .parent = c.parent});
+  }
+  out.events = std::move(mapped.memory);
+  out.times_known = mapped.wall_clock_known;
+  for (const DeviceRow& d : mapped.devices) out.devices.push_back(d.id);
+  return out;
+}
+
+}  // namespace loupe::prof

@@ -62,6 +62,11 @@ class CuptiCollector {
   // reserves and hands out, with call sites. `cuda_stream` is a
   // cudaStream_t. Adoptions last for the process.
   static void adopt_device(uint32_t cuda_device, uint32_t trace_device);
+  // A GPU whose memory a framework's allocator records itself (PyTorch's
+  // CUDA caching allocator history: each block with its stack, the
+  // segments, the errors): while `on`, CUPTI's allocation records of it
+  // (cudaMalloc and cudaFree) are left out, not to be counted twice.
+  static void leave_memory_to_framework(uint32_t cuda_device, bool on);
   static void adopt_stream(uint32_t cuda_device, void* cuda_stream, uint32_t trace_stream);
 
   struct Impl;

@@ -1,7 +1,8 @@
 // Importing traces recorded by other profilers into loupe trace files:
 // PyTorch's profiler (Kineto JSON), JAX's profiler (Chrome/Perfetto JSON
 // from jax.profiler), any Chrome trace-event JSON, and Nsight Systems'
-// SQLite export. docs/import.md describes each mapping.
+// SQLite export, PyTorch memory snapshots and pprof memory profiles.
+// docs/import.md describes each mapping.
 //
 // Input files are untrusted: a file that is not a trace, or a damaged one,
 // raises ImportError with one line naming the file and where it went wrong
@@ -15,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "loupe/prof/trace_rows.h"
 
 namespace loupe::prof {
 
@@ -84,6 +87,26 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
 // The rank, job size, backend and host a trace's meta rows give (rank,
 // world_size, distributed_backend, hostname), into `result`'s fields.
 void take_distributed_meta(const std::map<std::string, std::string>& meta, ImportResult& result);
+
+// A PyTorch memory snapshot's allocator history, from the pickle's bytes
+// (torch.cuda.memory._snapshot() pickled), mapped as `loupe import` maps a
+// snapshot file (docs/import.md): for a live capture, which adds what the
+// CUDA caching allocator recorded to its own events. Throws ImportError
+// naming the entry for a pickle that is not a snapshot.
+struct SnapshotFrame {
+  std::string file, function;
+  uint32_t line = 0;
+  uint32_t parent = 0;  // the calling frame: an earlier frame's index + 1; 0 for none
+};
+struct SnapshotHistory {
+  std::vector<SnapshotFrame> callsites;  // call site k + 1 is callsites[k]
+  std::vector<MemoryEventRow> events;    // in order per device; callsite: an index + 1 above
+  // Whether the entries carry times: the events' times are then ns since
+  // the Unix epoch; otherwise each entry's place in its device's list.
+  bool times_known = false;
+  std::vector<uint32_t> devices;  // the devices the events are on
+};
+SnapshotHistory read_torch_snapshot_history(std::string_view pickle);
 
 // The format of `path` from its first bytes and, for JSON, its content:
 // ImportFormat::kineto, chrome, jax or nsys. Throws ImportError.

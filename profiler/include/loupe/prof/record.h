@@ -350,6 +350,14 @@ inline void memory_event(const MemoryEvent& m) {
   emit(EventKind::memory, [&](RawEvent& e) { e.memory = {now, m}; });
 }
 
+// A memory event at a time of its own, not now: one from a history an
+// allocator kept (PyTorch's CUDA allocator), added when it is read.
+inline void memory_event_at(Ticks at, const MemoryEvent& m) {
+  using namespace detail;
+  if (!capturing()) return;
+  emit(EventKind::memory, [&](RawEvent& e) { e.memory = {at, m}; });
+}
+
 // Training steps: step_begin(n) ... step_end() on one thread.
 inline void step_begin(int64_t number) {
   using namespace detail;
