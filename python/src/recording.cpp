@@ -173,7 +173,8 @@ void record_memory(uint32_t device, const std::string& kind, uint64_t bytes, uin
 // capture's by `wall_minus_monotonic_ns`; the devices it names. Entries
 // before the capture began are left out: their blocks are what was held
 // before it. A snapshot without times cannot be placed: ValueError.
-std::vector<uint32_t> record_torch_snapshot(nb::bytes pickle, int64_t wall_minus_monotonic_ns, int64_t since_ns) {
+std::vector<uint32_t> record_torch_snapshot(const nb::bytes& pickle, int64_t wall_minus_monotonic_ns,
+                                            int64_t since_ns) {
   SnapshotHistory h = read_torch_snapshot_history(std::string_view(pickle.c_str(), pickle.size()));
   if (!h.times_known) throw std::invalid_argument("the snapshot's entries have no time_us: they cannot be placed");
   std::vector<CallSiteId> sites(h.callsites.size() + 1, kNoCallSite);

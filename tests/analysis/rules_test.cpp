@@ -791,8 +791,7 @@ TEST_F(Rules, APageableUploadCostsTheIdleWhileItStages) {
 // activation; in Adam's step, A (zeros_like, never freed) is its state and
 // B (sqrt, freed before the step ends) a temporary. The peak, 700 B at
 // t = 135, holds all three.
-TEST_F(Rules, MemoryCategoriesFollowTheOpsAroundEachBlock) {
-  auto t = small_gpu_trace();
+void fill_category_trace(TraceBuilder& t) {
   t.span(1, 10, 10, "aten::relu", SpanKind::runtime);
   t.span(1, 100, 100, "Optimizer.step#Adam.step", SpanKind::user);
   t.span(1, 110, 10, "aten::zeros_like", SpanKind::runtime, 1);
@@ -803,6 +802,11 @@ TEST_F(Rules, MemoryCategoriesFollowTheOpsAroundEachBlock) {
   t.memory(0, 135, MemoryEventKind::alloc, 400, 0xb, 700, 0);
   t.memory(0, 150, MemoryEventKind::free, 400, 0xb, 300, 0);
   t.memory(0, 300, MemoryEventKind::free, 100, 0xc, 200, 0);
+}
+
+TEST_F(Rules, MemoryCategoriesFollowTheOpsAroundEachBlock) {
+  auto t = small_gpu_trace();
+  fill_category_trace(t);
   AnalysisReport r = analyze(t.load());
   auto f = by_rule(r, "memory");
   ASSERT_EQ(f.size(), 1u);
@@ -815,21 +819,12 @@ TEST_F(Rules, MemoryCategoriesFollowTheOpsAroundEachBlock) {
   EXPECT_EQ(evidence(*f[0], "at peak: unknown"), "<missing at peak: unknown>");
 }
 
-// The same blocks over time, for the viewer's lane: after each of the five
-// events, C (100 B) is an activation until its free at 300, A (200 B) the
+// The blocks of fill_category_trace over time, for the viewer's lane:
+// after each of the five events, C (100 B) is an activation until its free at 300, A (200 B) the
 // optimizer's state from 115 on, B (400 B) a temporary from 135 to 150.
 TEST_F(Rules, MemoryCategoriesOverTimeFollowEachBlock) {
   auto t = small_gpu_trace();
-  t.span(1, 10, 10, "aten::relu", SpanKind::runtime);
-  t.span(1, 100, 100, "Optimizer.step#Adam.step", SpanKind::user);
-  t.span(1, 110, 10, "aten::zeros_like", SpanKind::runtime, 1);
-  t.span(1, 130, 10, "aten::sqrt", SpanKind::runtime, 1);
-  t.span(1, 290, 20, "autograd::engine::evaluate_function: ReluBackward0", SpanKind::runtime);
-  t.memory(0, 15, MemoryEventKind::alloc, 100, 0xc, 100, 0);
-  t.memory(0, 115, MemoryEventKind::alloc, 200, 0xa, 300, 0);
-  t.memory(0, 135, MemoryEventKind::alloc, 400, 0xb, 700, 0);
-  t.memory(0, 150, MemoryEventKind::free, 400, 0xb, 300, 0);
-  t.memory(0, 300, MemoryEventKind::free, 100, 0xc, 200, 0);
+  fill_category_trace(t);
   TraceModel m = t.load();
   std::vector<CategoryOverTime> c = memory_categories_over_time(m, 0);
   ASSERT_EQ(c.size(), 3u);

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "import/call_stacks.h"
 #include "import/mappings.h"
 #include "import/protobuf_reader.h"
 #include "loupe/prof/python_frames.h"
@@ -25,7 +26,6 @@ namespace loupe::prof::import {
 namespace {
 
 constexpr int64_t kMaxBytes = int64_t(1) << 62;  // a size past it is damage, not memory
-constexpr size_t kMaxFrames = 64;                // the frames nearest the user's code kept per stack
 
 struct Line {
   uint64_t function = 0;
@@ -163,7 +163,7 @@ class PprofMapper {
   size_t bytes_column_ = 0, count_column_ = SIZE_MAX;
   std::unordered_map<std::string_view, uint32_t> device_ids_;  // label -> trace id
   std::unordered_map<uint32_t, int64_t> allocated_;            // trace id -> running total
-  std::unordered_map<std::string, uint32_t> site_ids_;         // file, line, function, parent -> call site
+  CallStacks stacks_{strings_, out_.callsites};
   uint64_t next_address_ = 1;
 
   std::string_view str(uint64_t i) const {
@@ -261,25 +261,10 @@ class PprofMapper {
         PythonFrame f{.file = str(fn->second.file),
                       .line = uint32_t(std::clamp<int64_t>(l.line, 0, 0xffffffff)),
                       .function = str(fn->second.name)};
-        if ((!stack.empty() || !is_library_file(f.file)) && stack.size() < kMaxFrames) stack.push_back(f);
+        CallStacks::keep(stack, f);
       }
     }
-    uint32_t site = 0;
-    for (auto f = stack.rbegin(); f != stack.rend(); ++f) site = site_id(*f, site);
-    return site;
-  }
-
-  uint32_t site_id(const PythonFrame& f, uint32_t parent) {
-    std::string key = fmt::format("{}\n{}\n{}\n{}", f.file, f.line, f.function, parent);
-    auto [it, added] = site_ids_.emplace(std::move(key), uint32_t(out_.callsites.size() + 1));
-    if (added) {
-      out_.callsites.push_back({.id = it->second,
-                                .file = strings_.intern(f.file),
-                                .line = f.line,
-                                .function = strings_.intern(f.function),
-                                .parent = parent});
-    }
-    return it->second;
+    return stacks_.site_of(stack);
   }
 };
 

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "import/call_stacks.h"
 #include "import/mappings.h"
 #include "loupe/prof/python_frames.h"
 
@@ -64,7 +65,7 @@ class SnapshotMapper {
   StringPool& strings_;
   ImportedTrace& out_;
   std::unordered_map<uint32_t, uint32_t> site_of_frames_;  // a frames list (shared through the memo) -> call site
-  std::unordered_map<std::string, uint32_t> site_ids_;     // file, line, function -> call site
+  CallStacks stacks_{strings_, out_.callsites};
   bool any_time_ = false;
   uint64_t earlier_than_before_ = 0;
   bool from_profile_ = false;      // made by torch.cuda._memory_viz._profile_to_snapshot
@@ -174,23 +175,19 @@ class SnapshotMapper {
     return t;
   }
 
-  // The innermost frame of the user's code, as a call site (0: none).
   // The innermost frame of the user's code and the frames that called it
   // (frames are listed innermost first), as a stack of call sites; 0 when
-  // no frame is the user's. The 64 frames nearest it are kept.
+  // no frame is the user's.
   uint32_t callsite_of(PyRef e) {
-    constexpr size_t kMaxFrames = 64;
     std::optional<PyRef> frames = doc_.find(e, "frames");
     if (!frames || doc_.kind(*frames) != PyKind::list) return 0;
     auto cached = site_of_frames_.find(frames->node);
     if (cached != site_of_frames_.end()) return cached->second;
     std::vector<PythonFrame> stack;
-    for (size_t i = 0; i < doc_.size(*frames) && stack.size() < kMaxFrames; ++i) {
-      std::optional<PythonFrame> f = frame_of(doc_.item(*frames, i));
-      if (f && (!stack.empty() || !is_library_file(f->file))) stack.push_back(*f);
+    for (size_t i = 0; i < doc_.size(*frames) && stack.size() < CallStacks::kMaxFrames; ++i) {
+      if (std::optional<PythonFrame> f = frame_of(doc_.item(*frames, i))) CallStacks::keep(stack, *f);
     }
-    uint32_t site = 0;
-    for (auto f = stack.rbegin(); f != stack.rend(); ++f) site = site_id(*f, site);
+    uint32_t site = stacks_.site_of(stack);
     site_of_frames_.emplace(frames->node, site);
     return site;
   }
@@ -206,21 +203,6 @@ class SnapshotMapper {
     PythonFrame where{.file = f, .line = uint32_t(integer(frame, "line", 0, 0xffffffff).value_or(0)), .function = n};
     if (f.empty() || f == "none" || f == "??") return parse_python_frame(n);
     return where;
-  }
-
-  // A frame under its caller's call site; a caller is interned first, so
-  // its id is the smaller.
-  uint32_t site_id(const PythonFrame& f, uint32_t parent) {
-    std::string key = fmt::format("{}\n{}\n{}\n{}", f.file, f.line, f.function, parent);
-    auto [it, added] = site_ids_.emplace(std::move(key), uint32_t(out_.callsites.size() + 1));
-    if (added) {
-      out_.callsites.push_back({.id = it->second,
-                                .file = strings_.intern(f.file),
-                                .line = f.line,
-                                .function = strings_.intern(f.function),
-                                .parent = parent});
-    }
-    return it->second;
   }
 
   // What the segments of `device` held when the snapshot was taken:
