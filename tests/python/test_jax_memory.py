@@ -102,10 +102,18 @@ class DeviceMemoryProfile(unittest.TestCase):
         big = jnp.ones((256, 128))  # 131,072 B
         small = [jnp.zeros((32, 32)) for _ in range(3)]  # 4,096 B each
         big_line, small_line = line_of("big = jnp.ones((256, 128))", __file__), line_of("small = [jnp.zeros", __file__)
-        live = sum(a.nbytes for a in jax.live_arrays())
         with tempfile.TemporaryDirectory() as tmp:
             prof, db = os.path.join(tmp, "memory.prof"), os.path.join(tmp, "memory.db")
-            jax.profiler.save_device_memory_profile(prof)
+            # Arrays other tests left in reference cycles go first, and no
+            # collection may free one between the two readings.
+            import gc
+            gc.collect()
+            gc.disable()
+            try:
+                live = sum(a.nbytes for a in jax.live_arrays())
+                jax.profiler.save_device_memory_profile(prof)
+            finally:
+                gc.enable()
             loupe.import_trace(prof, db)
             trace = loupe.open(db)
             events = trace.table("memory_events")
