@@ -124,10 +124,17 @@ class TensorMemory:
     def _add_cuda_history(self, torch: Any) -> None:
         """What the CUDA caching allocator recorded since recording began:
         read, stopped, and added as memory events at their own times."""
-        snapshot = torch.cuda.memory._snapshot()
-        torch.cuda.memory._record_memory_history(enabled=None)
+        try:
+            snapshot = torch.cuda.memory._snapshot()
+        finally:
+            torch.cuda.memory._record_memory_history(enabled=None)
         clock = time.time_ns() - time.monotonic_ns()
-        for device in _core.torch_snapshot(pickle.dumps(snapshot, protocol=4), clock, self._since):
+        try:
+            devices = _core.torch_snapshot(pickle.dumps(snapshot, protocol=4), clock, self._since)
+        except (_core.Error, ValueError) as e:  # the program goes on; its trace says less
+            print(f"loupe: the CUDA allocator's history was not added: {e}", file=sys.stderr)
+            return
+        for device in devices:
             if device not in self._devices:
                 self._devices.add(device)
                 if not self._gpu_collected:  # CUPTI names the GPUs it collects

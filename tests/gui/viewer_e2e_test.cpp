@@ -401,6 +401,19 @@ TEST_F(ViewerScreenshot, AnExpandedRankShowsItsOwnTracksUnderItsRow) {
   EXPECT_FALSE(std::filesystem::exists(dir_.file("bad.png")));
 }
 
+// A memory event of device 0, `total` allocated after it, 512 B reserved.
+void add_memory(TraceWriter& w, int64_t t, MemoryEventKind kind, int64_t bytes, uint64_t addr, int64_t total,
+                uint32_t site) {
+  w.add(MemoryEventRow{.device = 0,
+                       .time = t,
+                       .kind = kind,
+                       .bytes = bytes,
+                       .address = addr,
+                       .allocated = total,
+                       .reserved = 512,
+                       .callsite = site});
+}
+
 // Device memory written by hand: 100 B from model.py:3 at 1 ms, 300 B from
 // train.py:9 at 2 ms, the first freed at 5 ms. A click on the memory lane
 // at 3 ms lists 400 B live, 300 B from train.py:9 first; at 6 ms, 300 B.
@@ -411,20 +424,10 @@ TEST_F(ViewerScreenshot, AClickOnAMemoryLaneListsWhatWasLiveThen) {
     w.put(DeviceRow{.id = 0, .name = "gpu", .kind = DeviceKind::cuda, .memory_capacity = 1000, .copy_bandwidth = 0});
     w.put(CallSiteRow{.id = 1, .file = w.intern("model.py"), .line = 3, .function = w.intern("forward")});
     w.put(CallSiteRow{.id = 2, .file = w.intern("train.py"), .line = 9, .function = w.intern("step")});
-    auto memory = [&](int64_t t, MemoryEventKind kind, int64_t bytes, uint64_t addr, int64_t total, uint32_t site) {
-      w.add(MemoryEventRow{.device = 0,
-                           .time = t,
-                           .kind = kind,
-                           .bytes = bytes,
-                           .address = addr,
-                           .allocated = total,
-                           .reserved = 512,
-                           .callsite = site});
-    };
-    memory(1'000'000, MemoryEventKind::alloc, 100, 0x10, 100, 1);
-    memory(2'000'000, MemoryEventKind::alloc, 300, 0x20, 400, 2);
-    memory(5'000'000, MemoryEventKind::free, 100, 0x10, 300, 1);
-    memory(8'000'000, MemoryEventKind::free, 300, 0x20, 0, 2);
+    add_memory(w, 1'000'000, MemoryEventKind::alloc, 100, 0x10, 100, 1);
+    add_memory(w, 2'000'000, MemoryEventKind::alloc, 300, 0x20, 400, 2);
+    add_memory(w, 5'000'000, MemoryEventKind::free, 100, 0x10, 300, 1);
+    add_memory(w, 8'000'000, MemoryEventKind::free, 300, 0x20, 0, 2);
     w.set_meta("status", "complete");
     w.close();
   }
@@ -472,30 +475,9 @@ TEST_F(ViewerScreenshot, TheMemoryLaneStacksItsBlocksByCategory) {
                       .kind = SpanKind::user,
                       .depth = 0,
                       .callsite = 0});
-    w.add(MemoryEventRow{.device = 0,
-                         .time = 1'500'000,
-                         .kind = MemoryEventKind::alloc,
-                         .bytes = 600,
-                         .address = 0x10,
-                         .allocated = 600,
-                         .reserved = 0,
-                         .callsite = 0});
-    w.add(MemoryEventRow{.device = 0,
-                         .time = 3'000'000,
-                         .kind = MemoryEventKind::alloc,
-                         .bytes = 300,
-                         .address = 0x20,
-                         .allocated = 900,
-                         .reserved = 0,
-                         .callsite = 0});
-    w.add(MemoryEventRow{.device = 0,
-                         .time = 8'000'000,
-                         .kind = MemoryEventKind::free,
-                         .bytes = 300,
-                         .address = 0x20,
-                         .allocated = 600,
-                         .reserved = 0,
-                         .callsite = 0});
+    add_memory(w, 1'500'000, MemoryEventKind::alloc, 600, 0x10, 600, 0);
+    add_memory(w, 3'000'000, MemoryEventKind::alloc, 300, 0x20, 900, 0);
+    add_memory(w, 8'000'000, MemoryEventKind::free, 300, 0x20, 600, 0);
     w.set_meta("status", "complete");
     w.close();
   }

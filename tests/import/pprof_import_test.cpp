@@ -208,6 +208,22 @@ TEST_F(PprofImport, SizesPastTwoToTheSixtyTwoAreCountedNotImported) {
   EXPECT_EQ(r.skipped_by_kind.at("samples whose bytes are negative or past 2^62"), 1u);
 }
 
+// A count of 2^40 blocks in a few bytes is one block of its bytes, not a
+// trillion events; 3 blocks in 10 B cannot be of one size either.
+TEST_F(PprofImport, CountsThatCannotBeBlocksOfOneSizeAreOneBlock) {
+  ProfileWriter p;
+  p.memory_types();
+  p.function(1, "f", "train.py");
+  p.location(1, 1, 5);
+  p.sample({1}, uint64_t(1) << 40, uint64_t(1) << 40, "buffer", "cuda:0");
+  p.sample({1}, 3, 10, "buffer", "cuda:0");
+  TraceModel m = import(p.bytes());
+  ASSERT_EQ(m.memory.size(), 1u);
+  EXPECT_EQ(m.memory[0].bytes, (std::vector<int64_t>{int64_t(1) << 40, 10}));
+  EXPECT_EQ(m.info.meta.at("pprof_samples_as_one_block"),
+            "2 samples, their bytes not count blocks of one size or past 2^24 blocks in all");
+}
+
 TEST_F(PprofImport, AStackTenThousandFramesDeepKeepsTheNearest64) {
   ProfileWriter p;
   p.memory_types();

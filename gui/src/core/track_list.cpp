@@ -169,13 +169,15 @@ Track memory_track(const TraceModel& model, uint32_t dev, uint32_t table) {
           .reserved = make_series(me.time, me.reserved.data(), nullptr),
           .capacity = d ? d->memory_capacity : 0,
           .out_of_memory = out_of_memory_events(me)};
+  auto stacked = std::make_shared<std::vector<std::vector<int64_t>>>();
   for (prof::CategoryOverTime& c : prof::memory_categories_over_time(model, table)) {
-    if (!t.stacked.empty())
-      for (size_t i = 0; i < c.bytes.size(); ++i) c.bytes[i] += t.stacked.back()[i];
+    if (!stacked->empty())
+      for (size_t i = 0; i < c.bytes.size(); ++i) c.bytes[i] += stacked->back()[i];
     t.category_names.push_back(std::move(c.category));
-    t.stacked.push_back(std::move(c.bytes));
+    stacked->push_back(std::move(c.bytes));
   }
-  for (const std::vector<int64_t>& s : t.stacked) t.categories.push_back(make_series(me.time, s.data(), nullptr));
+  for (const std::vector<int64_t>& s : *stacked) t.categories.push_back(make_series(me.time, s.data(), nullptr));
+  t.stacked = std::move(stacked);
   return t;
 }
 

@@ -72,8 +72,8 @@ BlockCategory categorize(const Context& ctx, int64_t allocated, std::optional<in
   bool handed_on = any_contains(f, "AccumulateGrad") || any_starts_with(f, "Optimizer.zero_grad#");
   if (any_contains(a, "AccumulateGrad") || (in_backward(a) && handed_on)) return BlockCategory::gradient;
   // What one backward node makes and a later one frees (a node's gradient
-  // for its inputs, the seed of ones) is the backward's working memory, as
-  // what the optimizer frees before its step ends is the optimizer's.
+  // for its inputs) is the backward's working memory, as what the optimizer
+  // frees before its step ends is the optimizer's.
   if (freed && f.thread == a.thread && in_backward(a) && in_backward(f)) return BlockCategory::temporary;
   // The optimizer's state lives from one step to the next; what it frees
   // before its step ends is its working memory.

@@ -26,6 +26,9 @@ namespace loupe::prof::import {
 namespace {
 
 constexpr int64_t kMaxBytes = int64_t(1) << 62;  // a size past it is damage, not memory
+// Blocks made of all the samples' counts: a few bytes of a hostile profile
+// may claim billions. Past this many, a sample is one block of its bytes.
+constexpr int64_t kMaxBlocks = int64_t(1) << 24;
 
 struct Line {
   uint64_t function = 0;
@@ -58,27 +61,46 @@ struct Profile {
 
 [[noreturn]] void refuse(const std::string& what) { throw ImportError("pprof profile: " + what); }
 
-std::vector<Line> read_location(std::string_view bytes, uint64_t& id) {
-  std::vector<Line> lines;
-  ProtoReader r(bytes);
-  for (ProtoField f; r.next(f);) {
-    if (f.number == 1 && f.wire == WireType::varint) id = f.varint;
-    if (f.number != 4 || f.wire != WireType::length) continue;
-    Line line;
-    ProtoReader lr(f.bytes);
-    for (ProtoField g; lr.next(g);) {
-      if (g.number == 1 && g.wire == WireType::varint) line.function = g.varint;
-      if (g.number == 2 && g.wire == WireType::varint) line.line = int64_t(g.varint);
-    }
-    lines.push_back(line);
-  }
-  return lines;
+// The kind of a device by its label: "TFRT_CPU_0", "cuda:1", "rocm:0".
+DeviceKind device_kind_of(std::string_view name) {
+  std::string lower;
+  for (char c : name) lower += char(std::tolower(uint8_t(c)));
+  auto has = [&](const char* part) { return lower.find(part) != std::string::npos; };
+  if (has("cpu")) return DeviceKind::cpu;
+  if (has("cuda") || has("gpu")) return DeviceKind::cuda;
+  if (has("rocm")) return DeviceKind::rocm;
+  return DeviceKind::other;
 }
 
-std::pair<uint64_t, Function> read_function(std::string_view bytes) {
+// Fields 1 and 2 of a message when they are varints, as ValueType
+// (type, unit), Label (key, str) and Line (function_id, line) hold them.
+std::pair<uint64_t, uint64_t> first_two_varints(const ProtoField& message) {
+  std::pair<uint64_t, uint64_t> v{0, 0};
+  ProtoReader r(message);
+  for (ProtoField f; r.next(f);) {
+    if (f.number == 1 && f.wire == WireType::varint) v.first = f.varint;
+    if (f.number == 2 && f.wire == WireType::varint) v.second = f.varint;
+  }
+  return v;
+}
+
+// A location: its id and its lines.
+std::pair<uint64_t, std::vector<Line>> read_location(const ProtoField& message) {
+  std::pair<uint64_t, std::vector<Line>> loc;
+  ProtoReader r(message);
+  for (ProtoField f; r.next(f);) {
+    if (f.number == 1 && f.wire == WireType::varint) loc.first = f.varint;
+    if (f.number != 4 || f.wire != WireType::length) continue;
+    auto [function, line] = first_two_varints(f);
+    loc.second.push_back({.function = function, .line = int64_t(line)});
+  }
+  return loc;
+}
+
+std::pair<uint64_t, Function> read_function(const ProtoField& message) {
   uint64_t id = 0;
   Function fn;
-  ProtoReader r(bytes);
+  ProtoReader r(message);
   for (ProtoField f; r.next(f);) {
     if (f.wire != WireType::varint) continue;
     if (f.number == 1) id = f.varint;
@@ -88,48 +110,35 @@ std::pair<uint64_t, Function> read_function(std::string_view bytes) {
   return {id, fn};
 }
 
-Sample read_sample(std::string_view bytes) {
+Sample read_sample(const ProtoField& message) {
   Sample s;
-  ProtoReader r(bytes);
+  ProtoReader r(message);
   for (ProtoField f; r.next(f);) {
     if (f.number == 1) append_varints(f, s.locations);
     if (f.number == 2) append_varints(f, s.values);
     if (f.number != 3 || f.wire != WireType::length) continue;
-    Label label;
-    ProtoReader lr(f.bytes);
-    for (ProtoField g; lr.next(g);) {
-      if (g.number == 1 && g.wire == WireType::varint) label.key = g.varint;
-      if (g.number == 2 && g.wire == WireType::varint) label.text = g.varint;
-    }
-    s.labels.push_back(label);
+    auto [key, text] = first_two_varints(f);
+    s.labels.push_back({.key = key, .text = text});
   }
   return s;
 }
 
-std::pair<uint64_t, uint64_t> read_value_type(std::string_view bytes) {
-  std::pair<uint64_t, uint64_t> t{0, 0};
-  ProtoReader r(bytes);
-  for (ProtoField f; r.next(f);) {
-    if (f.number == 1 && f.wire == WireType::varint) t.first = f.varint;
-    if (f.number == 2 && f.wire == WireType::varint) t.second = f.varint;
-  }
-  return t;
+// The string table and the sample types: all that says what a profile
+// measures.
+void read_header_field(const ProtoField& f, Profile& p) {
+  if (f.number == 1 && f.wire == WireType::length) p.sample_types.push_back(first_two_varints(f));
+  if (f.number == 6 && f.wire == WireType::length) p.strings.push_back(f.bytes);
 }
 
 Profile read_profile(std::string_view bytes) {
   Profile p;
   ProtoReader r(bytes);
   for (ProtoField f; r.next(f);) {
+    read_header_field(f, p);
     bool nested = f.wire == WireType::length;
-    if (f.number == 1 && nested) p.sample_types.push_back(read_value_type(f.bytes));
-    if (f.number == 2 && nested) p.samples.push_back(read_sample(f.bytes));
-    if (f.number == 4 && nested) {
-      uint64_t id = 0;
-      std::vector<Line> lines = read_location(f.bytes, id);
-      p.locations[id] = std::move(lines);
-    }
-    if (f.number == 5 && nested) p.functions.insert(read_function(f.bytes));
-    if (f.number == 6 && nested) p.strings.push_back(f.bytes);
+    if (f.number == 2 && nested) p.samples.push_back(read_sample(f));
+    if (f.number == 4 && nested) p.locations.insert(read_location(f));
+    if (f.number == 5 && nested) p.functions.insert(read_function(f));
     if (f.number == 9 && f.wire == WireType::varint) p.time_nanos = int64_t(f.varint);
   }
   if (p.strings.empty() || !p.strings[0].empty()) refuse("its string table does not begin with \"\"");
@@ -152,6 +161,10 @@ class PprofMapper {
     out_.meta["source_format"] = "pprof_memory_profile";
     out_.meta["clock"] = "pprof memory profile: one moment, when it was taken (time_nanos, ns since the Unix epoch)";
     out_.meta["memory_addresses"] = "none in a pprof profile: each block is numbered instead";
+    if (as_one_block_ > 0) {
+      out_.meta["pprof_samples_as_one_block"] =
+          fmt::format("{} samples, their bytes not count blocks of one size or past 2^24 blocks in all", as_one_block_);
+    }
     out_.wall_clock_known = p_.time_nanos > 0;
     out_.wall_ns_at_zero = p_.time_nanos;
   }
@@ -165,6 +178,8 @@ class PprofMapper {
   std::unordered_map<uint32_t, int64_t> allocated_;            // trace id -> running total
   CallStacks stacks_{strings_, out_.callsites};
   uint64_t next_address_ = 1;
+  int64_t blocks_ = 0;         // made so far
+  uint64_t as_one_block_ = 0;  // samples made one block of their bytes
 
   std::string_view str(uint64_t i) const {
     if (i >= p_.strings.size()) refuse(fmt::format("string index {} past its table of {}", i, p_.strings.size()));
@@ -196,13 +211,14 @@ class PprofMapper {
     auto bytes = int64_t(s.values[bytes_column_]);
     int64_t count = count_column_ < s.values.size() ? int64_t(s.values[count_column_]) : 1;
     if (bytes < 0 || bytes > kMaxBytes) return skip("samples whose bytes are negative or past 2^62");
-    if (count <= 0 || count > bytes + 1 || count > (int64_t(1) << 32)) {
-      return skip("samples whose count is not positive, or more blocks than bytes");
-    }
-    if (bytes % count != 0) {  // JAX groups buffers of one size: this is not such a group
-      ++out_.skipped["samples whose bytes are not count blocks of one size: one block each"];
+    if (count <= 0) return skip("samples whose count of blocks is not positive");
+    // JAX groups the buffers of one size; a sample that is not such a
+    // group, or past the blocks a trace of this is allowed, is one block.
+    if (bytes % count != 0 || blocks_ + count > kMaxBlocks) {
+      ++as_one_block_;
       count = 1;
     }
+    blocks_ += count;
     uint32_t device = device_of(label(s, "device"));
     uint32_t site = stack_of(s);
     for (int64_t k = 0; k < count; ++k) {
@@ -234,14 +250,8 @@ class PprofMapper {
       return false;
     };
     while (taken(id)) ++id;
-    std::string lower;
-    for (char c : name) lower += char(std::tolower(uint8_t(c)));
-    DeviceKind kind = lower.find("cpu") != std::string::npos ? DeviceKind::cpu
-                      : lower.find("cuda") != std::string::npos || lower.find("gpu") != std::string::npos
-                          ? DeviceKind::cuda
-                      : lower.find("rocm") != std::string::npos ? DeviceKind::rocm
-                                                                : DeviceKind::other;
-    out_.devices.push_back({.id = id, .name = std::string(name.empty() ? "unnamed device" : name), .kind = kind});
+    out_.devices.push_back(
+        {.id = id, .name = std::string(name.empty() ? "unnamed device" : name), .kind = device_kind_of(name)});
     device_ids_.emplace(name, id);
     return id;
   }
@@ -279,7 +289,9 @@ bool is_protobuf(std::string_view head) {
 
 bool is_pprof_memory_profile(std::string_view bytes) {
   try {
-    Profile p = read_profile(bytes);
+    Profile p;  // the header only: the samples are read once, by the mapping
+    ProtoReader r(bytes);
+    for (ProtoField f; r.next(f);) read_header_field(f, p);
     for (auto [type, unit] : p.sample_types)
       if (unit < p.strings.size() && p.strings[size_t(unit)] == "bytes") return true;
   } catch (const std::exception&) {

@@ -56,6 +56,7 @@ bool ProtoReader::next(ProtoField& f) {
         throw ProtoError(fmt::format("at byte {}: a field of {} bytes runs past the end", base_ + field_start_, n));
       }
       f.bytes = bytes_.substr(at_, size_t(n));
+      f.offset = base_ + at_;
       at_ += size_t(n);
       return true;
     }
@@ -74,7 +75,7 @@ void append_varints(const ProtoField& f, std::vector<uint64_t>& out) {
     throw ProtoError(fmt::format("field {}: neither a varint nor a packed run of them", f.number));
   }
   size_t at = 0;
-  while (at < f.bytes.size()) out.push_back(decode_varint(f.bytes, at, 0));
+  while (at < f.bytes.size()) out.push_back(decode_varint(f.bytes, at, f.offset));
 }
 
 }  // namespace loupe::prof::import

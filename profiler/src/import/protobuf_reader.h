@@ -29,17 +29,19 @@ struct ProtoField {
   WireType wire = WireType::varint;
   uint64_t varint = 0;     // varint, fixed64 and fixed32 values
   std::string_view bytes;  // length-delimited values
+  size_t offset = 0;       // where `bytes` begin in the whole input
 };
 
 class ProtoReader {
  public:
-  // `base`: where the message starts in the whole input, for messages.
-  explicit ProtoReader(std::string_view message, size_t base = 0) : bytes_(message), base_(base) {}
+  // The whole input, a top-level message.
+  explicit ProtoReader(std::string_view message) : bytes_(message) {}
+  // A message nested in a length-delimited field: its errors name bytes of
+  // the whole input.
+  explicit ProtoReader(const ProtoField& f) : bytes_(f.bytes), base_(f.offset) {}
   // Reads the next field into `f`; false at the end of the message.
   // Throws ProtoError for a truncated or malformed field.
   bool next(ProtoField& f);
-  // Where in the whole input the field last read began.
-  size_t field_offset() const { return base_ + field_start_; }
 
  private:
   std::string_view bytes_;

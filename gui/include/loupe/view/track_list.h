@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,10 +57,10 @@ struct Track {
   Series allocated, reserved;  // memory tracks
   // Memory tracks: the categories of the trace's blocks (docs/analyses.md),
   // bottom first, and the bytes of each stacked on those below it at each
-  // event; empty when no block has one. The series point into `stacked`:
-  // a Track may be moved, not copied.
+  // event; empty when no block has one. The series point into `stacked`,
+  // which copies of the track share.
   std::vector<std::string> category_names;
-  std::vector<std::vector<int64_t>> stacked;
+  std::shared_ptr<const std::vector<std::vector<int64_t>>> stacked;
   std::vector<Series> categories;
   Series value;                       // counter tracks
   int64_t capacity = 0;               // memory tracks: the device's, 0 if unknown
