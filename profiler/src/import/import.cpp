@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "import/importers.h"
+#include "loupe/prof/model_builder.h"
 #include "loupe/prof/trace_writer.h"
 
 namespace loupe::prof {
@@ -89,17 +90,20 @@ ImportFormat detect_import_format(const std::string& path) {
   return import::choose_importer(input, ImportFormat::auto_detect).format;
 }
 
-ImportResult import_trace(const std::string& in, const std::string& out, const ImportOptions& options) {
-  import::ImportInput input(in, options.threads);
-  const import::Importer& importer = import::choose_importer(input, options.format);
+namespace {
 
-  // Written beside the output and moved into place by close(): a failed
-  // import leaves the output as it was, and never a half-written file.
-  ImportResult result;
-  using Clock = std::chrono::steady_clock;
-  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  TraceWriter writer(out, {.producer = "loupe import", .live = false, .inputs = {in}});
-  import::ImportedTrace trace;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+WriterOptions import_writer_options(const std::string& in) {
+  return {.producer = "loupe import", .live = false, .inputs = {in}};
+}
+
+// Reads the input into `trace` with `importer`, and fills the result's
+// figures of the reading.
+void read_import(import::ImportInput& input, const import::Importer& importer, import::ImportedTrace& trace,
+                 ImportResult& result) {
   double parsed_before = input.parse_seconds();
   auto t1 = Clock::now();
   importer.read(input, trace);
@@ -107,10 +111,34 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   result.map_seconds = seconds_since(t1) - (input.parse_seconds() - parsed_before);
   result.format = importer.format;
   result.input_bytes = input.bytes();
-  trace.meta["source_file"] = in;
+  trace.meta["source_file"] = input.path();
   trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
   result.source_events = trace.source_events;
   take_distributed_meta(trace.meta, result);
+}
+
+// The result's figures of what was kept and left out.
+void take_summary(const import::ImportedTrace& trace, const import::WriteSummary& s, ImportResult& result) {
+  result.skipped_by_kind = trace.skipped;  // with what writing left out
+  result.rows_written = s.rows;
+  result.skipped = s.skipped;
+  result.rows_by_table = s.rows_by_table;
+  for (auto it = result.skipped_by_kind.begin(); it != result.skipped_by_kind.end();) {
+    it = it->second == 0 ? result.skipped_by_kind.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace
+
+ImportResult import_trace(const std::string& in, const std::string& out, const ImportOptions& options) {
+  import::ImportInput input(in, options.threads);
+  // Written beside the output and moved into place by close(): a failed
+  // import leaves the output as it was, and never a half-written file.
+  ImportResult result;
+  const import::Importer& importer = import::choose_importer(input, options.format);
+  TraceWriter writer(out, import_writer_options(in));
+  import::ImportedTrace trace;
+  read_import(input, importer, trace, result);
   auto t2 = Clock::now();
   import::WriteSummary s;
   try {
@@ -118,15 +146,29 @@ ImportResult import_trace(const std::string& in, const std::string& out, const I
   } catch (const ImportError& e) {
     throw ImportError(fmt::format("{}: {}", in, e.what()));
   }
-  result.skipped_by_kind = trace.skipped;  // with what writing left out
   result.write_seconds = seconds_since(t2);
-  result.rows_written = s.rows;
-  result.skipped = s.skipped;
-  result.rows_by_table = s.rows_by_table;
-  for (auto it = result.skipped_by_kind.begin(); it != result.skipped_by_kind.end();) {
-    it = it->second == 0 ? result.skipped_by_kind.erase(it) : std::next(it);
-  }
+  take_summary(trace, s, result);
   return result;
+}
+
+TraceModel import_model(const std::string& in, const ImportOptions& options, ImportResult* result) {
+  import::ImportInput input(in, options.threads);
+  ImportResult r;
+  import::ImportedTrace trace;
+  read_import(input, import::choose_importer(input, options.format), trace, r);
+  auto t2 = Clock::now();
+  ModelBuilder builder(in, import_writer_options(in));
+  import::WriteSummary s;
+  TraceModel model;
+  try {
+    model = import::build_imported(trace, input.strings(), builder, s);
+  } catch (const ImportError& e) {
+    throw ImportError(fmt::format("{}: {}", in, e.what()));
+  }
+  r.write_seconds = seconds_since(t2);
+  take_summary(trace, s, r);
+  if (result != nullptr) *result = std::move(r);
+  return model;
 }
 
 }  // namespace loupe::prof

@@ -71,9 +71,17 @@ void copy_strings(const StringPool& strings, TraceWriter& w) {
   }
 }
 
+void copy_strings(const StringPool& strings, ModelBuilder& b) {
+  std::vector<std::string> texts;
+  texts.reserve(strings.size());
+  texts.emplace_back();
+  for (StringId id = 1; id < strings.size(); ++id) texts.emplace_back(strings.text(id));
+  b.set_strings(std::move(texts));
+}
+
 // Adds every row of `rows` (shifted by `origin`) and frees the vector.
-template <typename Row>
-uint64_t add_all(TraceWriter& w, std::vector<Row>& rows, int64_t origin) {
+template <typename Sink, typename Row>
+uint64_t add_all(Sink& w, std::vector<Row>& rows, int64_t origin) {
   uint64_t n = rows.size();
   for (Row& row : rows) {
     time_of(row) -= origin;
@@ -85,7 +93,9 @@ uint64_t add_all(TraceWriter& w, std::vector<Row>& rows, int64_t origin) {
       }
     }
     w.add(std::move(row));
-    if (w.staged() >= kRowsPerCommit) w.commit();
+    if constexpr (requires { w.commit(); }) {
+      if (w.staged() >= kRowsPerCommit) w.commit();
+    }
   }
   std::vector<Row>().swap(rows);
   return n;
@@ -172,9 +182,10 @@ void check_totals(const std::vector<Row>& rows, const char* table) {
   });
 }
 
-}  // namespace
-
-WriteSummary write_imported(ImportedTrace& t, const StringPool& strings, TraceWriter& w) {
+// Hands the trace's rows to `w` (a TraceWriter or a ModelBuilder), with
+// what write_imported() says it sets.
+template <typename Sink>
+WriteSummary put_imported(ImportedTrace& t, const StringPool& strings, Sink& w) {
   copy_strings(strings, w);
   // The origin: the earliest time of any event.
   int64_t origin = std::numeric_limits<int64_t>::max();
@@ -215,8 +226,21 @@ WriteSummary write_imported(ImportedTrace& t, const StringPool& strings, TraceWr
   w.set_meta("origin_monotonic_ns", "0");
   w.set_meta("source_origin_ns", std::to_string(origin));
   for (const auto& [key, value] : t.meta) w.set_meta(key, value);
+  return s;
+}
+
+}  // namespace
+
+WriteSummary write_imported(ImportedTrace& t, const StringPool& strings, TraceWriter& w) {
+  WriteSummary s = put_imported(t, strings, w);
   w.close();
   return s;
 }
+
+TraceModel build_imported(ImportedTrace& t, const StringPool& strings, ModelBuilder& b, WriteSummary& summary) {
+  summary = put_imported(t, strings, b);
+  return b.finish();
+}
+
 
 }  // namespace loupe::prof::import

@@ -1,7 +1,8 @@
 // What every importer builds before anything is written: the loupe rows of
 // the whole trace, with times still on the source's clock (nanoseconds).
 // write_imported() then picks the origin (the earliest event), shifts all
-// times onto it and writes the file through TraceWriter.
+// times onto it and writes the file through TraceWriter; build_imported()
+// does the same into a model in memory.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "import/string_pool.h"
+#include "loupe/prof/model_builder.h"
+#include "loupe/prof/trace_model.h"
 #include "loupe/prof/trace_rows.h"
 #include "loupe/prof/trace_writer.h"
 
@@ -55,5 +58,11 @@ struct WriteSummary {
 // status = "imported", skipped_events and skipped_detail, the origin, and
 // every entry of trace.meta.
 WriteSummary write_imported(ImportedTrace& trace, const StringPool& strings, TraceWriter& writer);
+
+// The same rows and meta, made into a model without a file: the model
+// load_trace() would read back from what write_imported() writes. Sets
+// `summary` as write_imported() returns it; throws TraceError.
+TraceModel build_imported(ImportedTrace& trace, const StringPool& strings, ModelBuilder& builder,
+                          WriteSummary& summary);
 
 }  // namespace loupe::prof::import

@@ -41,10 +41,20 @@ int64_t meta_int(const std::map<std::string, std::string>& meta, const char* key
 
 }  // namespace
 
-TraceInfo read_meta(sqlite3* db) {
+std::vector<std::pair<std::string, std::string>> first_meta(const WriterOptions& options) {
+  std::vector<std::pair<std::string, std::string>> meta = {
+      {"format_version", fmt::format("{}.{}", kFormatMajor, kFormatMinor)},
+      {"producer", options.producer},
+      {"clock", "CLOCK_MONOTONIC"},
+      {"origin_wall_ns", std::to_string(options.origin_wall_ns)},
+      {"origin_monotonic_ns", std::to_string(options.origin_monotonic_ns)}};
+  meta.insert(meta.end(), options.meta.begin(), options.meta.end());
+  return meta;
+}
+
+TraceInfo trace_info(std::map<std::string, std::string> meta) {
   TraceInfo info;
-  for_each_row(db, "meta", "SELECT key, value FROM meta", {"key", "value"},
-               [&](const CheckedRow& r) { info.meta.emplace(std::string(r.text(0)), std::string(r.text(1))); });
+  info.meta = std::move(meta);
   auto text = [&](const char* key) {
     auto it = info.meta.find(key);
     return it == info.meta.end() ? std::string() : it->second;
@@ -57,6 +67,13 @@ TraceInfo read_meta(sqlite3* db) {
   info.dropped_events = uint64_t(std::max<int64_t>(meta_int(info.meta, "dropped_events"), 0));
   info.lost_events = uint64_t(std::max<int64_t>(meta_int(info.meta, "lost_events"), 0));
   return info;
+}
+
+TraceInfo read_meta(sqlite3* db) {
+  std::map<std::string, std::string> meta;
+  for_each_row(db, "meta", "SELECT key, value FROM meta", {"key", "value"},
+               [&](const CheckedRow& r) { meta.emplace(std::string(r.text(0)), std::string(r.text(1))); });
+  return trace_info(std::move(meta));
 }
 
 std::vector<std::string> read_strings(sqlite3* db) {

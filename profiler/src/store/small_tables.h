@@ -6,12 +6,21 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loupe/prof/trace_model.h"
+#include "loupe/prof/trace_writer.h"
 #include "store/sqlite.h"
 
 namespace loupe::prof::store {
+
+// The meta rows every trace starts with (its format's version, producer,
+// clock and origin), then options.meta: what a writer writes first, and
+// what a model built without a file holds (model_builder.h).
+std::vector<std::pair<std::string, std::string>> first_meta(const WriterOptions& options);
+// The figures of TraceInfo, from every meta row of a trace.
+TraceInfo trace_info(std::map<std::string, std::string> meta);
 
 TraceInfo read_meta(sqlite3* db);
 std::vector<std::string> read_strings(sqlite3* db);  // dense ids from 0
@@ -30,6 +39,8 @@ void read_machine(sqlite3* db, Out& out) {
 }
 // Call sites whose strings are in `strings`.
 std::vector<CallSite> read_callsites(sqlite3* db, size_t strings);
+// Throws StoreError unless every parent a call site names is an earlier one.
+void check_parents(const std::vector<CallSite>& callsites);
 
 // What the tracks table claims about one track of an event table. The
 // table is an index the writer keeps so that readers can plan their work;

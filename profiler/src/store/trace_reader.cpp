@@ -21,6 +21,7 @@
 
 #include "loupe/prof/trace_tables.h"
 #include "store/checked_row.h"
+#include "store/model_checks.h"
 #include "store/open_trace.h"
 #include "store/small_tables.h"
 #include "store/sqlite.h"
@@ -352,103 +353,6 @@ int64_t file_bytes(const std::string& path) {
 
 std::string file_error(const std::string& path, const std::string& what) { return fmt::format("{}: {}", path, what); }
 
-// What a table's rows refer to: string ids the strings table holds, call
-// sites the callsites table holds (trace_tables.h's string and callsite
-// checks).
-class References {
- public:
-  References(const std::string& path, const char* table, const TraceModel& m) : path_(path), table_(table), m_(m) {}
-
-  template <Check C, typename T>
-  void require(const char* column, const T& values) const {
-    if constexpr (C == Check::string) {
-      for (StringId id : as_range(values)) {
-        if (id >= m_.strings.size()) {
-          bad(fmt::format("{} refers to string id {}, which the strings table lacks", column, id));
-        }
-      }
-    } else if constexpr (C == Check::callsite) {
-      for (uint32_t id : as_range(values)) {
-        if (id != 0 && m_.callsite(id) == nullptr) bad(fmt::format("callsite {} is not in the callsites table", id));
-      }
-    }
-  }
-
-  [[noreturn]] void bad(const std::string& what) const {
-    throw TraceError(file_error(path_, fmt::format("{}: {}", table_, what)));
-  }
-
- private:
-  // A key is one value; a column, many.
-  template <typename T>
-  static std::span<const T> as_range(const std::vector<T>& v) {
-    return v;
-  }
-  template <typename T>
-  static std::span<const T> as_range(const T& v) {
-    return {&v, 1};
-  }
-
-  const std::string& path_;
-  const char* table_;
-  const TraceModel& m_;
-};
-
-#define LOUPE_CHECK_REF(name, type, check, init) refs.require<Check::check>(#name, t.name);
-#define LOUPE_CHECK_REFS(Row, Track, table, member)                                     \
-  [[maybe_unused]] void check_references(const References& refs, const Track& t) {      \
-    LOUPE_COLUMNS_##table(LOUPE_CHECK_REF, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_CHECK_REF) \
-  }
-LOUPE_EVENT_TABLES(LOUPE_CHECK_REFS)
-#undef LOUPE_CHECK_REFS
-#undef LOUPE_CHECK_REF
-
-template <typename Track>
-void validate_track(const std::string& path, const char* table, const TraceModel& m, Track& t) {
-  References refs(path, table, m);
-  // Times within +-2^62 ns (trace_format.h), so that analyses can take
-  // any difference of two times without overflow.
-  if constexpr (requires { t.dur; }) {
-    for (size_t i = 0; i < t.size(); ++i) {
-      int64_t start = t.start[i], dur = t.dur[i];
-      if (dur < 0) refs.bad(fmt::format("negative duration {} ns", dur));
-      if (!is_trace_time(start) || dur >= kMaxTraceTimeNs - start) {
-        refs.bad(fmt::format("start + dur ({} + {} ns) lies outside the +-2^62 ns a trace can hold", start, dur));
-      }
-    }
-  } else {
-    for (int64_t time : t.time) {
-      if (!is_trace_time(time)) refs.bad(fmt::format("time {} ns lies outside the +-2^62 ns a trace can hold", time));
-    }
-  }
-  check_references(refs, t);
-}
-
-// The sums of a table's durations, byte counts and phase times (its count
-// columns) stay under kMaxTableTotal (trace_format.h), so that analyses can
-// total them.
-template <typename Track>
-void check_totals(const std::string& path, const char* table, const std::vector<Track>& tracks) {
-  for_each_totalled_column<Track>([&](const char* column, auto member) {
-    int64_t total = 0;
-    for (const Track& t : tracks) {
-      for (int64_t v : t.*member) {
-        if (!add_to_table_total(total, v)) {
-          throw TraceError(file_error(path, fmt::format("{}: the values of '{}' add up to 2^60 or more (36 years "
-                                                        "of nanoseconds, an exbibyte); the file was damaged or edited",
-                                                        table, column)));
-        }
-      }
-    }
-  });
-}
-
-template <typename Track>
-void validate_table(const std::string& path, const char* table, const TraceModel& m, std::vector<Track>& tracks) {
-  for (Track& t : tracks) validate_track(path, table, m, t);
-  check_totals(path, table, tracks);
-}
-
 // Whether `options` asks for the event table `table`; refuses a name that
 // is no event table.
 bool wanted(const ReadOptions& options, const char* table) {
@@ -506,37 +410,6 @@ void read_units(const std::string& path, sqlite3* db, std::vector<std::unique_pt
   if (!first_error.empty()) throw TraceError(file_error(path, first_error));
 }
 
-// The extent of the trace: the earliest start and the latest end of any
-// event read (0, 0 when there is none).
-void set_extent(TraceModel& m) {
-  bool any = false;
-  auto extend = [&](int64_t s, int64_t e) {
-    if (!any) {
-      m.start_ns = s;
-      m.end_ns = e;
-      any = true;
-    } else {
-      m.start_ns = std::min(m.start_ns, s);
-      m.end_ns = std::max(m.end_ns, e);
-    }
-  };
-  auto extend_table = [&](const auto& tracks_of) {
-    for (const auto& t : tracks_of) {
-      if (t.size() == 0) continue;
-      if constexpr (requires { t.dur; }) {
-        int64_t last = 0;
-        for (size_t i = 0; i < t.size(); ++i) last = std::max(last, t.end(i));
-        extend(t.start.front(), last);
-      } else {
-        extend(t.time.front(), t.time.back());
-      }
-    }
-  };
-#define LOUPE_EXTEND(Row, Track, table, member) extend_table(m.member);
-  LOUPE_EVENT_TABLES(LOUPE_EXTEND)
-#undef LOUPE_EXTEND
-}
-
 }  // namespace
 
 TraceModel load_trace(const std::string& path, const ReadOptions& options) {
@@ -584,10 +457,7 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     for (auto& l : loaders) l->finish();
     store::exec(db.get(), "COMMIT");
 
-#define LOUPE_VALIDATE(Row, Track, table, member) \
-  if (wanted(options, #table)) validate_table(path, #table, m, m.member);
-    LOUPE_EVENT_TABLES(LOUPE_VALIDATE)
-#undef LOUPE_VALIDATE
+    store::check_events(m, [&](const char* table) { return wanted(options, table); });
     // The rows are valid; the tracks table must describe exactly them.
     for (auto& l : loaders) {
       if (wanted(options, l->name())) l->verify(claims[l->name()]);
@@ -598,7 +468,7 @@ TraceModel load_trace(const std::string& path, const ReadOptions& options) {
     throw TraceError(file_error(path, "out of memory while loading the trace"));
   }
 
-  set_extent(m);
+  store::set_extent(m);
   return m;
 }
 

@@ -15,7 +15,9 @@
 
 #include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_format.h"
+#include "store/row_place.h"
 #include "store/schema.h"
+#include "store/small_tables.h"
 #include "store/sqlite.h"
 
 namespace loupe::prof {
@@ -28,22 +30,8 @@ namespace {
 // the statement so long that binding dominates (measured in bench/).
 constexpr int kRowsPerInsert = 50;
 
-// How each event table's row is keyed, bound and summarised, generated
-// from trace_tables.h. The columns are bound in the order of the CREATE
-// TABLE statement (schema.cpp), `id` after the time.
-struct TrackKey {
-  int64_t a = 0, b = 0;
-  auto operator<=>(const TrackKey&) const = default;
-};
-
-struct TrackKeyHash {
-  size_t operator()(const TrackKey& k) const {
-    return std::hash<uint64_t>{}(uint64_t(k.a) * 0x9e3779b97f4a7c15ull + uint64_t(k.b));
-  }
-};
-
-// A track's key from its one or two key columns.
-TrackKey key_of(std::initializer_list<int64_t> key) { return {*key.begin(), key.size() > 1 ? *(key.begin() + 1) : 0}; }
+using store::TrackKey;
+using store::TrackKeyHash;
 
 template <typename Row>
 struct Staged {
@@ -67,11 +55,6 @@ struct Traits;
 #define LOUPE_COUNT_FIELD(...) +1
 #define LOUPE_COUNT_SPAN(...) +3   // start, id, dur
 #define LOUPE_COUNT_POINT(...) +2  // time, id
-#define LOUPE_KEY_VALUE(name, type, check, init) int64_t(r.name),
-#define LOUPE_START_SPAN(start, dur) return r.start;
-#define LOUPE_START_POINT(time) return r.time;
-#define LOUPE_END_SPAN(start, dur) return r.start + r.dur;
-#define LOUPE_END_POINT(time) return r.time;
 #define LOUPE_BIND_FIELD(name, type, check, init) bind_value(s, c++, r.name);
 #define LOUPE_BIND_SPAN(start, dur) \
   bind_value(s, c++, r.start);      \
@@ -82,19 +65,9 @@ struct Traits;
   bind_value(s, c++, id);
 #define LOUPE_WRITER_TRAITS(Row, Track, tbl, member)                                                      \
   template <>                                                                                             \
-  struct Traits<Row> {                                                                                    \
-    static constexpr const char* table = #tbl;                                                            \
+  struct Traits<Row> : store::RowPlace<Row> {                                                             \
     static constexpr int columns =                                                                        \
         0 LOUPE_COLUMNS_##tbl(LOUPE_COUNT_FIELD, LOUPE_COUNT_SPAN, LOUPE_COUNT_POINT, LOUPE_COUNT_FIELD); \
-    static TrackKey track(const Row& r) {                                                                 \
-      return key_of({LOUPE_COLUMNS_##tbl(LOUPE_KEY_VALUE, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)});    \
-    }                                                                                                     \
-    static int64_t start(const Row& r) {                                                                  \
-      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_START_SPAN, LOUPE_START_POINT, LOUPE_IGNORE)                \
-    }                                                                                                     \
-    static int64_t end(const Row& r) {                                                                    \
-      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_END_SPAN, LOUPE_END_POINT, LOUPE_IGNORE)                    \
-    }                                                                                                     \
     static void bind(Stmt& s, int i, const Row& r, int64_t id) {                                          \
       int c = i;                                                                                          \
       LOUPE_COLUMNS_##tbl(LOUPE_BIND_FIELD, LOUPE_BIND_SPAN, LOUPE_BIND_POINT, LOUPE_BIND_FIELD)          \
@@ -105,11 +78,6 @@ LOUPE_EVENT_TABLES(LOUPE_WRITER_TRAITS)
 #undef LOUPE_BIND_POINT
 #undef LOUPE_BIND_SPAN
 #undef LOUPE_BIND_FIELD
-#undef LOUPE_END_POINT
-#undef LOUPE_END_SPAN
-#undef LOUPE_START_POINT
-#undef LOUPE_START_SPAN
-#undef LOUPE_KEY_VALUE
 #undef LOUPE_COUNT_POINT
 #undef LOUPE_COUNT_SPAN
 #undef LOUPE_COUNT_FIELD
@@ -407,12 +375,7 @@ TraceWriter::TraceWriter(const std::string& path, const WriterOptions& options) 
     throw StoreError(fmt::format("cannot create trace '{}': {}", path, e.what()));
   }
   intern("");  // string id 0 is the empty string
-  set_meta("format_version", fmt::format("{}.{}", kFormatMajor, kFormatMinor));
-  set_meta("producer", options.producer);
-  set_meta("clock", "CLOCK_MONOTONIC");
-  set_meta("origin_wall_ns", std::to_string(options.origin_wall_ns));
-  set_meta("origin_monotonic_ns", std::to_string(options.origin_monotonic_ns));
-  for (const auto& [key, value] : options.meta) set_meta(key, value);
+  for (const auto& [key, value] : store::first_meta(options)) set_meta(key, value);
   if (w.live && w.output) {
     commit();
     try {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "loupe/prof/trace_model.h"
 #include "loupe/prof/trace_rows.h"
 
 namespace loupe::prof {
@@ -83,6 +84,13 @@ struct ImportResult {
 // ImportError for a bad input and StoreError if `out` cannot be written;
 // no partial output file is left behind on failure.
 ImportResult import_trace(const std::string& in, const std::string& out, const ImportOptions& options = {});
+
+// Reads `in` into a model in memory: the model load_trace() reads back
+// from the file import_trace() writes (the same rows, strings and meta,
+// TraceModel::path the input's), without writing one. Fills `result`, if
+// given, as import_trace() returns it (write_seconds: building the model).
+// Throws ImportError for a bad input.
+TraceModel import_model(const std::string& in, const ImportOptions& options = {}, ImportResult* result = nullptr);
 
 // The rank, job size, backend and host a trace's meta rows give (rank,
 // world_size, distributed_backend, hostname), into `result`'s fields.

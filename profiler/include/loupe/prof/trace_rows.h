@@ -22,11 +22,13 @@ struct DeviceRow {
   int64_t memory_capacity = 0;
   int64_t copy_bandwidth = 0;
   std::string detail;  // what runs its kernels ("OpenBLAS 0.3.21, SkylakeX kernels (...)"); "" unknown
+  bool operator==(const DeviceRow&) const = default;
 };
 
 struct StreamRow {
   uint32_t device = 0, stream = 0;
   std::string name;
+  bool operator==(const StreamRow&) const = default;
 };
 
 struct ThreadRow {
@@ -35,6 +37,7 @@ struct ThreadRow {
   int64_t os_tid = 0;   // OS thread id
   std::string name;
   uint64_t dropped_events = 0;
+  bool operator==(const ThreadRow&) const = default;
 };
 
 // A frame and the call site it was called from: the rows make a tree, and
@@ -46,6 +49,7 @@ struct CallSiteRow {
   uint32_t line = 0;
   StringId function = 0;
   uint32_t parent = 0;  // the caller's call site; 0 for the outermost frame or one recorded alone
+  bool operator==(const CallSiteRow&) const = default;
 };
 
 // The event rows, one struct per table of trace_tables.h, fields in its
