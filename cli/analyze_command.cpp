@@ -10,6 +10,7 @@
 #include "loupe/prof/report_format.h"
 #include "loupe/prof/trace_reader.h"
 #include "options.h"
+#include "trace_input.h"
 
 namespace loupe::cli {
 
@@ -20,6 +21,7 @@ struct AnalyzeArgs {
   std::string format = "text";
   bool all = false;
   AnalysisArgs analysis;
+  InputArgs input;
 };
 
 // The options of `loupe analyze`.
@@ -27,14 +29,17 @@ void add_options(CLI::App& cmd, AnalyzeArgs& args) {
   cmd.description(
       "Find what made a run slow: recompiles, transfers, idle gaps, memory, "
       "tiny kernels, async timing, steps, communication (docs/analyses.md)");
-  cmd.add_option("FILE", args.path, "trace file, or a job's folder (loupe import -o DIR)")->required();
+  cmd.add_option("FILE", args.path, kTraceInputHelp)->required();
   cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd.add_flag("--all", args.all, "text: findings of information in full, not one line each");
   add_analysis_options(cmd, args.analysis);
+  add_input_options(cmd, args.input);
 }
 
 int run_analyze_job(const AnalyzeArgs& args) {
-  prof::JobReport report = prof::analyze_job(args.path, make_job_options(args.analysis));
+  prof::JobAnalysisOptions options = make_job_options(args.analysis);  // throws on bad values
+  ReadInput in(args.path, args.input);
+  prof::JobReport report = prof::analyze_job(in->job_dir, options);
   std::string out;
   if (args.format == "json") out = prof::format_job_json(report);
   else if (args.format == "markdown") out = prof::format_job_markdown(report);
@@ -44,10 +49,10 @@ int run_analyze_job(const AnalyzeArgs& args) {
 }
 
 int run_analyze(const AnalyzeArgs& args) {
-  if (prof::is_job(args.path)) return run_analyze_job(args);
+  if (prof::plan_input(args.path).is_job()) return run_analyze_job(args);
   prof::AnalysisOptions options = make_analysis_options(args.analysis);  // throws on bad values
-  prof::TraceModel model = prof::load_trace(args.path);
-  prof::AnalysisReport report = prof::analyze(model, options);
+  ReadInput in(args.path, args.input);
+  prof::AnalysisReport report = prof::analyze(in.model(), options);
   std::string out;
   if (args.format == "json") out = prof::report_json(report);
   else if (args.format == "markdown") out = prof::report_markdown(report);

@@ -12,6 +12,7 @@
 #include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_reader.h"
 #include "text_format.h"
+#include "trace_input.h"
 
 namespace loupe::cli {
 
@@ -19,16 +20,18 @@ namespace {
 
 struct CheckArgs {
   std::string path, budget, junit;
+  InputArgs input;
 };
 
 // The options of `loupe check`.
 void add_options(CLI::App& cmd, CheckArgs& args) {
   cmd.description("Check a trace against budgets (TOML); exit 1 if any is exceeded");
-  cmd.add_option("FILE", args.path, "trace file, or a job's folder")->required();
+  cmd.add_option("FILE", args.path, kTraceInputHelp)->required();
   std::string keys;
   for (const auto& k : prof::budget_keys()) keys += fmt::format("\n  {}: {}", k.key, k.description);
   cmd.add_option("--budget", args.budget, "budget file (TOML) with any of:" + keys)->required();
   cmd.add_option("--junit", args.junit, "also write the results as JUnit XML to this file");
+  add_input_options(cmd, args.input);
 }
 
 // The job's budgets, and on stderr the ranks left out of them (a job none
@@ -47,10 +50,11 @@ std::vector<prof::BudgetResult> checked_job(const prof::Budget& budget, const st
 
 // The budget against the trace, or the job (its thresholds set each
 // rank's analysis). A job's key on a trace is a usage error.
-std::vector<prof::BudgetResult> checked(const prof::Budget& budget, const std::string& path) {
+std::vector<prof::BudgetResult> checked(const prof::Budget& budget, const CheckArgs& args) {
+  ReadInput in(args.path, args.input);
   try {
-    if (!prof::is_job(path)) return prof::check_budget(budget, prof::load_trace(path));
-    return checked_job(budget, path);
+    if (!in->is_job()) return prof::check_budget(budget, in.model());
+    return checked_job(budget, in->job_dir);
   } catch (const prof::BudgetError& e) {
     throw std::invalid_argument(e.what());
   }
@@ -66,7 +70,7 @@ int run_check(const CheckArgs& args) {
   } catch (const prof::BudgetError& e) {
     throw std::invalid_argument(e.what());
   }
-  std::vector<prof::BudgetResult> results = checked(budget, args.path);
+  std::vector<prof::BudgetResult> results = checked(budget, args);
   size_t failed = 0;
   for (const prof::BudgetResult& r : results) {
     if (r.passed) {

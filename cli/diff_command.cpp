@@ -3,6 +3,7 @@
 // into exit code 1.
 #include <fmt/format.h>
 
+#include <memory>
 #include <thread>
 
 #include "commands.h"
@@ -12,6 +13,7 @@
 #include "loupe/prof/trace_diff.h"
 #include "loupe/prof/trace_reader.h"
 #include "options.h"
+#include "trace_input.h"
 
 namespace loupe::cli {
 
@@ -22,19 +24,21 @@ struct DiffArgs {
   std::vector<std::string> fail_on;
   size_t limit = 15;
   AnalysisArgs analysis;
+  InputArgs input;
 };
 
 // The options of `loupe diff`.
 void add_options(CLI::App& cmd, DiffArgs& args) {
   cmd.description("Compare two runs: metrics, device ops and host spans, with noise marked");
-  cmd.add_option("BASE", args.base, "baseline trace, or a job's folder")->required();
-  cmd.add_option("HEAD", args.head, "trace (or job) to compare with it")->required();
+  cmd.add_option("BASE", args.base, "baseline: a trace (as analyze takes it), or a job's folder")->required();
+  cmd.add_option("HEAD", args.head, "the trace (or job) to compare with it")->required();
   cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd.add_option("--fail-on", args.fail_on,
                  "exit 1 when a metric moves past a threshold, e.g. 'step_time:+5%', 'recompiles:+0', "
                  "'peak_memory:+10%' (repeatable)");
   cmd.add_option("--limit", args.limit, "rows per name table (default 15)");
   add_analysis_options(cmd, args.analysis);
+  add_input_options(cmd, args.input);
 }
 
 // Prints each --fail-on verdict; true when any is crossed.
@@ -72,38 +76,40 @@ int print_diff(const DiffArgs& args, const Diff& d, const DiffFormats<Diff>& for
 
 // Two jobs, each analysed as `loupe analyze job/` does.
 int run_diff_jobs(const DiffArgs& args) {
-  if (!prof::is_job(args.base) || !prof::is_job(args.head)) {
-    throw std::invalid_argument(
-        fmt::format("{} and {}: compare two jobs or two traces, not one of each", args.base, args.head));
-  }
   std::vector<prof::FailOn> rules;
   for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f, prof::job_diff_metrics()));
   prof::JobAnalysisOptions job_options = make_job_options(args.analysis);
+  ReadInput base(args.base, args.input), head(args.head, args.input);
   prof::JobDiff d =
-      prof::diff_jobs(prof::analyze_job(args.base, job_options), prof::analyze_job(args.head, job_options));
+      prof::diff_jobs(prof::analyze_job(base->job_dir, job_options), prof::analyze_job(head->job_dir, job_options));
   return print_diff(args, d, {prof::job_diff_json, prof::job_diff_markdown, prof::job_diff_text}, rules);
 }
 
 int run_diff(const DiffArgs& args) {
-  if (prof::is_job(args.base) || prof::is_job(args.head)) return run_diff_jobs(args);
+  bool base_job = prof::plan_input(args.base).is_job(), head_job = prof::plan_input(args.head).is_job();
+  if (base_job != head_job) {
+    throw std::invalid_argument(
+        fmt::format("{} and {}: compare two jobs or two traces, not one of each", args.base, args.head));
+  }
+  if (base_job) return run_diff_jobs(args);
   prof::AnalysisOptions options = make_analysis_options(args.analysis);
   std::vector<prof::FailOn> rules;
   for (const std::string& f : args.fail_on) rules.push_back(prof::parse_fail_on(f));  // throws on bad input
-  // The two traces load and analyse independently: side by side.
-  prof::TraceModel base, head;
+  // The two traces open and analyse independently: side by side.
+  std::unique_ptr<ReadInput> base, head;
   prof::AnalysisReport base_report, head_report;
   std::exception_ptr head_error;
   std::thread other([&] {
     try {
-      head = prof::load_trace(args.head, {.threads = 1});
-      head_report = prof::analyze(head, options);
+      head = std::make_unique<ReadInput>(args.head, args.input, 1);
+      head_report = prof::analyze(head->model(), options);
     } catch (...) {
       head_error = std::current_exception();
     }
   });
   try {
-    base = prof::load_trace(args.base, {.threads = 1});
-    base_report = prof::analyze(base, options);
+    base = std::make_unique<ReadInput>(args.base, args.input, 1);
+    base_report = prof::analyze(base->model(), options);
   } catch (...) {
     other.join();
     throw;
@@ -111,7 +117,7 @@ int run_diff(const DiffArgs& args) {
   other.join();
   if (head_error) std::rethrow_exception(head_error);
 
-  prof::TraceDiff d = prof::diff_traces(base, base_report, head, head_report);
+  prof::TraceDiff d = prof::diff_traces(base->model(), base_report, head->model(), head_report);
   return print_diff(args, d, {prof::diff_json, prof::diff_markdown, prof::diff_text}, rules);
 }
 

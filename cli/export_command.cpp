@@ -6,6 +6,7 @@
 #include "loupe/prof/output_file.h"
 #include "loupe/prof/trace_reader.h"
 #include "text_format.h"
+#include "trace_input.h"
 
 namespace loupe::cli {
 
@@ -13,21 +14,24 @@ namespace {
 
 struct ExportArgs {
   std::string path, chrome;
+  InputArgs input;
 };
 
 // The options of `loupe export`.
 void add_options(CLI::App& cmd, ExportArgs& args) {
   cmd.description("Export a trace to another format (Chrome Trace Event JSON)");
-  cmd.add_option("FILE", args.path, "trace file")->required();
+  cmd.add_option("FILE", args.path, kTraceInputHelp)->required();
   cmd.add_option("--chrome", args.chrome, "write Chrome Trace Event JSON to this file")->required();
+  add_input_options(cmd, args.input);
 }
 
 int run_export(const ExportArgs& args) {
   prof::OutputFile out(args.chrome, {args.path});  // refused before any work
-  prof::TraceModel model = prof::load_trace(args.path);
+  ReadInput in(args.path, args.input);
+  if (in->is_job()) throw std::invalid_argument(fmt::format("{} is a job; export one rank's trace", args.path));
   prof::ChromeExportStats stats;
   try {
-    stats = prof::export_chrome_trace(model, out.stream());
+    stats = prof::export_chrome_trace(in.model(), out.stream());
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("{}: {}", args.chrome, e.what()));
   }

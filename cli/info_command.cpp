@@ -2,21 +2,32 @@
 // job's folder, its ranks.
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "commands.h"
 #include "loupe/prof/completeness.h"
 #include "loupe/prof/job.h"
+#include "loupe/prof/open_input.h"
 #include "loupe/prof/trace_format.h"
 #include "loupe/prof/trace_query.h"
 #include "text_format.h"
+#include "trace_input.h"
 
 namespace loupe::cli {
 
 namespace {
 
 // The options of `loupe info`.
-void add_options(CLI::App& cmd, std::string& path) {
+struct InfoArgs {
+  std::string path;
+  InputArgs input;
+};
+
+void add_options(CLI::App& cmd, InfoArgs& args) {
   cmd.description("Show what a trace file holds: version, producer, duration, counts, devices; or a job's ranks");
-  cmd.add_option("FILE", path, "trace file, or a job's folder")->required();
+  cmd.add_option("FILE", args.path, kTraceInputHelp)->required();
+  add_input_options(cmd, args.input);
 }
 
 // A job: its index, and what it lacks.
@@ -51,11 +62,8 @@ void print_completeness(std::FILE* out, const prof::TraceInfo& info) {
   }
 }
 
-}  // namespace
-
-int print_info(const std::string& path) {
-  if (prof::is_job(path)) return print_job(path);
-  prof::TraceSummary s = prof::summarize_trace(path);
+// What a trace holds, as summarize_trace() or summarize_model() found it.
+int print_summary(const std::string& path, const prof::TraceSummary& s) {
   uint64_t total = 0;
   for (const auto& c : s.counts) total += c.rows;
   std::FILE* out = stdout;
@@ -105,6 +113,36 @@ int print_info(const std::string& path) {
   return kExitOk;
 }
 
-Command add_info_command(CLI::App& app) { return make_command(app, "info", add_options, print_info); }
+// Another profiler's trace (or a profile folder's): what it becomes.
+prof::TraceSummary summarized(const InfoArgs& args, std::string& job_dir) {
+  ReadInput in(args.path, args.input);
+  if (in->is_job()) {
+    job_dir = in->job_dir;
+    return {};
+  }
+  prof::TraceSummary s = prof::summarize_model(in.model());
+  std::error_code ec;
+  s.file_bytes = std::filesystem::file_size(in->plan.source, ec);
+  return s;
+}
+
+int print_info_of(const InfoArgs& args) {
+  prof::InputPlan plan = prof::plan_input(args.path);
+  if (plan.kind == prof::InputKind::job) return print_job(args.path);
+  if (plan.kind == prof::InputKind::loupe_trace) return print_info(args.path);
+  std::string job_dir;
+  prof::TraceSummary s = summarized(args, job_dir);
+  if (!job_dir.empty()) return print_job(job_dir);
+  return print_summary(args.path, s);
+}
+
+}  // namespace
+
+int print_info(const std::string& path) {
+  if (prof::is_job(path)) return print_job(path);
+  return print_summary(path, prof::summarize_trace(path));
+}
+
+Command add_info_command(CLI::App& app) { return make_command(app, "info", add_options, print_info_of); }
 
 }  // namespace loupe::cli

@@ -11,6 +11,7 @@
 #include "loupe/prof/statistics.h"
 #include "loupe/prof/trace_reader.h"
 #include "text_format.h"
+#include "trace_input.h"
 
 namespace loupe::cli {
 
@@ -20,15 +21,17 @@ struct SummaryArgs {
   std::string path;
   bool csv = false, json = false;
   size_t limit = 20;
+  InputArgs input;
 };
 
 // The options of `loupe summary`.
 void add_options(CLI::App& cmd, SummaryArgs& args) {
   cmd.description("Tables of device ops, transfers, host spans, compiles and memory peaks");
-  cmd.add_option("FILE", args.path, "trace file")->required();
+  cmd.add_option("FILE", args.path, kTraceInputHelp)->required();
   auto* csv = cmd.add_flag("--csv", args.csv, "CSV with raw numbers (ns, bytes)");
   cmd.add_flag("--json", args.json, "JSON with raw numbers (ns, bytes)")->excludes(csv);
   cmd.add_option("--limit", args.limit, "rows per table in text output (default 20)");
+  add_input_options(cmd, args.input);
 }
 
 // Machine output carries raw numbers (ns, bytes, counts), not the text.
@@ -39,8 +42,9 @@ std::string raw(const prof::StatCell& c) {
 }
 
 int run_summary(const SummaryArgs& args) {
-  prof::TraceModel model = prof::load_trace(args.path);
-  std::vector<prof::StatTable> tables = prof::trace_statistics(model);
+  ReadInput in(args.path, args.input);
+  if (in->is_job()) throw std::invalid_argument(fmt::format("{} is a job; summarize one rank's trace", args.path));
+  std::vector<prof::StatTable> tables = prof::trace_statistics(in.model());
   if (args.json) {
     // JSON must be valid UTF-8; names from the trace may not be.
     uint64_t replaced = 0;

@@ -52,12 +52,16 @@ def event_tables() -> list[str]:
 
 
 def open(path: PathLike) -> "Trace":  # noqa: A001 - loupe.open, like the CLI's FILE argument
-    """Opens a trace file: checks its format and reads its small tables.
+    """Opens a trace: any file ``loupe analyze`` takes but a job's folder.
 
-    Reads its meta, strings and small tables now, and each event table the
-    first time it is asked for (:meth:`Trace.table`), so that one table of
-    a large trace costs only its own rows. Raises TraceError naming the file
-    and the problem for a missing, corrupt or foreign file.
+    Of a loupe trace file, reads its meta, strings and small tables now, and
+    each event table the first time it is asked for (:meth:`Trace.table`),
+    so that one table of a large trace costs only its own rows. Another
+    profiler's trace (Kineto, JAX or Chrome JSON, an Nsight Systems export,
+    a memory snapshot, a JAX profile folder) is imported in memory, whole,
+    through the cache of imported traces (docs/import.md). Raises
+    TraceError naming the file and the problem for a missing, corrupt or
+    unreadable file.
     """
     return Trace(os.fspath(path))
 
@@ -66,8 +70,9 @@ class Trace:
     """A trace file opened by :func:`loupe.open`."""
 
     def __init__(self, path: str):
-        self._header = _core.open(path, [])  # checks the file; reads no event table
-        self._whole: _core.Trace | None = None
+        self._header = _core.open(path, [])  # checks the file; reads no event table of a loupe trace
+        # Another profiler's trace is read whole at once (imported in memory).
+        self._whole: _core.Trace | None = self._header if self._header.complete else None
         self._read: dict[str, _core.Trace] = {}  # event table -> the read that holds it
         self._string_categories: dict[_core.Trace, pd.Index] = {}  # per read: its strings table
 

@@ -29,6 +29,7 @@
 #include "loupe/prof/import.h"
 #include "loupe/prof/input_file.h"
 #include "loupe/prof/job.h"
+#include "loupe/prof/open_input.h"
 #include "loupe/prof/report_format.h"
 #include "loupe/prof/safe_text.h"
 #include "loupe/prof/trace_diff.h"
@@ -46,12 +47,27 @@ namespace {
 // A loaded trace, shared by the Python objects that read it.
 struct Trace {
   std::shared_ptr<const TraceModel> model;
+  bool complete = true;  // every event table was read
 };
 
-// Reads the file, with only the event tables `tables` when given.
+// Reads a loupe trace with only the event tables `tables` when given; any
+// other input `loupe analyze` takes (open_input.h) whole. What cannot be
+// read as one trace raises TraceError with the CLI's message.
 Trace open_trace(const std::string& path, const std::optional<std::vector<std::string>>& tables) {
   nb::gil_scoped_release unlocked;
-  return {std::make_shared<const TraceModel>(load_trace(path, {.tables = tables}))};
+  try {
+    InputPlan plan = plan_input(path);
+    if (plan.kind == InputKind::loupe_trace) {
+      return {std::make_shared<const TraceModel>(load_trace(path, {.tables = tables})), !tables.has_value()};
+    }
+    if (plan.is_job()) throw InputError(fmt::format("{}: a job's folder; read it with loupe.jobs", path));
+    OpenedInput in = open_input(path);
+    return {in.model, true};
+  } catch (const InputError& e) {
+    throw TraceError(e.what());
+  } catch (const prof::ImportError& e) {
+    throw TraceError(e.what());
+  }
 }
 
 // The rules to run (analyze() refuses an unknown one) and the thresholds,
@@ -245,6 +261,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<Trace>(m, "Trace")
       .def_prop_ro("path", [](const Trace& t) { return t.model->path; })
+      .def_prop_ro("complete", [](const Trace& t) { return t.complete; }, "Whether every event table was read.")
       .def_prop_ro("info", &info_of, "Format, producer, status, clock origin, losses and meta rows.")
       .def_prop_ro(
           "strings", [](const Trace& t) { return t.model->strings; }, "The strings table, by id.")
@@ -260,8 +277,8 @@ NB_MODULE(_core, m) {
       .def("check_file", &check_file, "path"_a, "`loupe check --budget PATH`.");
 
   m.def("open", &open_trace, "path"_a, "tables"_a = nb::none(),
-        "Reads a trace file as `loupe analyze` does, with only the event tables `tables` if given; raises "
-        "TraceError.");
+        "Reads a trace as `loupe analyze` does (a loupe trace with only the event tables `tables` if given; "
+        "another profiler's trace whole); raises TraceError.");
   m.def(
       "event_tables",
       [] {

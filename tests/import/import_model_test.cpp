@@ -1,6 +1,6 @@
 // import_model(): a foreign trace read straight into a model must be the
 // model load_trace() reads back from the file import_trace() writes, field
-// for field, on every kind of input loupe imports: the real Kineto traces,
+// for field, and write_model() must write it back as itself, on every kind of input loupe imports: the real Kineto traces,
 // a JAX trace, an Nsight Systems export, a PyTorch memory snapshot and a
 // pprof memory profile.
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "loupe/prof/import.h"
 #include "loupe/prof/trace_reader.h"
 #include "loupe/prof/trace_tables.h"
+#include "loupe/prof/trace_writer.h"
 #include "profiler/test_files.h"
 
 namespace {
@@ -79,6 +80,12 @@ void expect_same_as_imported_file(const std::string& in, const loupe::test::Temp
   EXPECT_EQ(direct.path, in);
   EXPECT_GT(direct.total_events(), 0u);
   expect_same_model(direct, loupe::prof::load_trace(db));
+  // And the model written again (as the cache of imported traces keeps
+  // it) reads back as itself.
+  std::string again = dir.file("again.db");
+  loupe::prof::TraceWriter w(again, {.live = false});
+  loupe::prof::write_model(direct, w);
+  expect_same_model(direct, loupe::prof::load_trace(again));
   EXPECT_EQ(built.format, written.format);
   EXPECT_EQ(built.rows_written, written.rows_written);
   EXPECT_EQ(built.rows_by_table, written.rows_by_table);

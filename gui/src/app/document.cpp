@@ -54,7 +54,7 @@ void build_job_view(Document& doc) {
 void load_job(Document& doc) {
   prof::JobAnalysisOptions options;
   options.keep_timeline = true;
-  doc.job = std::make_shared<prof::JobReport>(prof::analyze_job(doc.path, options));
+  doc.job = std::make_shared<prof::JobReport>(prof::analyze_job(doc.job_dir, options));
 }
 
 }  // namespace
@@ -63,8 +63,13 @@ std::unique_ptr<Document> load_document(const std::string& path) {
   auto doc = std::make_unique<Document>();
   doc->path = path;
   auto t0 = std::chrono::steady_clock::now();
-  if (prof::is_job(path)) load_job(*doc);
-  else doc->model = prof::load_trace(path);
+  doc->input = prof::open_input(path);
+  if (doc->input.is_job()) {
+    doc->job_dir = doc->input.job_dir;
+    load_job(*doc);
+  } else {
+    doc->model = doc->input.take_model();
+  }
   auto t1 = std::chrono::steady_clock::now();
   if (doc->job) {
     build_job_view(*doc);
@@ -81,9 +86,9 @@ std::unique_ptr<Document> load_document(const std::string& path) {
 void toggle_rank(Document& doc, int64_t rank) {
   if (!doc.job) return;
   if (doc.expanded.erase(rank) == 0) {
-    prof::Job job = prof::read_job(doc.path);
+    prof::Job job = prof::read_job(doc.job_dir);
     auto it = std::find_if(job.ranks.begin(), job.ranks.end(), [&](const prof::JobRank& r) { return r.rank == rank; });
-    if (it == job.ranks.end()) throw prof::JobError(fmt::format("the job {} has no rank {}", doc.path, rank));
+    if (it == job.ranks.end()) throw prof::JobError(fmt::format("the job {} has no rank {}", doc.job_dir, rank));
     doc.expanded[rank] = std::make_shared<const prof::TraceModel>(prof::load_trace(job.trace_path(*it)));
   }
   build_job_view(doc);

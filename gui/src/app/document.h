@@ -9,6 +9,7 @@
 
 #include "loupe/prof/analysis.h"
 #include "loupe/prof/job_analysis.h"
+#include "loupe/prof/open_input.h"
 #include "loupe/prof/statistics.h"
 #include "loupe/prof/trace_model.h"
 #include "loupe/view/highlight.h"
@@ -38,7 +39,9 @@ struct Analysis {
 };
 
 struct Document {
-  std::string path;
+  std::string path;     // as the user gave it
+  std::string job_dir;  // a job's folder: the path, or the cache's job of a profile's hosts
+  prof::OpenedInput input;  // what the path was opened as (keeps a temporary job's folder)
   // A trace's events; for a job, its ranks' collectives on the aligned
   // timeline (job_timeline.h), one track per rank.
   prof::TraceModel model;
@@ -58,8 +61,9 @@ struct Document {
   double view_end() const { return double(model.end_ns - origin); }
 };
 
-// Reads the trace and builds its tracks; throws prof::TraceError with the
-// reader's one-line message. A job's folder is analysed as `loupe analyze
+// Reads the trace (any input `loupe analyze` takes: open_input.h) and
+// builds its tracks; throws the reader's one-line error (prof::InputError,
+// TraceError, ImportError). A job's folder is analysed as `loupe analyze
 // job/` does (throws prof::JobError) and shown as its timeline.
 std::unique_ptr<Document> load_document(const std::string& path);
 // In a job, expands a rank (its own trace, read the first time, shown

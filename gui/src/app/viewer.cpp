@@ -264,7 +264,9 @@ void Viewer::frame_open_popup() {
     s_.show_open_popup = false;
   }
   if (!ImGui::BeginPopupModal("Open a trace", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
-  ImGui::TextUnformatted("Path of a loupe trace (.db), or drop a file on the window:");
+  ImGui::TextUnformatted(
+      "Path of a trace (loupe's .db; PyTorch, JAX or Chrome JSON; an Nsight Systems SQLite export;\n"
+      "a memory snapshot; a JAX profile folder; a job's folder), or drop one on the window:");
   ImGui::SetNextItemWidth(520);
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   bool go = ImGui::InputText("##path", &s_.open_path, ImGuiInputTextFlags_EnterReturnsTrue);
@@ -339,7 +341,7 @@ void Viewer::frame(float width, float height) {
     if (s_.paths[0].empty() && !any_error) {
       ImGui::Spacing();
       ImGui::TextUnformatted(
-          "Open a trace: drop a file on this window, use File > Open, or run `loupe-view trace.db`.");
+          "Open a trace: drop a file on this window, use File > Open, or run `loupe-view trace.json.gz`.");
     } else if (busy()) {
       ImGui::TextDisabled("reading...");
     }

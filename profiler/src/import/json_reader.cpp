@@ -85,7 +85,9 @@ class JsonReader {
            "not a trace: the JSON document is a single value, not an object with 'traceEvents' or an "
            "array of events");
     } else {
-      fail(offset(), "not JSON (a trace file is JSON, gzip-compressed JSON or an Nsight Systems SQLite export)");
+      fail(offset(),
+           "not JSON, nor any other file loupe reads (a loupe trace; Kineto, JAX or Chrome JSON, plain or gzip; "
+           "an Nsight Systems SQLite export; a PyTorch memory snapshot; a pprof memory profile)");
     }
     c = next_nonspace();
     if (c > 0) fail(offset(), "unexpected data after the end of the JSON document");

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "loupe/prof/trace_reader.h"
+#include "loupe/prof/trace_tables.h"
 #include "store/open_trace.h"
 #include "store/small_tables.h"
 #include "store/sqlite.h"
@@ -93,6 +94,21 @@ void query_trace(const std::string& path, const std::string& sql,
     }
     on_row(row);
   }
+}
+
+TraceSummary summarize_model(const TraceModel& m) {
+  TraceSummary s{.info = m.info, .devices = m.devices, .streams = m.streams, .threads = m.threads};
+  auto count = [&](const auto& tracks, std::string_view table) {
+    uint64_t rows = 0;
+    for (const auto& t : tracks) rows += t.size();
+    s.counts.push_back({std::string(table), rows});
+  };
+#define LOUPE_COUNT_TABLE(Row, Track, table, member) count(m.member, #table);
+  LOUPE_EVENT_TABLES(LOUPE_COUNT_TABLE)
+#undef LOUPE_COUNT_TABLE
+  s.start_ns = m.start_ns;
+  s.end_ns = m.end_ns;
+  return s;
 }
 
 TraceSummary summarize_trace(const std::string& path) {

@@ -48,5 +48,8 @@ struct TraceSummary {
 
 // Meta, devices, threads and exact row counts, without loading events.
 TraceSummary summarize_trace(const std::string& path);
+// The same of a model in memory (another profiler's trace, imported):
+// file_bytes is 0, the caller knows what the source file holds.
+TraceSummary summarize_model(const TraceModel& m);
 
 }  // namespace loupe::prof

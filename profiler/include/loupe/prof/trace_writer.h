@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "loupe/prof/trace_model.h"
 #include "loupe/prof/trace_rows.h"
 
 namespace loupe::prof {
@@ -97,5 +98,11 @@ class TraceWriter {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Writes the whole of `m` (strings, small tables, events and every meta
+// row) through `w`, then closes it: the file load_trace() reads back as
+// `m`, but for its path. The writer must be new (nothing added yet).
+// Throws StoreError.
+void write_model(const TraceModel& m, TraceWriter& w);
 
 }  // namespace loupe::prof
