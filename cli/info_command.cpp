@@ -114,26 +114,22 @@ int print_summary(const std::string& path, const prof::TraceSummary& s) {
 }
 
 // Another profiler's trace (or a profile folder's): what it becomes.
-prof::TraceSummary summarized(const InfoArgs& args, std::string& job_dir) {
+// Another profiler's trace: the file read (a profile folder's run's) and
+// what it holds; a profile of several hosts: its job.
+int print_foreign(const InfoArgs& args) {
   ReadInput in(args.path, args.input);
-  if (in->is_job()) {
-    job_dir = in->job_dir;
-    return {};
-  }
+  if (in->is_job()) return print_job(in->job_dir);
   prof::TraceSummary s = prof::summarize_model(in.model());
   std::error_code ec;
   s.file_bytes = std::filesystem::file_size(in->plan.source, ec);
-  return s;
+  return print_summary(in->plan.source, s);
 }
 
 int print_info_of(const InfoArgs& args) {
   prof::InputPlan plan = prof::plan_input(args.path);
   if (plan.kind == prof::InputKind::job) return print_job(args.path);
   if (plan.kind == prof::InputKind::loupe_trace) return print_info(args.path);
-  std::string job_dir;
-  prof::TraceSummary s = summarized(args, job_dir);
-  if (!job_dir.empty()) return print_job(job_dir);
-  return print_summary(args.path, s);
+  return print_foreign(args);
 }
 
 }  // namespace

@@ -515,6 +515,25 @@ TEST_F(ViewerScreenshot, CompareShowsBothTracesAndTheDiff) {
   expect_not_blank(load_png(png));
 }
 
+// `loupe-view trace.json.gz`: a PyTorch trace opens as it is, and shows
+// what the trace `loupe import` makes of it shows, track for track.
+TEST_F(ViewerScreenshot, AKinetoJsonOpensAsItsImportedTrace) {
+  std::string json = LOUPE_KINETO_CPU_TRACE;
+  std::string db = dir_.file("imported.db");
+  ASSERT_EQ(test::run_command({LOUPE_BIN, "import", json, "-o", db, "-q"}, dir_.path().string()).exit_code, 0);
+  setenv("LOUPE_CACHE_DIR", dir_.file("cache").c_str(), 1);
+  nlohmann::json direct, imported;
+  std::string png = dir_.file("json.png");
+  test::CommandResult r = view({json, "--screenshot", png, "--size", "1000x700"}, &direct);
+  unsetenv("LOUPE_CACHE_DIR");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(view({db, "--screenshot", dir_.file("db.png"), "--size", "1000x700"}, &imported).exit_code, 0);
+  ASSERT_GE(direct["tracks"].size(), 2u) << direct.dump();
+  EXPECT_EQ(direct["tracks"], imported["tracks"]);
+  EXPECT_EQ(direct["axis"], imported["axis"]);
+  expect_not_blank(load_png(png));
+}
+
 TEST_F(ViewerScreenshot, BadInputFailsWithTheReadersMessage) {
   std::string png = dir_.file("x.png");
   std::string junk = dir_.file("junk.db");

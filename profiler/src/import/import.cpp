@@ -85,6 +85,8 @@ void take_distributed_meta(const std::map<std::string, std::string>& meta, Impor
   if (auto it = meta.find("distributed_backend"); it != meta.end()) result.backend = it->second;
 }
 
+bool looks_importable(const std::string& path) { return import::ImportInput(path, 0).plausible(); }
+
 ImportFormat detect_import_format(const std::string& path) {
   import::ImportInput input(path, 0);
   return import::choose_importer(input, ImportFormat::auto_detect).format;

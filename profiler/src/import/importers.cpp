@@ -170,7 +170,12 @@ std::string_view name_of(Container c) {
 ImportInput::ImportInput(std::string path, unsigned threads) : path_(std::move(path)), threads_(threads) {
   std::string head = read_file_head(path_, 100);
   if (head.empty()) throw ImportError(fmt::format("{}: the file is empty", path_));
-  container_ = container_of(content_head(path_, head));
+  std::string content = content_head(path_, head);
+  container_ = container_of(content);
+  if (container_ == Container::json) {
+    size_t first = content.find_first_not_of(" \t\r\n");
+    plausible_ = first == std::string::npos || content[first] == '{' || content[first] == '[';
+  }
 }
 
 ChromeTrace& ImportInput::json() {

@@ -41,11 +41,15 @@ class ImportInput {
   StringPool& strings() { return strings_; }
   double parse_seconds() const { return parse_seconds_; }
   uint64_t bytes() const;  // uncompressed JSON, pickle or protobuf, or the file's size
+  // Whether the first bytes could begin a file of the container: JSON's
+  // `{` or `[` after any whitespace, or another container's header.
+  bool plausible() const { return plausible_; }
 
  private:
   std::string path_;
   unsigned threads_;
   Container container_;
+  bool plausible_ = true;
   StringPool strings_;
   std::optional<ChromeTrace> json_;
   std::optional<PickleDoc> pickle_;

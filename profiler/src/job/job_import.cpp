@@ -139,8 +139,9 @@ std::vector<Imported> import_all(const std::vector<std::string>& sources, JobWri
   return out;
 }
 
-int64_t rank_of(const Imported& m) {
-  std::optional<int64_t> r = m.result->rank >= 0 ? m.result->rank : rank_in_name(m.source);
+// `place`: the source's place in the list, when that is its rank.
+int64_t rank_of(const Imported& m, std::optional<int64_t> place) {
+  std::optional<int64_t> r = m.result->rank >= 0 ? m.result->rank : place ? place : rank_in_name(m.source);
   if (r && *r >= kMaxJobRanks) {
     throw JobError(fmt::format("{} is rank {}, beyond the {} ranks a job may have", m.source, *r, kMaxJobRanks));
   }
@@ -188,11 +189,13 @@ JobShape job_shape(const std::vector<Imported>& imported) {
 
 // The imported sources by rank, checked: one source per rank, every rank
 // within the job.
-std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& imported, int64_t world_size) {
+std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& imported, int64_t world_size,
+                                            bool by_order) {
   std::map<int64_t, const Imported*> ranks;
-  for (const Imported& m : imported) {
+  for (size_t i = 0; i < imported.size(); ++i) {
+    const Imported& m = imported[i];
     if (!m.result) continue;
-    int64_t r = rank_of(m);
+    int64_t r = rank_of(m, by_order ? std::optional<int64_t>(int64_t(i)) : std::nullopt);
     if (world_size >= 0 && r >= world_size) {
       throw JobError(fmt::format("{} is rank {}, beyond the job's {} ranks", m.source, r, world_size));
     }
@@ -202,9 +205,9 @@ std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& importe
   return ranks;
 }
 
-Job assemble(const std::vector<Imported>& imported, const JobWrite& w) {
+Job assemble(const std::vector<Imported>& imported, const JobWrite& w, bool ranks_by_order) {
   JobShape shape = job_shape(imported);
-  std::map<int64_t, const Imported*> ranks = ranks_of(imported, shape.world_size);
+  std::map<int64_t, const Imported*> ranks = ranks_of(imported, shape.world_size, ranks_by_order);
   if (ranks.empty()) {
     throw JobError(fmt::format("no source could be imported; the first: {}", imported.front().error));
   }
@@ -232,7 +235,7 @@ Job import_job(const std::vector<std::string>& sources, const std::string& dir, 
   if (sources.empty()) throw JobError("no traces to make a job of");
   JobWrite w(dir);
   std::vector<Imported> imported = import_all(sources, w, options);
-  Job job = assemble(imported, w);
+  Job job = assemble(imported, w, options.ranks_by_order);
   std::map<std::string, const Imported*> by_source;
   for (const Imported& m : imported) by_source[fs::absolute(m.source).string()] = &m;
   for (const JobRank& r : job.ranks) w.rename(by_source.at(r.source)->staged, r.trace);

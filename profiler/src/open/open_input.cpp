@@ -132,6 +132,12 @@ void open_foreign(OpenedInput& in, const std::string& source, const InputOptions
     in.model = std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
     return;
   }
+  // A file that cannot be a trace fails at its first bytes, before the
+  // cache would hash all of it (a 10 GB file of zeros).
+  if (!looks_importable(source)) {
+    in.model = std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+    return;
+  }
   open::TraceCache cache = cache_of(options);
   if (std::string why = cache.usable(); !why.empty()) {
     in.plan.notes.push_back(cache_unusable_note(why));
@@ -172,7 +178,7 @@ void open_hosts(OpenedInput& in, const InputOptions& options, std::shared_ptr<co
       in.from_cache = true;
       return;
     }
-    import_job(sources, in.job_dir, {.format = options.format});
+    import_job(sources, in.job_dir, {.format = options.format, .ranks_by_order = true});
     cache.keep_cap(in.job_dir);
     return;
   }
@@ -182,7 +188,7 @@ void open_hosts(OpenedInput& in, const InputOptions& options, std::shared_ptr<co
     fs::remove_all(*d, ec);
     delete d;
   });
-  import_job(sources, dir, {.format = options.format});
+  import_job(sources, dir, {.format = options.format, .ranks_by_order = true});
   in.job_dir = dir;
 }
 

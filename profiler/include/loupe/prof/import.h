@@ -116,6 +116,12 @@ struct SnapshotHistory {
 };
 SnapshotHistory read_torch_snapshot_history(std::string_view pickle);
 
+// Whether the first bytes of `path` could begin a file loupe imports (a
+// SQLite, pickle or protobuf header; JSON's `{` or `[`, gzipped or not): a
+// cheap test before reading a whole file for another purpose (hashing it
+// for the cache). Throws ImportError for a missing or empty file.
+bool looks_importable(const std::string& path);
+
 // The format of `path` from its first bytes and, for JSON, its content:
 // ImportFormat::kineto, chrome, jax or nsys. Throws ImportError.
 ImportFormat detect_import_format(const std::string& path);

@@ -90,6 +90,10 @@ std::string ranks_label(const std::vector<int64_t>& ranks);
 struct JobImportOptions {
   ImportFormat format = ImportFormat::auto_detect;
   unsigned workers = 0;  // sources imported at once: 0 = one per core
+  // A source whose trace does not say its rank is the rank of its place in
+  // `sources` (a JAX profile's hosts, in the order of their names: the
+  // profile does not say each host's process index), not of its name.
+  bool ranks_by_order = false;
 };
 
 // Imports one trace per rank into the folder `dir` and writes its index.
@@ -97,7 +101,8 @@ struct JobImportOptions {
 // which the new one replaces as one unit. Each source is imported
 // (import_trace), or copied if it is a loupe trace. Its rank comes from
 // the trace (Kineto's distributedInfo, a loupe trace's meta.rank), else
-// from its file name ("rank3.json", "trace_rank-12.json.gz").
+// from its file name ("rank3.json", "trace_rank-12.json.gz"), or its
+// place with options.ranks_by_order.
 //
 // Throws JobError, leaving the folder as it was, for sources that cannot
 // form one job: two claiming the same rank, ranks of jobs of different
