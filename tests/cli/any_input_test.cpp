@@ -155,6 +155,17 @@ TEST_F(AnyInput, AJaxProfileFolderReadsItsNewestRun) {
       << r.err;
 }
 
+// jax.profiler may leave only the XPlane of a host (no JSON beside it).
+TEST_F(AnyInput, AProfileRunWithOnlyAnXplaneReadsIt) {
+  fs::path run = dir.path() / "logs" / "plugins" / "profile" / "2026_05_01_09_00_00";
+  fs::create_directories(run);
+  std::string xplane = LOUPE_REPO_FIXTURES "/jax_profile/" + kProfileRun + "/host0.xplane.pb";
+  fs::copy_file(xplane, run / "host0.xplane.pb");
+  expect_as_imported((dir.path() / "logs").string(), (run / "host0.xplane.pb").string());
+  CommandResult r = loupe({"info", (dir.path() / "logs").string()});
+  EXPECT_NE(r.out.find("events     493\n"), std::string::npos) << r.out;
+}
+
 TEST_F(AnyInput, AProfileRunOfSeveralHostsIsAJobOfOneRankEach) {
   fs::path run = dir.path() / "logs" / "plugins" / "profile" / "2026_05_01_09_00_00";
   fs::create_directories(run);

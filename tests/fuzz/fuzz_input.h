@@ -43,6 +43,9 @@ inline int import_and_analyze(const uint8_t* data, size_t size, const char* suff
   try {
     prof::import_trace(in, out, {.format = format, .threads = 1});
     prof::analyze(prof::load_trace(out, {.threads = 1}));
+    // What every reading command does with a foreign file: the same
+    // import, into a model without SQLite.
+    prof::analyze(prof::import_model(in, {.format = format, .threads = 1}));
   } catch (const prof::ImportError&) {
   }
   return 0;

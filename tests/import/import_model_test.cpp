@@ -120,6 +120,8 @@ TEST(ImportModel, JaxTraceSnapshotAndPprofProfileBuildTheModelTheirFilesReadBack
   expect_same_as_imported_file(LOUPE_IMPORT_FIXTURES "/jax_cpu_recompile.json.gz", dir);
   expect_same_as_imported_file(LOUPE_REPO_FIXTURES "/torch_memory/cpu_mlp_snapshot.pickle.gz", dir);
   expect_same_as_imported_file(LOUPE_REPO_FIXTURES "/jax_memory/cpu_profile.prof", dir);
+  expect_same_as_imported_file(
+      LOUPE_REPO_FIXTURES "/jax_profile/plugins/profile/2026_01_02_11_30_00/host0.xplane.pb", dir);
 }
 
 TEST(ImportModel, NsightSystemsExportBuildsTheModelItsFileReadsBackAs) {

@@ -26,6 +26,11 @@ inline void write_text(const std::string& path, const std::string& text) {
   f << text;
 }
 
+inline std::string read_binary(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
 inline void write_gzip(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);

@@ -594,7 +594,8 @@ TEST(ImportFormats, EveryNameReadsBackAndTheDocumentListsEach) {
   for (std::string_view name : import_format_choices()) {
     EXPECT_EQ(import_format_name(parse_import_format(name)), name);
   }
-  EXPECT_EQ(import_format_names(), "auto, kineto, jax, chrome, nsys, torch-memory or pprof-memory");
+  EXPECT_EQ(import_format_names(), "auto, kineto, jax, chrome, nsys, torch-memory, pprof-memory or xplane");
+  EXPECT_EQ(import_format_container(ImportFormat::xplane), "protobuf");
   EXPECT_EQ(import_format_container(ImportFormat::torch_memory), "pickle");
   EXPECT_EQ(import_format_container(ImportFormat::pprof_memory), "protobuf");
   EXPECT_EQ(import_format_container(ImportFormat::nsys), "SQLite");

@@ -113,6 +113,16 @@ constexpr Importer kImporters[] = {
      .reads_any_of_its_container = true,  // asked for, a damaged one says where
      .recognises = [](ImportInput& in) { return is_pprof_memory_profile(in.whole()); },
      .read = [](ImportInput& in, ImportedTrace& out) { map_pprof_memory(in.whole(), in.path(), in.strings(), out); }},
+    {.format = ImportFormat::xplane,
+     .name = "xplane",
+     .title = "XProf XPlane protobuf",
+     .made_by = "`jax.profiler.trace` (`plugins/profile/<run>/<host>.xplane.pb`, what XProf reads)",
+     .recognised_by = "a protobuf `XSpace` with a `/host:` or `/device:` plane",
+     .hint = "jax.profiler writes one per host beside the trace viewer JSON",
+     .container = Container::protobuf,
+     .reads_any_of_its_container = false,
+     .recognises = [](ImportInput& in) { return is_xspace(in.whole()); },
+     .read = [](ImportInput& in, ImportedTrace& out) { map_xspace(in.whole(), in.path(), in.strings(), out); }},
 };
 
 // Everything a source yields, for a format read whole.

@@ -47,4 +47,12 @@ bool is_pprof_memory_profile(std::string_view bytes);
 // naming the byte or the field for a damaged or foreign profile.
 void map_pprof_memory(std::string_view bytes, const std::string& path, StringPool& strings, ImportedTrace& out);
 
+// Whether a protobuf is an XProf XSpace with a /host: or /device: plane
+// (`<host>.xplane.pb`). Its events as the Chrome events of JAX's
+// trace-viewer JSON, mapped as that JSON is (map_jax). Throws ImportError
+// naming the byte for a damaged file.
+bool is_xspace(std::string_view bytes);
+void read_xspace(std::string_view bytes, const std::string& path, StringPool& strings, ChromeTrace& out);
+void map_xspace(std::string_view bytes, const std::string& path, StringPool& strings, ImportedTrace& out);
+
 }  // namespace loupe::prof::import

@@ -281,10 +281,18 @@ class PprofMapper {
 }  // namespace
 
 bool is_protobuf(std::string_view head) {
-  // A profile begins with its first sample_type (field 1, a message whose
-  // first field is its type, a varint): 0x0a, a length, 0x08. JSON may
-  // begin with a newline (0x0a) too, but never with 0x08 two bytes on.
-  return head.size() >= 3 && uint8_t(head[0]) == 0x0a && uint8_t(head[1]) < 0x80 && uint8_t(head[2]) == 0x08;
+  // Both protobufs loupe reads begin with field 1, a message: a pprof
+  // profile's first sample_type, whose first field is a varint (0x08), or
+  // an XSpace's first plane, whose first field is its id (0x08) or its
+  // name (0x12). So: 0x0a, a length (a varint of up to five bytes), then
+  // 0x08 or 0x12. JSON may begin with a newline (0x0a) too, but never has
+  // those control characters after it.
+  if (head.size() < 3 || uint8_t(head[0]) != 0x0a) return false;
+  size_t at = 1;
+  while (at < head.size() && at < 6 && (uint8_t(head[at]) & 0x80) != 0) ++at;
+  if (at + 1 >= head.size() || (uint8_t(head[at]) & 0x80) != 0) return false;
+  uint8_t key = uint8_t(head[at + 1]);
+  return key == 0x08 || key == 0x12;
 }
 
 bool is_pprof_memory_profile(std::string_view bytes) {

@@ -57,8 +57,11 @@ bool is_dir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-// The trace files of a run's folder: per host, its trace viewer JSON;
-// else the Perfetto JSON of the whole run. Empty when it holds neither.
+// The trace files of a run's folder: per host, its trace viewer JSON, or
+// its XPlane when it has no JSON (both hold the same events: XProf makes
+// the JSON from the XPlane; the JSON's mapping is the one checked on GPU
+// traces); else the Perfetto JSON of the whole run. Empty when it holds
+// none of these.
 std::vector<std::string> run_traces(const fs::path& run, const Listing& files) {
   std::map<std::string, std::string> by_host;
   bool perfetto = false;
@@ -66,14 +69,13 @@ std::vector<std::string> run_traces(const fs::path& run, const Listing& files) {
     if (name == kPerfettoName) perfetto = true;
     else if (name.ends_with(kJsonSuffix)) by_host[name.substr(0, name.size() - kJsonSuffix.size())] = name;
   }
+  for (const std::string& name : files.files) {
+    if (name.ends_with(kXplaneSuffix)) by_host.try_emplace(name.substr(0, name.size() - kXplaneSuffix.size()), name);
+  }
   std::vector<std::string> traces;
   for (const auto& [host, name] : by_host) traces.push_back((run / name).string());
   if (traces.empty() && perfetto) traces.push_back((run / kPerfettoName).string());
   return traces;
-}
-
-bool has_xplane(const Listing& files) {
-  return std::any_of(files.files.begin(), files.files.end(), [](const std::string& n) { return n.ends_with(kXplaneSuffix); });
 }
 
 }  // namespace
@@ -84,11 +86,6 @@ std::optional<ProfileRun> find_profile_run(const std::string& dir) {
   Listing here = list(root);
   std::vector<std::string> traces = run_traces(root, here);
   if (!traces.empty()) return ProfileRun{dir, std::move(traces), {}};
-  if (has_xplane(here)) {
-    throw InputError(fmt::format("{}: a JAX profile run holding only .xplane.pb files, which loupe does not read yet; "
-                                 "open the run's <host>.trace.json.gz (jax.profiler writes one beside each)",
-                                 dir));
-  }
   fs::path profile = is_dir(root / "plugins" / "profile") ? root / "plugins" / "profile" : root;
   if (profile == root && root.filename() != "profile") return std::nullopt;
   Listing runs = profile == root ? here : list(profile);
@@ -104,8 +101,8 @@ std::optional<ProfileRun> find_profile_run(const std::string& dir) {
     }
     return r;
   }
-  throw InputError(fmt::format("{}: a JAX profile folder with no run holding a trace (<host>.trace.json.gz or "
-                               "perfetto_trace.json.gz)",
+  throw InputError(fmt::format("{}: a JAX profile folder with no run holding a trace (<host>.trace.json.gz, "
+                               "<host>.xplane.pb or perfetto_trace.json.gz)",
                                profile.string()));
 }
 

@@ -1,7 +1,7 @@
 // JAX profile folders, as jax.profiler.trace(LOG_DIR) leaves them:
 //
 //   LOG_DIR/plugins/profile/<run>/<host>.trace.json.gz   the trace viewer's JSON
-//                                 <host>.xplane.pb       what XProf reads
+//                                 <host>.xplane.pb       what XProf reads (and makes the JSON of)
 //                                 perfetto_trace.json.gz (create_perfetto_trace=True)
 //
 // one <run> folder per trace, named by the time it began

@@ -30,8 +30,6 @@ constexpr KnownFile kKnownFiles[] = {
      "loupe reads JSON traces: convert it with Perfetto's `traceconv json {} trace.json`"},
     {".perfetto-trace", "", "a Perfetto protobuf trace",
      "loupe reads JSON traces: convert it with Perfetto's `traceconv json {} trace.json`"},
-    {".xplane.pb", "", "an XProf XPlane file",
-     "open the <host>.trace.json.gz that jax.profiler writes beside it, or the profile's folder"},
     {".pt", "", "a PyTorch file saved by torch.save (a model or tensors), not a trace",
      "record a trace with torch.profiler (export_chrome_trace) or `loupe capture -- python ...`"},
     {".pth", "", "a PyTorch file saved by torch.save (a model or tensors), not a trace",

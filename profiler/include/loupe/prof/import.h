@@ -35,6 +35,7 @@ enum class ImportFormat : uint8_t {
   nsys = 4,          // Nsight Systems SQLite export
   torch_memory = 5,  // PyTorch memory snapshot (a pickle)
   pprof_memory = 6,  // pprof memory profile (protobuf): JAX's device_memory_profile()
+  xplane = 7,        // XProf XSpace (protobuf): jax.profiler's <host>.xplane.pb
 };
 
 // The formats by name, as `loupe import --format` takes them: "auto", then
