@@ -4,6 +4,9 @@
 //   import_bench import IN OUT.db [T]  import (T parsing threads, 0 = auto);
 //                                      one JSON line: bytes, time, MB/s,
 //                                      peak memory over input size
+//   import_bench model IN [T]          the same, into a model in memory (no
+//                                      SQLite), as every reading command
+//                                      imports a foreign trace
 //   import_bench generate OUT.json N   write a synthetic Kineto trace of
 //                                      about N bytes (a training loop like
 //                                      the V100 fixture's)
@@ -32,10 +35,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// `out` empty: into a model in memory, as every reading command imports.
 int run_import(const std::string& in, const std::string& out, unsigned threads) {
   int64_t rss_before = proc_status_bytes("VmRSS:");
   auto t0 = Clock::now();
-  loupe::prof::ImportResult r = loupe::prof::import_trace(in, out, {.threads = threads});
+  loupe::prof::ImportResult r;
+  if (out.empty()) loupe::prof::import_model(in, {.threads = threads}, &r);
+  else r = loupe::prof::import_trace(in, out, {.threads = threads});
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   int64_t peak = proc_status_bytes("VmHWM:");
   fmt::print(
@@ -221,12 +227,17 @@ int main(int argc, char** argv) {
     if (mode == "import" && (argc == 4 || argc == 5)) {
       return run_import(argv[2], argv[3], argc == 5 ? unsigned(std::atoi(argv[4])) : 0);
     }
+    if (mode == "model" && (argc == 3 || argc == 4)) {
+      return run_import(argv[2], "", argc == 4 ? unsigned(std::atoi(argv[3])) : 0);
+    }
     if (mode == "idle" && argc == 3) return run_idle(argv[2]);
     if (mode == "generate" && argc == 4) return run_generate(argv[2], std::strtoull(argv[3], nullptr, 10));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "import_bench: %s\n", e.what());
     return 2;
   }
-  std::fprintf(stderr, "usage: import_bench import IN OUT.db [THREADS] | generate OUT.json BYTES | idle TRACE.db\n");
+  std::fprintf(stderr,
+               "usage: import_bench import IN OUT.db [THREADS] | model IN [THREADS] | generate OUT.json BYTES | "
+               "idle TRACE.db\n");
   return 2;
 }
