@@ -113,6 +113,7 @@ void read_import(import::ImportInput& input, const import::Importer& importer, i
   result.map_seconds = seconds_since(t1) - (input.parse_seconds() - parsed_before);
   result.format = importer.format;
   result.input_bytes = input.bytes();
+  input.release_document();
   trace.meta["source_file"] = input.path();
   trace.meta["producer"] = fmt::format("loupe import ({})", import_format_name(result.format));
   result.source_events = trace.source_events;

