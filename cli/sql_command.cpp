@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "loupe/prof/open_input.h"
 #include "loupe/prof/trace_query.h"
 #include "text_format.h"
 
@@ -31,7 +32,22 @@ void add_options(CLI::App& cmd, SqlArgs& args) {
 // a query over millions of rows needs no memory for them.
 constexpr size_t kRowsForWidths = 1000;
 
+// SQL runs on a loupe trace file; another profiler's trace is named as
+// such, with the command that makes one of it.
+void check_is_loupe_trace(const std::string& path) {
+  prof::InputPlan plan = prof::plan_input(path);
+  if (plan.kind == prof::InputKind::loupe_trace) return;
+  if (plan.is_job()) {
+    throw std::invalid_argument(fmt::format(
+        "{}: a job's folder; `loupe sql` queries one trace file: one of its ranks' (`loupe info {}` lists them)", path,
+        path));
+  }
+  throw std::invalid_argument(fmt::format(
+      "{}: not a loupe trace file; `loupe sql` queries one: `loupe import {} -o trace.db` makes one of it", path, path));
+}
+
 int run_sql(const SqlArgs& args) {
+  check_is_loupe_trace(args.path);
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> buffered;
   std::vector<size_t> widths;

@@ -261,7 +261,8 @@ NB_MODULE(_core, m) {
 
   nb::class_<Trace>(m, "Trace")
       .def_prop_ro("path", [](const Trace& t) { return t.model->path; })
-      .def_prop_ro("complete", [](const Trace& t) { return t.complete; }, "Whether every event table was read.")
+      .def_prop_ro(
+          "complete", [](const Trace& t) { return t.complete; }, "Whether every event table was read.")
       .def_prop_ro("info", &info_of, "Format, producer, status, clock origin, losses and meta rows.")
       .def_prop_ro(
           "strings", [](const Trace& t) { return t.model->strings; }, "The strings table, by id.")

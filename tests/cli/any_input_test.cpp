@@ -150,8 +150,7 @@ TEST_F(AnyInput, AJaxProfileFolderReadsItsNewestRun) {
   CommandResult r = loupe({"info", folder + "/plugins/profile"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("events     493\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.err.find("holds 2 profile runs; reading the newest with a trace, 2026_01_02_11_30_00"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("holds 2 profile runs; reading the newest with a trace, 2026_01_02_11_30_00"), std::string::npos)
       << r.err;
 }
 
@@ -208,6 +207,13 @@ TEST_F(AnyInput, FilesItCannotReadAreNamedWithWhatToDo) {
   std::ofstream(text) << "hello";
   EXPECT_NE(message(text).find("notes.txt: at byte 0: not JSON, nor any other file loupe reads"), std::string::npos);
   EXPECT_FALSE(fs::exists(cache()) && !fs::is_empty(cache())) << "a file that is no trace entered the cache";
+  // `loupe sql` queries loupe trace files alone, and says how to make one.
+  std::string json = LOUPE_REPO_FIXTURES "/kineto/cpu_mlp_train.json.gz";
+  CommandResult sql = loupe({"sql", json, "SELECT 1"});
+  EXPECT_EQ(sql.exit_code, 2);
+  EXPECT_NE(sql.err.find("not a loupe trace file; `loupe sql` queries one: `loupe import " + json + " -o trace.db`"),
+            std::string::npos)
+      << sql.err;
 }
 
 TEST_F(AnyInput, ADamagedCacheEntryIsRebuiltNeverTrusted) {

@@ -1,8 +1,7 @@
 // import_model(): a foreign trace read straight into a model must be the
 // model load_trace() reads back from the file import_trace() writes, field
-// for field, and write_model() must write it back as itself, on every kind of input loupe imports: the real Kineto traces,
-// a JAX trace, an Nsight Systems export, a PyTorch memory snapshot and a
-// pprof memory profile.
+// for field, and write_model() must write it back as itself, on every kind of input loupe imports: the real Kineto
+// traces, a JAX trace, an Nsight Systems export, a PyTorch memory snapshot and a pprof memory profile.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -36,11 +35,10 @@ template <typename Track>
 void expect_same_keys(const Track& x, const Track& y, const char* table);
 
 #define LOUPE_KEY_EQ(name, type, check, init) EXPECT_EQ(x.name, y.name) << table << " key " #name;
-#define LOUPE_SAME_KEYS(Row, Track, tbl, member)                                       \
-  template <>                                                                          \
-  void expect_same_keys(const loupe::prof::Track& x, const loupe::prof::Track& y,      \
-                        const char* table) {                                           \
-    LOUPE_COLUMNS_##tbl(LOUPE_KEY_EQ, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)        \
+#define LOUPE_SAME_KEYS(Row, Track, tbl, member)                                                       \
+  template <>                                                                                          \
+  void expect_same_keys(const loupe::prof::Track& x, const loupe::prof::Track& y, const char* table) { \
+    LOUPE_COLUMNS_##tbl(LOUPE_KEY_EQ, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)                        \
   }
 LOUPE_EVENT_TABLES(LOUPE_SAME_KEYS)
 #undef LOUPE_SAME_KEYS
@@ -61,10 +59,10 @@ void expect_same_model(const TraceModel& direct, const TraceModel& read) {
   EXPECT_EQ(direct.start_ns, read.start_ns);
   EXPECT_EQ(direct.end_ns, read.end_ns);
   EXPECT_EQ(direct.total_events(), read.total_events());
-#define LOUPE_SAME_TABLE(Row, Track, table, member)                      \
-  expect_same_tracks(direct.member, read.member, #table);                \
+#define LOUPE_SAME_TABLE(Row, Track, table, member)                                 \
+  expect_same_tracks(direct.member, read.member, #table);                           \
   for (size_t i = 0; i < std::min(direct.member.size(), read.member.size()); ++i) { \
-    expect_same_keys(direct.member[i], read.member[i], #table);          \
+    expect_same_keys(direct.member[i], read.member[i], #table);                     \
   }
   LOUPE_EVENT_TABLES(LOUPE_SAME_TABLE)
 #undef LOUPE_SAME_TABLE
@@ -120,8 +118,8 @@ TEST(ImportModel, JaxTraceSnapshotAndPprofProfileBuildTheModelTheirFilesReadBack
   expect_same_as_imported_file(LOUPE_IMPORT_FIXTURES "/jax_cpu_recompile.json.gz", dir);
   expect_same_as_imported_file(LOUPE_REPO_FIXTURES "/torch_memory/cpu_mlp_snapshot.pickle.gz", dir);
   expect_same_as_imported_file(LOUPE_REPO_FIXTURES "/jax_memory/cpu_profile.prof", dir);
-  expect_same_as_imported_file(
-      LOUPE_REPO_FIXTURES "/jax_profile/plugins/profile/2026_01_02_11_30_00/host0.xplane.pb", dir);
+  expect_same_as_imported_file(LOUPE_REPO_FIXTURES "/jax_profile/plugins/profile/2026_01_02_11_30_00/host0.xplane.pb",
+                               dir);
 }
 
 TEST(ImportModel, NsightSystemsExportBuildsTheModelItsFileReadsBackAs) {

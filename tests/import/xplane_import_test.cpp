@@ -90,8 +90,9 @@ TEST(XplaneImport, ACutFileSaysWhereItEnds) {
 TEST(XplaneImport, JsonBeginningWithANewlineIsStillJson) {
   loupe::test::TempDir dir;
   std::string path = dir.file("newline.json");
-  loupe::test::write_text(path, "\n{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, "
-                                "\"ts\": 1, \"dur\": 2}]}");
+  loupe::test::write_text(path,
+                          "\n{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, "
+                          "\"ts\": 1, \"dur\": 2}]}");
   EXPECT_EQ(loupe::prof::detect_import_format(path), ImportFormat::chrome);
 }
 

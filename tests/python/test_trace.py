@@ -226,6 +226,22 @@ class Import(Workdir):
             self.assertEqual(result.rows_by_table.get(table, 0), count, table)
             self.assertEqual(len(loupe.open(ours).table(table)), count, table)
 
+    def test_open_reads_a_foreign_trace_as_its_imported_file(self):
+        source = os.path.join(os.path.dirname(__file__), "..", "fixtures", "kineto", "cpu_mlp_train.json.gz")
+        imported = os.path.join(self.tmp.name, "cpu_mlp.db")
+        run_cli("import", source, "-o", imported, "-q")
+        os.environ["LOUPE_CACHE_DIR"] = os.path.join(self.tmp.name, "cache")
+        try:
+            direct = loupe.open(source)
+            for table in loupe.event_tables():
+                pd.testing.assert_frame_equal(direct.table(table), loupe.open(imported).table(table), obj=table)
+            ours = direct.analyze()
+            theirs = json.loads(run_cli("analyze", imported, "--format", "json").stdout)
+            self.assertEqual({k: v for k, v in ours.items() if k != "trace"},
+                             {k: v for k, v in theirs.items() if k != "trace"})
+        finally:
+            del os.environ["LOUPE_CACHE_DIR"]
+
     def test_a_bad_import_gives_the_clis_message(self):
         path = os.path.join(self.tmp.name, "bad.json")
         with open(path, "w") as f:

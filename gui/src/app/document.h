@@ -39,8 +39,8 @@ struct Analysis {
 };
 
 struct Document {
-  std::string path;     // as the user gave it
-  std::string job_dir;  // a job's folder: the path, or the cache's job of a profile's hosts
+  std::string path;         // as the user gave it
+  std::string job_dir;      // a job's folder: the path, or the cache's job of a profile's hosts
   prof::OpenedInput input;  // what the path was opened as (keeps a temporary job's folder)
   // A trace's events; for a job, its ranks' collectives on the aligned
   // timeline (job_timeline.h), one track per rank.

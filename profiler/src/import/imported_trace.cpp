@@ -242,5 +242,4 @@ TraceModel build_imported(ImportedTrace& t, const StringPool& strings, ModelBuil
   return b.finish();
 }
 
-
 }  // namespace loupe::prof::import

@@ -146,8 +146,8 @@ class StatNames {
 // plus its offset (picoseconds, cut to nanoseconds as XProf does), its
 // duration rounded to the nearest nanosecond, as the JSON's microseconds
 // with six decimals read back.
-void read_event(const ProtoField& field, int64_t line_ns, uint32_t lane, const PlaneMetadata& plane,
-                StatNames& stats, ChromeTrace& out) {
+void read_event(const ProtoField& field, int64_t line_ns, uint32_t lane, const PlaneMetadata& plane, StatNames& stats,
+                ChromeTrace& out) {
   ChromeEvent e;
   e.ph = 'X';
   e.lane = lane;

@@ -189,8 +189,7 @@ JobShape job_shape(const std::vector<Imported>& imported) {
 
 // The imported sources by rank, checked: one source per rank, every rank
 // within the job.
-std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& imported, int64_t world_size,
-                                            bool by_order) {
+std::map<int64_t, const Imported*> ranks_of(const std::vector<Imported>& imported, int64_t world_size, bool by_order) {
   std::map<int64_t, const Imported*> ranks;
   for (size_t i = 0; i < imported.size(); ++i) {
     const Imported& m = imported[i];

@@ -65,7 +65,7 @@ class Hasher {
 
  private:
   void mix(const unsigned char* p) {
-    for (int k = 0; k < 4; ++k) lanes_[k] = round(lanes_[k], word(p + 8 * k));
+    for (size_t k = 0; k < 4; ++k) lanes_[k] = round(lanes_[k], word(p + 8 * k));
   }
   uint64_t lanes_[4] = {kPrime1 + kPrime2, kPrime2, 0, 0 - kPrime1};
   unsigned char block_[32] = {};

@@ -38,8 +38,8 @@ Listing list(const fs::path& dir) {
   for (; it != end; it.increment(ec)) {
     if (ec) throw InputError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
     if (++n > kMaxEntries) {
-      throw InputError(fmt::format("{}: holds more than {} entries; not a profile folder loupe reads", dir.string(),
-                                   kMaxEntries));
+      throw InputError(
+          fmt::format("{}: holds more than {} entries; not a profile folder loupe reads", dir.string(), kMaxEntries));
     }
     std::error_code sec;
     fs::file_status st = fs::status(it->path(), sec);
@@ -73,6 +73,7 @@ std::vector<std::string> run_traces(const fs::path& run, const Listing& files) {
     if (name.ends_with(kXplaneSuffix)) by_host.try_emplace(name.substr(0, name.size() - kXplaneSuffix.size()), name);
   }
   std::vector<std::string> traces;
+  traces.reserve(by_host.size());
   for (const auto& [host, name] : by_host) traces.push_back((run / name).string());
   if (traces.empty() && perfetto) traces.push_back((run / kPerfettoName).string());
   return traces;
@@ -101,9 +102,10 @@ std::optional<ProfileRun> find_profile_run(const std::string& dir) {
     }
     return r;
   }
-  throw InputError(fmt::format("{}: a JAX profile folder with no run holding a trace (<host>.trace.json.gz, "
-                               "<host>.xplane.pb or perfetto_trace.json.gz)",
-                               profile.string()));
+  throw InputError(
+      fmt::format("{}: a JAX profile folder with no run holding a trace (<host>.trace.json.gz, "
+                  "<host>.xplane.pb or perfetto_trace.json.gz)",
+                  profile.string()));
 }
 
 }  // namespace loupe::prof::open

@@ -34,7 +34,10 @@ constexpr KnownFile kKnownFiles[] = {
      "record a trace with torch.profiler (export_chrome_trace) or `loupe capture -- python ...`"},
     {".pth", "", "a PyTorch file saved by torch.save (a model or tensors), not a trace",
      "record a trace with torch.profiler (export_chrome_trace) or `loupe capture -- python ...`"},
-    {"", "\x7f" "ELF", "a program, not a trace", "record what it does with `loupe record -o trace.db -- {}`"},
+    {"",
+     "\x7f"
+     "ELF",
+     "a program, not a trace", "record what it does with `loupe record -o trace.db -- {}`"},
     {"", "PK\x03\x04", "a zip archive", "unpack it and open the trace inside"},
 };
 

@@ -48,9 +48,10 @@ InputPlan plan_folder(const std::string& path) {
   if (is_job(path)) return plan;
   std::optional<open::ProfileRun> run = open::find_profile_run(path);
   if (!run) {
-    throw InputError(fmt::format("{}: is a directory, not a regular file, and neither a job's folder (it has no {}) "
-                                 "nor a JAX profile (plugins/profile/<run>/<host>.trace.json.gz); give a trace file",
-                                 path, kJobIndexName));
+    throw InputError(
+        fmt::format("{}: is a directory, not a regular file, and neither a job's folder (it has no {}) "
+                    "nor a JAX profile (plugins/profile/<run>/<host>.trace.json.gz); give a trace file",
+                    path, kJobIndexName));
   }
   plan.kind = InputKind::jax_profile;
   plan.notes = std::move(run->notes);
@@ -77,9 +78,10 @@ open::TraceCache cache_of(const InputOptions& options) {
 }
 
 std::string cache_unusable_note(const std::string& why) {
-  return fmt::format("the cache of imported traces cannot be used ({}); reading without it (--no-cache, or "
-                     "LOUPE_CACHE_DIR for another folder)",
-                     why);
+  return fmt::format(
+      "the cache of imported traces cannot be used ({}); reading without it (--no-cache, or "
+      "LOUPE_CACHE_DIR for another folder)",
+      why);
 }
 
 }  // namespace
@@ -129,19 +131,22 @@ namespace {
 void open_foreign(OpenedInput& in, const std::string& source, const InputOptions& options,
                   std::unique_ptr<std::thread>& writer, std::shared_ptr<std::string>& error) {
   if (!options.use_cache) {
-    in.model = std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+    in.model =
+        std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
     return;
   }
   // A file that cannot be a trace fails at its first bytes, before the
   // cache would hash all of it (a 10 GB file of zeros).
   if (!looks_importable(source)) {
-    in.model = std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+    in.model =
+        std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
     return;
   }
   open::TraceCache cache = cache_of(options);
   if (std::string why = cache.usable(); !why.empty()) {
     in.plan.notes.push_back(cache_unusable_note(why));
-    in.model = std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+    in.model =
+        std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
     return;
   }
   std::string entry = cache.trace_entry(open::hash_file(source));
@@ -182,7 +187,8 @@ void open_hosts(OpenedInput& in, const InputOptions& options, std::shared_ptr<co
     cache.keep_cap(in.job_dir);
     return;
   }
-  std::string dir = (fs::temp_directory_path() / fmt::format("loupe-job-{}-{}", ::getpid(), hash_files(sources).hash)).string();
+  std::string dir =
+      (fs::temp_directory_path() / fmt::format("loupe-job-{}-{}", ::getpid(), hash_files(sources).hash)).string();
   temporary = std::shared_ptr<const std::string>(new std::string(dir), [](const std::string* d) {
     std::error_code ec;
     fs::remove_all(*d, ec);
@@ -216,7 +222,8 @@ OpenedInput open_input(const std::string& path, const InputOptions& options) {
 
 std::string default_cache_dir() {
   if (const char* dir = std::getenv("LOUPE_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return (fs::path(xdg) / "loupe" / "traces").string();
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (fs::path(xdg) / "loupe" / "traces").string();
   const char* home = std::getenv("HOME");
   return (fs::path(home && *home ? home : "/tmp") / ".cache" / "loupe" / "traces").string();
 }

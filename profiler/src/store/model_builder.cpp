@@ -32,16 +32,16 @@ struct RowToTrack;
   t.dur.push_back(r.dur);
 #define LOUPE_TAKE_POINT(time) t.time.push_back(r.time);
 #define LOUPE_TAKE_COLUMN(name, type, check, init) t.name.push_back(std::move(r.name));
-#define LOUPE_ROW_TO_TRACK(Row, Track, tbl, member)                                                       \
-  template <>                                                                                             \
-  struct RowToTrack<Row> {                                                                                \
-    using TrackType = Track;                                                                              \
-    static void set_key(Track& t, const Row& r) {                                                         \
-      LOUPE_COLUMNS_##tbl(LOUPE_TAKE_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)                       \
-    }                                                                                                     \
-    static void append(Track& t, Row& r) {                                                                \
-      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_TAKE_SPAN, LOUPE_TAKE_POINT, LOUPE_TAKE_COLUMN)             \
-    }                                                                                                     \
+#define LOUPE_ROW_TO_TRACK(Row, Track, tbl, member)                                           \
+  template <>                                                                                 \
+  struct RowToTrack<Row> {                                                                    \
+    using TrackType = Track;                                                                  \
+    static void set_key(Track& t, const Row& r) {                                             \
+      LOUPE_COLUMNS_##tbl(LOUPE_TAKE_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)           \
+    }                                                                                         \
+    static void append(Track& t, Row& r) {                                                    \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_TAKE_SPAN, LOUPE_TAKE_POINT, LOUPE_TAKE_COLUMN) \
+    }                                                                                         \
   };
 LOUPE_EVENT_TABLES(LOUPE_ROW_TO_TRACK)
 #undef LOUPE_ROW_TO_TRACK

@@ -36,9 +36,7 @@ class References {
     }
   }
 
-  [[noreturn]] void bad(const std::string& what) const {
-    throw StoreError(fmt::format("{}: {}", table_, what));
-  }
+  [[noreturn]] void bad(const std::string& what) const { throw StoreError(fmt::format("{}: {}", table_, what)); }
 
  private:
   // A key is one value; a column, many.
@@ -95,9 +93,10 @@ void check_totals(const char* table, const std::vector<Track>& tracks) {
     for (const Track& t : tracks) {
       for (int64_t v : t.*member) {
         if (!add_to_table_total(total, v)) {
-          throw StoreError(fmt::format("{}: the values of '{}' add up to 2^60 or more (36 years of nanoseconds, "
-                                       "an exbibyte); the file was damaged or edited",
-                                       table, column));
+          throw StoreError(
+              fmt::format("{}: the values of '{}' add up to 2^60 or more (36 years of nanoseconds, "
+                          "an exbibyte); the file was damaged or edited",
+                          table, column));
         }
       }
     }

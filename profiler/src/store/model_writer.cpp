@@ -20,14 +20,13 @@ struct TrackToRow;
   r.dur = t.dur[i];
 #define LOUPE_GIVE_POINT(time) r.time = t.time[i];
 #define LOUPE_GIVE_COLUMN(name, type, check, init) r.name = t.name[i];
-#define LOUPE_TRACK_TO_ROW(Row, Track, tbl, member)                                        \
-  template <>                                                                              \
-  struct TrackToRow<Track> {                                                               \
-    static Row row(const Track& t, size_t i) {                                             \
-      Row r;                                                                               \
-      LOUPE_COLUMNS_##tbl(LOUPE_GIVE_KEY, LOUPE_GIVE_SPAN, LOUPE_GIVE_POINT, LOUPE_GIVE_COLUMN) \
-      return r;                                                                            \
-    }                                                                                      \
+#define LOUPE_TRACK_TO_ROW(Row, Track, tbl, member)                                                       \
+  template <>                                                                                             \
+  struct TrackToRow<Track> {                                                                              \
+    static Row row(const Track& t, size_t i) {                                                            \
+      Row r;                                                                                              \
+      LOUPE_COLUMNS_##tbl(LOUPE_GIVE_KEY, LOUPE_GIVE_SPAN, LOUPE_GIVE_POINT, LOUPE_GIVE_COLUMN) return r; \
+    }                                                                                                     \
   };
 LOUPE_EVENT_TABLES(LOUPE_TRACK_TO_ROW)
 #undef LOUPE_TRACK_TO_ROW

@@ -39,19 +39,19 @@ struct RowPlace;
 #define LOUPE_PLACE_START_POINT(time) return r.time;
 #define LOUPE_PLACE_END_SPAN(start, dur) return r.start + r.dur;
 #define LOUPE_PLACE_END_POINT(time) return r.time;
-#define LOUPE_ROW_PLACE(Row, Track, tbl, member)                                                        \
-  template <>                                                                                           \
-  struct RowPlace<Row> {                                                                                \
-    static constexpr const char* table = #tbl;                                                          \
-    static TrackKey track(const Row& r) {                                                               \
-      return key_of({LOUPE_COLUMNS_##tbl(LOUPE_PLACE_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)});  \
-    }                                                                                                   \
-    static int64_t start(const Row& r) {                                                                \
-      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_PLACE_START_SPAN, LOUPE_PLACE_START_POINT, LOUPE_IGNORE)  \
-    }                                                                                                   \
-    static int64_t end(const Row& r) {                                                                  \
-      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_PLACE_END_SPAN, LOUPE_PLACE_END_POINT, LOUPE_IGNORE)      \
-    }                                                                                                   \
+#define LOUPE_ROW_PLACE(Row, Track, tbl, member)                                                       \
+  template <>                                                                                          \
+  struct RowPlace<Row> {                                                                               \
+    static constexpr const char* table = #tbl;                                                         \
+    static TrackKey track(const Row& r) {                                                              \
+      return key_of({LOUPE_COLUMNS_##tbl(LOUPE_PLACE_KEY, LOUPE_IGNORE, LOUPE_IGNORE, LOUPE_IGNORE)}); \
+    }                                                                                                  \
+    static int64_t start(const Row& r) {                                                               \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_PLACE_START_SPAN, LOUPE_PLACE_START_POINT, LOUPE_IGNORE) \
+    }                                                                                                  \
+    static int64_t end(const Row& r) {                                                                 \
+      LOUPE_COLUMNS_##tbl(LOUPE_IGNORE, LOUPE_PLACE_END_SPAN, LOUPE_PLACE_END_POINT, LOUPE_IGNORE)     \
+    }                                                                                                  \
   };
 LOUPE_EVENT_TABLES(LOUPE_ROW_PLACE)
 #undef LOUPE_ROW_PLACE

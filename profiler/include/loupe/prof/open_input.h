@@ -76,9 +76,9 @@ class OpenedInput {
   ~OpenedInput();
 
   InputPlan plan;
-  std::string job_dir;                       // set for a job: its folder
+  std::string job_dir;                      // set for a job: its folder
   std::shared_ptr<const TraceModel> model;  // set for one trace
-  bool from_cache = false;                   // the model was read from the cache
+  bool from_cache = false;                  // the model was read from the cache
 
   bool is_job() const { return !job_dir.empty(); }
   // Waits for the cache's copy to be written; returns why it could not
