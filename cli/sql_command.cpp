@@ -42,8 +42,9 @@ void check_is_loupe_trace(const std::string& path) {
         "{}: a job's folder; `loupe sql` queries one trace file: one of its ranks' (`loupe info {}` lists them)", path,
         path));
   }
-  throw std::invalid_argument(fmt::format(
-      "{}: not a loupe trace file; `loupe sql` queries one: `loupe import {} -o trace.db` makes one of it", path, path));
+  throw std::invalid_argument(
+      fmt::format("{}: not a loupe trace file; `loupe sql` queries one: `loupe import {} -o trace.db` makes one of it",
+                  path, path));
 }
 
 int run_sql(const SqlArgs& args) {
