@@ -105,18 +105,7 @@ class AnyInput : public ::testing::Test {
   }
   std::string nsys_export() {
     std::string path = dir.file("report.sqlite");
-    loupe::test::NsysExportWriter w(path);
-    w.create_schema();
-    w.session_start(1700000000000000000);
-    w.gpu(0, "NVIDIA H100 80GB HBM3", 85520809984);
-    int64_t thread = loupe::test::NsysExportWriter::global_tid(10, 11);
-    w.thread_name(thread, "python");
-    w.runtime(1000, 1010, thread, 1, "cudaLaunchKernel_v7000");
-    w.kernel(1020, 1220, 0, 7, 1, "gemm_kernel");
-    w.runtime(5000, 5010, thread, 2, "cudaLaunchKernel_v7000");
-    w.kernel(9020, 9220, 0, 7, 2, "gemm_kernel");
-    w.nvtx(900, 9700, 59, thread, "train_step");
-    w.close();
+    loupe::test::write_small_nsys_export(path);
     return path;
   }
   loupe::test::TempDir dir;

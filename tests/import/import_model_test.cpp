@@ -125,19 +125,7 @@ TEST(ImportModel, JaxTraceSnapshotAndPprofProfileBuildTheModelTheirFilesReadBack
 TEST(ImportModel, NsightSystemsExportBuildsTheModelItsFileReadsBackAs) {
   loupe::test::TempDir dir;
   std::string path = dir.file("report.sqlite");
-  {
-    loupe::test::NsysExportWriter w(path);
-    w.create_schema();
-    w.session_start(1700000000000000000);
-    w.gpu(0, "NVIDIA H100 80GB HBM3", 85520809984);
-    int64_t thread = loupe::test::NsysExportWriter::global_tid(10, 11);
-    w.thread_name(thread, "python");
-    w.runtime(1000, 1010, thread, 1, "cudaLaunchKernel_v7000");
-    w.kernel(1020, 1220, 0, 7, 1, "gemm_kernel");
-    w.nvtx(900, 2700, 59, thread, "train_step");
-    w.memory(500, 0, 0x1000, 1 << 20, 3, 0);
-    w.close();
-  }
+  loupe::test::write_small_nsys_export(path);
   expect_same_as_imported_file(path, dir);
 }
 

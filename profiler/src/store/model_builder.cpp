@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <new>
-#include <unordered_map>
 #include <utility>
 
 #include "loupe/prof/trace_reader.h"
@@ -50,53 +49,12 @@ LOUPE_EVENT_TABLES(LOUPE_ROW_TO_TRACK)
 #undef LOUPE_TAKE_SPAN
 #undef LOUPE_TAKE_KEY
 
-// The order a file's rows are read back in: by track key, then by time,
-// then in the order they were written. Rows arrive in time order within a
-// track, interleaved across tracks, so they are counted into tracks first
-// and each track is sorted only if it is not already.
-template <typename Row>
-std::vector<uint32_t> file_order(const std::vector<Row>& rows) {
-  using P = RowPlace<Row>;
-  std::unordered_map<TrackKey, uint32_t, store::TrackKeyHash> dense;
-  std::vector<TrackKey> keys;
-  std::vector<uint32_t> track_of(rows.size());
-  std::vector<size_t> count;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto [it, inserted] = dense.try_emplace(P::track(rows[i]), uint32_t(keys.size()));
-    if (inserted) {
-      keys.push_back(it->first);
-      count.push_back(0);
-    }
-    track_of[i] = it->second;
-    ++count[it->second];
-  }
-  std::vector<uint32_t> by_key(keys.size());
-  for (uint32_t k = 0; k < by_key.size(); ++k) by_key[k] = k;
-  std::sort(by_key.begin(), by_key.end(), [&](uint32_t x, uint32_t y) { return keys[x] < keys[y]; });
-  std::vector<size_t> next(keys.size());
-  size_t offset = 0;
-  for (uint32_t k : by_key) {
-    next[k] = offset;
-    offset += count[k];
-  }
-  std::vector<uint32_t> order(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) order[next[track_of[i]]++] = uint32_t(i);
-  auto by_time = [&](uint32_t x, uint32_t y) { return P::start(rows[x]) < P::start(rows[y]); };
-  for (size_t begin = 0; begin < order.size();) {
-    size_t end = begin + count[track_of[order[begin]]];
-    auto first = order.begin() + long(begin), last = order.begin() + long(end);
-    if (!std::is_sorted(first, last, by_time)) std::stable_sort(first, last, by_time);
-    begin = end;
-  }
-  return order;
-}
-
 // Moves `rows` into tracks in file order, and frees them.
 template <typename Row, typename Track>
 void build_tracks(std::vector<Row>& rows, std::vector<Track>& tracks) {
   using P = RowPlace<Row>;
   using T = RowToTrack<Row>;
-  std::vector<uint32_t> order = file_order(rows);
+  std::vector<uint32_t> order = store::file_order<Row>(rows.size(), [&](size_t i) -> const Row& { return rows[i]; });
   for (size_t i = 0; i < order.size();) {
     TrackKey key = P::track(rows[order[i]]);
     size_t end = i;

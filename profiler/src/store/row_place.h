@@ -5,9 +5,12 @@
 // from the same rows order them the same way.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <unordered_map>
+#include <vector>
 
 #include "loupe/prof/trace_rows.h"
 #include "loupe/prof/trace_tables.h"
@@ -60,5 +63,47 @@ LOUPE_EVENT_TABLES(LOUPE_ROW_PLACE)
 #undef LOUPE_PLACE_START_POINT
 #undef LOUPE_PLACE_START_SPAN
 #undef LOUPE_PLACE_KEY
+
+// The order rows are read back from a file in: by track key, then by time,
+// ties in the order the rows came (`row(i)` is the i-th, i < n). Rows
+// arrive in time order within a track, interleaved across a few tracks,
+// so a counting sort by track leaves each track sorted, and the per-track
+// sort is only a check.
+template <typename Row, typename RowAt>
+std::vector<uint32_t> file_order(size_t n, RowAt row) {
+  using P = RowPlace<Row>;
+  std::unordered_map<TrackKey, uint32_t, TrackKeyHash> dense;
+  std::vector<TrackKey> keys;
+  std::vector<uint32_t> track_of(n);
+  std::vector<size_t> count;
+  for (size_t i = 0; i < n; ++i) {
+    auto [it, inserted] = dense.try_emplace(P::track(row(i)), uint32_t(keys.size()));
+    if (inserted) {
+      keys.push_back(it->first);
+      count.push_back(0);
+    }
+    track_of[i] = it->second;
+    ++count[it->second];
+  }
+  std::vector<uint32_t> by_key(keys.size());
+  for (uint32_t k = 0; k < by_key.size(); ++k) by_key[k] = k;
+  std::sort(by_key.begin(), by_key.end(), [&](uint32_t x, uint32_t y) { return keys[x] < keys[y]; });
+  std::vector<size_t> next(keys.size());
+  size_t offset = 0;
+  for (uint32_t k : by_key) {
+    next[k] = offset;
+    offset += count[k];
+  }
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[next[track_of[i]]++] = uint32_t(i);
+  auto by_time = [&](uint32_t x, uint32_t y) { return P::start(row(x)) < P::start(row(y)); };
+  for (size_t begin = 0; begin < n;) {
+    size_t end = begin + count[track_of[order[begin]]];
+    auto first = order.begin() + long(begin), last = order.begin() + long(end);
+    if (!std::is_sorted(first, last, by_time)) std::stable_sort(first, last, by_time);
+    begin = end;
+  }
+  return order;
+}
 
 }  // namespace loupe::prof::store

@@ -31,7 +31,6 @@ namespace {
 constexpr int kRowsPerInsert = 50;
 
 using store::TrackKey;
-using store::TrackKeyHash;
 
 template <typename Row>
 struct Staged {
@@ -153,44 +152,14 @@ class EventTable {
     }
   }
 
-  // Moves the staged rows into sorted_ in (track, start, id) order. Rows
-  // arrive in time order within a track, interleaved across a few tracks,
-  // so a counting sort by track leaves each track already sorted and the
-  // per-track sort is only a check. Rows are moved rather than indexed so
-  // that binding reads memory in order.
+  // Moves the staged rows into sorted_ in (track, start, id) order, the
+  // order they are read back in (staged rows are in id order). Rows are
+  // moved rather than indexed so that binding reads memory in order.
   void sort_by_key() {
-    std::unordered_map<TrackKey, uint32_t, TrackKeyHash> dense;
-    std::vector<TrackKey> keys;
-    std::vector<size_t> count;
-    track_of_.resize(staged_.size());
-    for (size_t i = 0; i < staged_.size(); ++i) {
-      auto [it, inserted] = dense.try_emplace(T::track(staged_[i].row), uint32_t(keys.size()));
-      if (inserted) {
-        keys.push_back(it->first);
-        count.push_back(0);
-      }
-      track_of_[i] = it->second;
-      ++count[it->second];
-    }
-    std::vector<uint32_t> by_key(keys.size());
-    for (uint32_t k = 0; k < by_key.size(); ++k) by_key[k] = k;
-    std::sort(by_key.begin(), by_key.end(), [&](uint32_t x, uint32_t y) { return keys[x] < keys[y]; });
-    std::vector<size_t> begin(keys.size()), next(keys.size());
-    size_t offset = 0;
-    for (uint32_t k : by_key) {
-      begin[k] = next[k] = offset;
-      offset += count[k];
-    }
+    std::vector<uint32_t> order =
+        store::file_order<Row>(staged_.size(), [&](size_t i) -> const Row& { return staged_[i].row; });
     sorted_.resize(staged_.size());
-    for (size_t i = 0; i < staged_.size(); ++i) sorted_[next[track_of_[i]]++] = std::move(staged_[i]);
-    auto by_start = [](const Staged<Row>& x, const Staged<Row>& y) {
-      int64_t sx = T::start(x.row), sy = T::start(y.row);
-      return sx != sy ? sx < sy : x.id < y.id;
-    };
-    for (size_t k = 0; k < keys.size(); ++k) {
-      auto first = sorted_.begin() + long(begin[k]), last = sorted_.begin() + long(next[k]);
-      if (!std::is_sorted(first, last, by_start)) std::sort(first, last, by_start);
-    }
+    for (size_t i = 0; i < order.size(); ++i) sorted_[i] = std::move(staged_[order[i]]);
   }
 
   void finalize() {
@@ -209,7 +178,6 @@ class EventTable {
 
  private:
   std::vector<Staged<Row>> staged_, sorted_;
-  std::vector<uint32_t> track_of_;
   int64_t next_id_ = 0;
   Stmt insert_many_, insert_one_;
 };
