@@ -130,23 +130,19 @@ namespace {
 // written to the cache on a thread of its own.
 void open_foreign(OpenedInput& in, const std::string& source, const InputOptions& options,
                   std::unique_ptr<std::thread>& writer, std::shared_ptr<std::string>& error) {
-  if (!options.use_cache) {
-    in.model =
-        std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
-    return;
-  }
+  auto imported = [&] {
+    return std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+  };
   // A file that cannot be a trace fails at its first bytes, before the
   // cache would hash all of it (a 10 GB file of zeros).
-  if (!looks_importable(source)) {
-    in.model =
-        std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+  if (!options.use_cache || !looks_importable(source)) {
+    in.model = imported();
     return;
   }
   open::TraceCache cache = cache_of(options);
   if (std::string why = cache.usable(); !why.empty()) {
     in.plan.notes.push_back(cache_unusable_note(why));
-    in.model =
-        std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+    in.model = imported();
     return;
   }
   std::string entry = cache.trace_entry(open::hash_file(source));
@@ -158,8 +154,7 @@ void open_foreign(OpenedInput& in, const std::string& source, const InputOptions
     in.from_cache = true;
     return;
   }
-  std::shared_ptr<const TraceModel> model =
-      std::make_shared<TraceModel>(import_model(source, {.format = options.format, .threads = options.threads}));
+  std::shared_ptr<const TraceModel> model = imported();
   in.model = model;
   error = std::make_shared<std::string>();
   writer = std::make_unique<std::thread>([cache, model, entry, error] {
