@@ -233,12 +233,18 @@ TEST_F(AnyInput, AnUnusableCacheIsSaidAndTheTraceStillRead) {
 }
 
 TEST_F(AnyInput, TheCacheKeepsItsCapDroppingTheLeastRecentlyUsed) {
+  // A person's own trace in the folder is not the cache's to remove.
+  fs::create_directories(cache());
+  std::string mine = cache() + "/mine.db";
+  std::ofstream(mine) << "a trace of mine";
   setenv("LOUPE_CACHE_MAX_MB", "0", 1);
   std::string a = LOUPE_REPO_FIXTURES "/kineto/cpu_mlp_train.json.gz";
   std::string b = LOUPE_IMPORT_FIXTURES "/jax_cpu_recompile.json.gz";
   output({"summary", a}, a);
   output({"summary", b}, b);
   unsetenv("LOUPE_CACHE_MAX_MB");
+  EXPECT_TRUE(fs::exists(mine)) << "the cap removed a file that is not the cache's";
+  fs::remove(mine);
   ASSERT_EQ(cached_traces(), 1u) << "a cap of 0 keeps only the entry just written";
   EXPECT_NE(fs::directory_iterator(cache())->path().string().find(fmt::format("-{}-", fs::file_size(b))),
             std::string::npos);

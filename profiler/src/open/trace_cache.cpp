@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -29,10 +31,25 @@ namespace {
 // loupe that wrote it.
 std::string versions() { return fmt::format("f{}.{}-loupe{}", kFormatMajor, kFormatMinor, LOUPE_VERSION); }
 
-// An entry's or a leftover temporary file's name in the folder; anything
-// else there is not the cache's and is left alone.
-bool is_entry(const std::string& name) { return name.ends_with(".db") || name.ends_with(".job"); }
-bool is_leftover(const std::string& name) { return name.find(".loupe-tmp-") != std::string::npos; }
+// An entry's name, as trace_entry() and job_entry() make it: 16 hex
+// digits, '-', the size, '-', the versions, ".db" or ".job". Anything else
+// in the folder (a person's own trace, if LOUPE_CACHE_DIR names a folder of
+// them) is not the cache's and is never removed.
+bool is_entry(std::string_view name) {
+  if (!name.ends_with(".db") && !name.ends_with(".job")) return false;
+  if (name.size() < 18 || name[16] != '-') return false;
+  bool hex = std::all_of(name.begin(), name.begin() + 16, [](char c) { return std::isxdigit(uint8_t(c)) != 0; });
+  size_t size_end = name.find('-', 17);
+  bool digits =
+      size_end != std::string_view::npos && size_end > 17 &&
+      std::all_of(name.begin() + 17, name.begin() + long(size_end), [](char c) { return c >= '0' && c <= '9'; });
+  return hex && digits && name.substr(size_end + 1).starts_with("f") && name.find("-loupe") != std::string_view::npos;
+}
+// A temporary file of an entry's write (OutputFile's "<entry>.loupe-tmp-...").
+bool is_leftover(std::string_view name) {
+  size_t at = name.find(".loupe-tmp-");
+  return at != std::string_view::npos && is_entry(name.substr(0, at));
+}
 
 // A use: the entry's time is now, so that the cap removes others first.
 void touch(const std::string& path) { ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); }
