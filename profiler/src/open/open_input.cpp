@@ -106,6 +106,19 @@ InputPlan plan_input(const std::string& path) {
 
 OpenedInput::~OpenedInput() { wait_for_cache(); }
 
+OpenedInput& OpenedInput::operator=(OpenedInput&& other) noexcept {
+  if (this == &other) return *this;
+  wait_for_cache();
+  plan = std::move(other.plan);
+  job_dir = std::move(other.job_dir);
+  model = std::move(other.model);
+  from_cache = other.from_cache;
+  cache_writer_ = std::move(other.cache_writer_);
+  cache_error_ = std::move(other.cache_error_);
+  temporary_job_ = std::move(other.temporary_job_);
+  return *this;
+}
+
 std::string OpenedInput::wait_for_cache() {
   if (cache_writer_) {
     cache_writer_->join();

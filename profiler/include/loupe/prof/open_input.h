@@ -72,7 +72,9 @@ class OpenedInput {
  public:
   OpenedInput() = default;
   OpenedInput(OpenedInput&&) = default;
-  OpenedInput& operator=(OpenedInput&&) = default;
+  // Waits for this one's cache write first (a running thread is never
+  // dropped).
+  OpenedInput& operator=(OpenedInput&& other) noexcept;
   ~OpenedInput();
 
   InputPlan plan;
