@@ -142,6 +142,16 @@ TEST_F(NsysImport, ApiCallsBecomeLaunchesTransfersAndWaits) {
   EXPECT_EQ(kinds.at("cudaStreamSynchronize"), SpanKind::wait);
   EXPECT_EQ(kinds.at("cudaDeviceSynchronize"), SpanKind::wait);
   EXPECT_EQ(kinds.at("cudaEventQuery"), SpanKind::runtime);
+  // The one synchronisation record: cudaStreamSynchronize on stream 7.
+  ASSERT_EQ(m_.syncs.size(), 1u);
+  const Syncs& s = m_.syncs[0];
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s.kind[0], SyncKind::stream);
+  EXPECT_EQ(s.dur[0], 300);
+  EXPECT_EQ(s.device[0], 0u);
+  EXPECT_EQ(s.stream[0], 7u);
+  EXPECT_EQ(s.event_stream[0], kUnknownStream);  // CUPTI names the event, not its stream
+  EXPECT_EQ(s.recorded_at[0], kUnknownTime);
 }
 
 TEST_F(NsysImport, NvtxRangesNestAndMarksAreInstants) {

@@ -149,6 +149,19 @@ TEST_F(BadTrace, OlderMinorVersionWithoutALaterTableIsRead) {
   expect_error(path, "missing table 'collectives'");
 }
 
+// A 1.4 file has neither `syncs` nor its enumeration `sync_kinds`.
+TEST_F(BadTrace, AFileOlderThanTheSyncsTableIsRead) {
+  std::string path = dir.file("older-syncs.db");
+  write_good_trace(path);
+  set_format_version(path, 1, 4);
+  sql(path, "DROP TABLE syncs; DROP TABLE sync_kinds; DELETE FROM tracks WHERE tbl = 'syncs';");
+  EXPECT_EQ(load_error(path), "");
+  EXPECT_TRUE(load_trace(path).syncs.empty());
+
+  set_format_version(path, 1, 5);
+  expect_error(path, "missing table 'sync_kinds'");
+}
+
 TEST_F(BadTrace, OlderMinorVersionWithoutALaterColumnIsRead) {
   std::string path = dir.file("older-column.db");
   write_good_trace(path);

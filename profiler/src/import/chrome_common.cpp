@@ -115,14 +115,87 @@ bool is_blocking_copy_call(std::string_view name) {
   return (contains(name, "Memcpy") || contains(name, "memcpy")) && !contains(name, "Async");
 }
 
+bool is_poll_call(std::string_view name) { return contains(name, "Query"); }
+
+namespace {
+
+// The sync records by the correlation of their call, and the start of
+// each call that recorded an event one of them awaits.
+class SyncJoin {
+ public:
+  SyncJoin(const std::vector<ApiCall>& calls, const std::vector<SyncRecord>& records) : records_(records) {
+    std::unordered_set<int64_t> awaited;
+    for (uint32_t i = 0; i < records.size(); ++i) {
+      if (records[i].correlation != kNone) by_correlation_.try_emplace(records[i].correlation, i);
+      if (records[i].record_correlation != kNone) awaited.insert(records[i].record_correlation);
+    }
+    for (const ApiCall& call : calls) {
+      if (call.correlation != kNone && awaited.count(call.correlation)) recorded_at_[call.correlation] = call.start;
+    }
+    claimed_.assign(records.size(), false);
+  }
+
+  // The record of `call`'s correlation, or null; marks it claimed.
+  const SyncRecord* claim(const ApiCall& call) {
+    auto it = call.correlation == kNone ? by_correlation_.end() : by_correlation_.find(call.correlation);
+    if (it == by_correlation_.end()) return nullptr;
+    claimed_[it->second] = true;
+    return &records_[it->second];
+  }
+
+  void add_row(const ApiCall& call, const SyncRecord& r, SyncKind kind, ImportedTrace& out) const {
+    auto in = [](int64_t v, int64_t max) { return v >= 0 && v < max; };
+    auto at = r.record_correlation == kNone ? recorded_at_.end() : recorded_at_.find(r.record_correlation);
+    out.syncs.push_back({.thread = call.thread,
+                         .start = call.start,
+                         .dur = call.dur,
+                         .kind = kind,
+                         .device = in(r.device, 0x10000) ? uint32_t(r.device) : kUnknownDevice,
+                         .stream = in(r.stream, kUnknownStream) ? uint32_t(r.stream) : kUnknownStream,
+                         .event_stream = in(r.event_stream, kUnknownStream) ? uint32_t(r.event_stream) : kUnknownStream,
+                         .recorded_at = at == recorded_at_.end() ? kUnknownTime : at->second});
+  }
+
+  void count_unclaimed(ImportedTrace& out) const {
+    for (size_t i = 0; i < records_.size(); ++i) {
+      if (!claimed_[i]) ++out.skipped["sync records without their API call"];
+    }
+  }
+
+ private:
+  const std::vector<SyncRecord>& records_;
+  std::unordered_map<int64_t, uint32_t> by_correlation_;
+  std::unordered_map<int64_t, int64_t> recorded_at_;
+  std::vector<bool> claimed_;
+};
+
+// A call that launched no device op: a wait, a stream made to wait, a
+// poll or any other runtime call.
+void add_other_call(const ApiCall& call, SyncJoin& syncs, const StringPool& strings, ImportedTrace& out) {
+  std::string_view name = strings.text(call.name);
+  const SyncRecord* record = syncs.claim(call);
+  bool polls = is_poll_call(name);
+  if (record && polls) ++out.skipped["sync records of calls that poll (cudaEventQuery), which do not wait"];
+  if (record && !polls && !record->kind) ++out.skipped["sync records of a kind loupe does not know"];
+  if (record && !polls && record->kind) syncs.add_row(call, *record, *record->kind, out);
+  bool stream_waits = record && record->kind == SyncKind::stream_wait;
+  bool waits = !polls && !stream_waits && (record || is_sync_call(name));
+  out.host_spans.push_back({.thread = call.thread,
+                            .start = call.start,
+                            .dur = call.dur,
+                            .name = call.name,
+                            .kind = waits ? SpanKind::wait : SpanKind::runtime});
+}
+
+}  // namespace
+
 void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& ops,
-                    const std::unordered_set<int64_t>& sync_correlations, const std::vector<int64_t>& sync_records,
-                    const StringPool& strings, ImportedTrace& out) {
+                    const std::vector<SyncRecord>& sync_records, const StringPool& strings, ImportedTrace& out) {
   std::unordered_map<int64_t, uint32_t> op_by_correlation;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     if (ops[i].correlation != kNone) op_by_correlation.try_emplace(ops[i].correlation, i);
   }
-  std::unordered_set<int64_t> matched_syncs;
+  SyncJoin syncs(calls, sync_records);
   for (const ApiCall& call : calls) {
     auto it = call.correlation == kNone ? op_by_correlation.end() : op_by_correlation.find(call.correlation);
     if (it == op_by_correlation.end() && is_kernel_launch_call(strings.text(call.name))) {
@@ -137,14 +210,7 @@ void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& o
       continue;
     }
     if (it == op_by_correlation.end()) {
-      bool named = call.correlation != kNone && sync_correlations.count(call.correlation);
-      if (named) matched_syncs.insert(call.correlation);
-      bool waits = named || is_sync_call(strings.text(call.name));
-      out.host_spans.push_back({.thread = call.thread,
-                                .start = call.start,
-                                .dur = call.dur,
-                                .name = call.name,
-                                .kind = waits ? SpanKind::wait : SpanKind::runtime});
+      add_other_call(call, syncs, strings, out);
       continue;
     }
     PendingOp& op = ops[it->second];
@@ -175,9 +241,7 @@ void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& o
       out.transfers.push_back(t);
     }
   }
-  for (int64_t corr : sync_records) {
-    if (corr == kNone || !matched_syncs.count(corr)) ++out.skipped["sync records without their API call"];
-  }
+  syncs.count_unclaimed(out);
 }
 
 void emit_device_ops(std::vector<PendingOp>& ops, ImportedTrace& out) {

@@ -70,16 +70,29 @@ void add_host_instant(const ChromeEvent& e, LaneThreads& threads, ImportedTrace&
 // source events.
 void finish_mapping(const ChromeTrace& raw, const LaneThreads& threads, ImportedTrace& out);
 
+// A synchronisation record of the source (Kineto's cuda_sync, CUPTI's
+// SYNCHRONIZATION activity): what the API call of the same correlation
+// waited for. kNone where the source does not say.
+struct SyncRecord {
+  int64_t correlation = kNone;
+  std::optional<SyncKind> kind;  // nullopt: a kind loupe does not know
+  int64_t device = kNone;
+  int64_t stream = kNone;              // the stream synchronised or made to wait
+  int64_t event_stream = kNone;        // the stream the awaited event was recorded on
+  int64_t record_correlation = kNone;  // the correlation of the cudaEventRecord that recorded it
+};
+
 // Joins API calls to device ops by correlation id: a call that started an
 // op becomes a launch (and, for a copy, a transfer), as does a kernel
 // launch call whose op the trace lacks (on kUnknownDevice); a call that blocks on
-// the device (a *Synchronize, or one a sync record names) becomes a host
-// span of kind wait; any other call a runtime span. `sync_records` are the
-// correlation ids of sync records (kNone if they had none); those no call
-// claims are counted as skipped.
+// the device (a *Synchronize, or one a sync record names, but for
+// cudaEventQuery, which polls, and cudaStreamWaitEvent, which makes a
+// stream wait, not the host) becomes a host span of kind wait; any other
+// call a runtime span. Each sync record claimed by a call that waits or
+// makes a stream wait becomes a row of `syncs`; the others are counted as
+// skipped, with why.
 void join_api_calls(const std::vector<ApiCall>& calls, std::vector<PendingOp>& ops,
-                    const std::unordered_set<int64_t>& sync_correlations, const std::vector<int64_t>& sync_records,
-                    const StringPool& strings, ImportedTrace& out);
+                    const std::vector<SyncRecord>& sync_records, const StringPool& strings, ImportedTrace& out);
 
 // Moves the pending ops into out.device_ops (unknown bytes become 0).
 void emit_device_ops(std::vector<PendingOp>& ops, ImportedTrace& out);
@@ -94,6 +107,9 @@ bool is_kernel_launch_call(std::string_view name);
 // cudaMemcpy, cuMemcpyHtoD_v2, hipMemcpy, hipMemcpyWithStream: copies whose
 // call returns only when the copy is done.
 bool is_blocking_copy_call(std::string_view name);
+// cudaEventQuery, cudaStreamQuery, hipEventQuery: calls that ask whether
+// the device is done without waiting for it.
+bool is_poll_call(std::string_view name);
 
 // A pid or tid as text ("783658", "Spans").
 std::string lane_id_text(LaneId id, const StringPool& strings);

@@ -51,7 +51,16 @@ struct ChromeEvent {
   double bandwidth = 0;                                     // GB/s, Kineto's "memory bandwidth (GB/s)"; 0 when absent
   StringId arg_kind = 0;                                    // cuda_sync_kind, kind, memcpy_details or memset_details
   StringId arg_name = 0;                                    // args.name (metadata value, XLA module name)
-  uint32_t comm = 0;  // a collective's arguments: 1 + index into the trace's comms; 0 when none
+  uint32_t comm = 0;    // a collective's arguments: 1 + index into the trace's comms; 0 when none
+  uint32_t awaits = 0;  // a sync record's event: 1 + index into the trace's awaited; 0 when none
+};
+
+// The event a Kineto cuda_sync record waited for: the stream it was
+// recorded on ("wait_on_stream") and the correlation of the
+// cudaEventRecord call that recorded it
+// ("wait_on_cuda_event_record_corr_id"); kNone when absent or -1.
+struct ChromeAwaited {
+  int64_t stream = kNone, record_correlation = kNone;
 };
 
 // A collective's arguments, as PyTorch's profiler writes them on
@@ -74,7 +83,8 @@ struct ChromeCounter {
 struct ChromeTrace {
   std::vector<ChromeEvent> events;  // every event but metadata and counters, in file order
   std::vector<ChromeCounter> counters;
-  std::vector<ChromeComm> comms;  // ChromeEvent::comm indexes them
+  std::vector<ChromeComm> comms;       // ChromeEvent::comm indexes them
+  std::vector<ChromeAwaited> awaited;  // ChromeEvent::awaits indexes them
   std::vector<Lane> lanes;
   std::map<LaneId, std::string> process_names, process_labels;  // by pid
   std::map<uint32_t, std::string> thread_names;                 // by lane

@@ -102,7 +102,7 @@ struct EventParser::Impl {
       if (type == od::json_type::object || type == od::json_type::array) continue;
       bool is_string = type == od::json_type::string;
       if (read_id_arg(k, v, e) || (is_string && read_text_arg(k, v, name_arg, kind_arg)) ||
-          read_memory_arg(k, v, type, e) || read_comm_arg(k, v, is_string)) {
+          read_memory_arg(k, v, type, e) || read_comm_arg(k, v, is_string) || read_awaited_arg(k, v)) {
         continue;
       }
       if (numbers && type == od::json_type::number) numeric_args_.emplace_back(k, v.raw_json_token());
@@ -239,6 +239,26 @@ struct EventParser::Impl {
     }
   }
 
+  // The event a cuda_sync record waited for (ChromeAwaited) into
+  // awaited_; false for any other argument. Kineto writes -1 for "none".
+  bool read_awaited_arg(std::string_view k, od::value& v) {
+    auto id = [&] {
+      int64_t n = lenient_int(v).value_or(kNone);
+      return n < 0 ? kNone : n;
+    };
+    switch (k.size()) {
+      case 14:
+        if (k != "wait_on_stream") return false;
+        awaited_.stream = id();
+        return true;
+      case 33:
+        if (k != "wait_on_cuda_event_record_corr_id") return false;
+        awaited_.record_correlation = id();
+        return true;
+      default: return false;  // no argument read here has a key of another length
+    }
+  }
+
   // The fields of one event as they stand in the JSON, before they are
   // checked and converted.
   struct RawFields {
@@ -352,6 +372,7 @@ struct EventParser::Impl {
     RawFields r;
     numeric_args_.clear();
     comm_ = {};
+    awaited_ = {};
     if (!read_fields(object, e, r)) {
       --batch_->total_events;  // "{}": XLA ends its event list with one
       return;
@@ -394,6 +415,10 @@ struct EventParser::Impl {
                                comm_.out_nelems, comm_.group_size});
       e.comm = uint32_t(batch_->comms.size());
     }
+    if (awaited_.stream != kNone || awaited_.record_correlation != kNone) {
+      batch_->awaited.push_back(awaited_);
+      e.awaits = uint32_t(batch_->awaited.size());
+    }
     batch_->events.push_back(e);
   }
 
@@ -410,6 +435,7 @@ struct EventParser::Impl {
     std::string_view name, group, dtype;
     int64_t in_nelems = kNone, out_nelems = kNone, group_size = kNone;
   } comm_;
+  ChromeAwaited awaited_;  // the current event's, if it is a sync record
 };
 
 EventParser::EventParser() : impl_(std::make_unique<Impl>()) {}

@@ -92,6 +92,14 @@ uint64_t add_all(Sink& w, std::vector<Row>& rows, int64_t origin) {
         row.issued = time_of(row);
       }
     }
+    if constexpr (requires { row.recorded_at; }) {
+      // The time an awaited event was recorded: unknown stays unknown.
+      if (!is_trace_time(row.recorded_at) || !is_trace_time(row.recorded_at - origin)) {
+        row.recorded_at = kUnknownTime;
+      } else {
+        row.recorded_at -= origin;
+      }
+    }
     w.add(std::move(row));
     if constexpr (requires { w.commit(); }) {
       if (w.staged() >= kRowsPerCommit) w.commit();

@@ -92,7 +92,7 @@ class JaxMapper {
     for (const auto& [pid, name] : raw_.process_names) processes_[pid] = classify_process(name);
     for (const ChromeEvent& e : raw_.events) event(e);
     compiles();
-    join_api_calls(calls_, ops_, {}, {}, strings_, out_);
+    join_api_calls(calls_, ops_, {}, strings_, out_);
     for (const PendingOp& op : ops_) streams_used_.insert({op.row.device, op.row.stream});
     emit_device_ops(ops_, out_);
     devices_and_streams();

@@ -26,6 +26,7 @@ struct Batch {
   std::vector<ChromeEvent> events;
   std::vector<ChromeCounter> counters;
   std::vector<ChromeComm> comms;
+  std::vector<ChromeAwaited> awaited;
   std::vector<std::string_view> strings;  // local string id -> text, in bytes or owned
   std::deque<std::string> owned;          // unescaped and composed strings
   std::vector<Lane> lanes;                // local lane id -> (pid, tid); string ids local
@@ -46,6 +47,7 @@ struct Batch {
     events.clear();
     counters.clear();
     comms.clear();
+    awaited.clear();
     strings.clear();
     owned.clear();
     lanes.clear();

@@ -170,6 +170,10 @@ class JsonReader {
         trace_.comms.push_back(c);
         e.comm = uint32_t(trace_.comms.size());
       }
+      if (e.awaits != 0) {
+        trace_.awaited.push_back(b.awaited[e.awaits - 1]);
+        e.awaits = uint32_t(trace_.awaited.size());
+      }
       trace_.events.push_back(e);
     }
     for (ChromeCounter c : b.counters) {

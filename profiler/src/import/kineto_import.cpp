@@ -6,7 +6,7 @@
 //   kernel, gpu_memcpy, gpu_memset             -> device ops (+ transfers for copies)
 //   kernels with a "Collective name" (NCCL)    -> collectives too, issued at their launch
 //   gloo:* user annotations                    -> collectives run on the host
-//   cuda_sync                                  -> marks its runtime call as a wait
+//   cuda_sync                                  -> syncs, and marks its call as a wait if it blocks
 //   [memory] instants                          -> memory events
 //   deviceProperties                           -> devices
 #include <fmt/format.h>
@@ -225,10 +225,7 @@ class KinetoMapper {
       case KinetoCat::kernel:
       case KinetoCat::memcpy:
       case KinetoCat::memset: device_op(e, c); break;
-      case KinetoCat::sync:
-        if (e.correlation != kNone) sync_correlations_.insert(e.correlation);
-        syncs_.push_back(e.correlation);
-        break;
+      case KinetoCat::sync: sync_record(e); break;
       case KinetoCat::gpu_user_annotation: skip("gpu_user_annotation (user annotations repeated on GPU lanes)"); break;
       case KinetoCat::overhead: skip("overhead (profiler overhead on GPU lanes)"); break;
       case KinetoCat::ac2g:
@@ -356,7 +353,27 @@ class KinetoMapper {
     }
   }
 
-  void join_calls() { join_api_calls(calls_, ops_, sync_correlations_, syncs_, strings_, out_); }
+  // A cuda_sync record: what the call of its correlation waited for.
+  void sync_record(const ChromeEvent& e) {
+    SyncRecord r{.correlation = e.correlation, .kind = sync_kind(strings_.text(e.arg_kind)), .device = e.device};
+    r.stream = e.stream;
+    if (e.awaits != 0) {
+      r.event_stream = raw_.awaited[e.awaits - 1].stream;
+      r.record_correlation = raw_.awaited[e.awaits - 1].record_correlation;
+    }
+    sync_records_.push_back(r);
+  }
+
+  // Kineto's args.cuda_sync_kind.
+  static std::optional<SyncKind> sync_kind(std::string_view kind) {
+    if (kind == "Context Sync") return SyncKind::device;
+    if (kind == "Stream Sync") return SyncKind::stream;
+    if (kind == "Event Sync") return SyncKind::event;
+    if (kind == "Stream Wait Event") return SyncKind::stream_wait;
+    return std::nullopt;
+  }
+
+  void join_calls() { join_api_calls(calls_, ops_, sync_records_, strings_, out_); }
 
   void finish_ops() {
     for (const PendingOp& op : ops_) {
@@ -476,8 +493,7 @@ class KinetoMapper {
   KinetoCat last_cat_ = KinetoCat::other;
   std::vector<ApiCall> calls_;
   std::vector<PendingOp> ops_;
-  std::vector<int64_t> syncs_;
-  std::unordered_set<int64_t> sync_correlations_;
+  std::vector<SyncRecord> sync_records_;
   std::vector<const ChromeEvent*> flows_;  // ac2g flow events, in case some event lacks its correlation
   std::vector<std::pair<size_t, uint32_t>> pending_collectives_;  // (index in ops_, index in raw_.comms)
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> stream_lanes_;

@@ -79,7 +79,7 @@ class NsysReader {
     } catch (const StoreError& e) {
       fail(current_table_, e.what());
     }
-    join_api_calls(calls_, ops_, sync_correlations_, sync_records_, strings_, out_);
+    join_api_calls(calls_, ops_, sync_records_, strings_, out_);
     for (const PendingOp& op : ops_) streams_.insert({op.row.device, op.row.stream});
     emit_device_ops(ops_, out_);
     devices_and_streams();
@@ -427,14 +427,29 @@ class NsysReader {
     });
   }
 
+  // CUPTI's synchronisation records. They name the event a wait is for
+  // (eventId), not the stream or the call that recorded it: a sync row
+  // from nsys has no event_stream or recorded_at.
   void syncs() {
     auto cols = columns(kSync, {"start", "end"});
-    Stmt s(db_.get(), select(kSync, cols, {"correlationId"}));
+    Stmt s(db_.get(), select(kSync, cols, {"correlationId", "syncType", "deviceId", "streamId"}));
     each_event(s, [&](uint64_t row) {
-      int64_t corr = integer(s, 0, "correlationId", row, kNone);
-      if (corr != kNone) sync_correlations_.insert(corr);
-      sync_records_.push_back(corr);
+      sync_records_.push_back({.correlation = integer(s, 0, "correlationId", row, kNone),
+                               .kind = sync_kind(integer(s, 1, "syncType", row, 0)),
+                               .device = integer(s, 2, "deviceId", row, -1),
+                               .stream = integer(s, 3, "streamId", row, -1)});
     });
+  }
+
+  // CUpti_ActivitySynchronizationType.
+  static std::optional<SyncKind> sync_kind(int64_t type) {
+    switch (type) {
+      case 1: return SyncKind::event;
+      case 2: return SyncKind::stream_wait;
+      case 3: return SyncKind::stream;
+      case 4: return SyncKind::device;
+      default: return std::nullopt;  // 0: CUPTI did not know either
+    }
   }
 
   // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel": nsys adds the API version.
@@ -571,8 +586,7 @@ class NsysReader {
   std::map<uint32_t, DeviceRow> gpus_;
   std::vector<ApiCall> calls_;
   std::vector<PendingOp> ops_;
-  std::unordered_set<int64_t> sync_correlations_;
-  std::vector<int64_t> sync_records_;
+  std::vector<SyncRecord> sync_records_;
   std::set<std::pair<uint32_t, uint32_t>> streams_;
   std::set<uint32_t> memory_devices_;
 };

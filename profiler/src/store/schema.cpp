@@ -36,6 +36,7 @@ CREATE TABLE host_memory_kinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 CREATE TABLE memory_event_kinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 CREATE TABLE compile_kinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 CREATE TABLE device_kinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE sync_kinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
 
 CREATE TABLE devices(
   id INTEGER PRIMARY KEY,
@@ -146,6 +147,7 @@ constexpr std::array kTables = {
     std::string_view("memory_event_kinds"),
     std::string_view("compile_kinds"),
     std::string_view("device_kinds"),
+    std::string_view("sync_kinds"),
     std::string_view("devices"),
     std::string_view("streams"),
     std::string_view("threads"),
@@ -164,13 +166,16 @@ const char* schema_sql() {
 std::span<const std::string_view> schema_tables() { return kTables; }
 
 int minor_version_adding(std::string_view table, std::string_view column) {
-  if (column.empty()) return table == "collectives" ? 2 : 0;
+  if (column.empty()) {
+    if (table == "collectives") return 2;
+    return table == "syncs" || table == "sync_kinds" ? 5 : 0;
+  }
   if (table == "devices" && column == "detail") return 3;
   return table == "callsites" && column == "parent" ? 4 : 0;
 }
 
 std::span<const EnumTable> enum_tables() {
-  static const std::array<EnumTable, 7> tables = {{
+  static const std::array<EnumTable, 8> tables = {{
       {"span_kinds", span_kind_names()},
       {"device_op_kinds", device_op_kind_names()},
       {"copy_kinds", copy_kind_names()},
@@ -178,6 +183,7 @@ std::span<const EnumTable> enum_tables() {
       {"memory_event_kinds", memory_event_kind_names()},
       {"compile_kinds", compile_kind_names()},
       {"device_kinds", device_kind_names()},
+      {"sync_kinds", sync_kind_names()},
   }};
   return tables;
 }

@@ -14,6 +14,7 @@ constexpr std::array<std::string_view, 3> kHostMemory = {"unknown", "pageable", 
 constexpr std::array<std::string_view, 6> kMemoryEventKinds = {"alloc", "free", "reserve", "release", "retry", "oom"};
 constexpr std::array<std::string_view, 3> kCompileKinds = {"miss", "hit", "aot"};
 constexpr std::array<std::string_view, 4> kDeviceKinds = {"cpu", "cuda", "rocm", "other"};
+constexpr std::array<std::string_view, 4> kSyncKinds = {"device", "stream", "event", "stream_wait"};
 #define LOUPE_TABLE_NAME(Row, Track, table, member) std::string_view(#table),
 constexpr std::array kEventTables = {LOUPE_EVENT_TABLES(LOUPE_TABLE_NAME)};
 #undef LOUPE_TABLE_NAME
@@ -34,7 +35,8 @@ std::span<const std::string_view> event_table_names() { return kEventTables; }
   E(HostMemory, kHostMemory, host_memory_names)                  \
   E(MemoryEventKind, kMemoryEventKinds, memory_event_kind_names) \
   E(CompileKind, kCompileKinds, compile_kind_names)              \
-  E(DeviceKind, kDeviceKinds, device_kind_names)
+  E(DeviceKind, kDeviceKinds, device_kind_names)                 \
+  E(SyncKind, kSyncKinds, sync_kind_names)
 
 #define LOUPE_ENUM_NAMING(Enum, names, names_function)                 \
   std::span<const std::string_view> names_function() { return names; } \

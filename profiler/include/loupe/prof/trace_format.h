@@ -15,8 +15,8 @@ namespace loupe::prof {
 // Minor versions only add tables or columns, which older readers ignore.
 inline constexpr int kFormatMajor = 1;
 // 1.1: span kind `timing`; 1.2: table `collectives`; 1.3: `devices.detail`;
-// 1.4: `callsites.parent`.
-inline constexpr int kFormatMinor = 4;
+// 1.4: `callsites.parent`; 1.5: table `syncs`.
+inline constexpr int kFormatMinor = 5;
 // PRAGMA application_id of every loupe trace: "LUPE".
 inline constexpr int32_t kApplicationId = 0x4C555045;
 
@@ -25,6 +25,9 @@ inline constexpr int32_t kApplicationId = 0x4C555045;
 // difference of any two times, and any duration, fits in an int64.
 inline constexpr int64_t kMaxTraceTimeNs = int64_t(1) << 62;
 constexpr bool is_trace_time(int64_t t) { return t > -kMaxTraceTimeNs && t < kMaxTraceTimeNs; }
+// A time column's value where the source does not say (syncs.recorded_at):
+// no trace time, so that no real time can be mistaken for it.
+inline constexpr int64_t kUnknownTime = -kMaxTraceTimeNs;
 
 // The durations of one table add up to less than 2^60 ns (36 years), and
 // so do its byte counts (in bytes) and each of its other summed columns:
@@ -127,6 +130,14 @@ enum class CompileKind : uint8_t {
   aot = 2,   // compiled ahead of time (compile_for), before any call
 };
 
+// What a synchronisation waits for (table syncs).
+enum class SyncKind : uint8_t {
+  device = 0,       // the host waits for all work on the device (cudaDeviceSynchronize)
+  stream = 1,       // the host waits for the work queued on one stream (cudaStreamSynchronize)
+  event = 2,        // the host waits for an event (cudaEventSynchronize)
+  stream_wait = 3,  // a stream waits for an event before its next work (cudaStreamWaitEvent)
+};
+
 enum class DeviceKind : uint8_t {
   cpu = 0,
   cuda = 1,
@@ -145,6 +156,7 @@ std::span<const std::string_view> host_memory_names();
 std::span<const std::string_view> memory_event_kind_names();
 std::span<const std::string_view> compile_kind_names();
 std::span<const std::string_view> device_kind_names();
+std::span<const std::string_view> sync_kind_names();
 
 // The name of one enumerator ("?" when out of range, as in untrusted files).
 template <typename Enum>

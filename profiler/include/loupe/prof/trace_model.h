@@ -50,7 +50,7 @@ struct ColumnOf<bool> {
 
 // One track struct per event table of trace_tables.h: HostSpans,
 // Instants, Counter, DeviceOps, Launches, Transfers, MemoryEvents,
-// Compiles, Steps, Collectives. The key columns are the track's fields; every other
+// Compiles, Steps, Collectives, Syncs. The key columns are the track's fields; every other
 // column is an array, listed in columns() so that generic code (loading,
 // merging, sizing) can visit them all. size() counts the events; a track
 // of spans also has end(i).

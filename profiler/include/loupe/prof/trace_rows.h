@@ -55,7 +55,7 @@ struct CallSiteRow {
 // The event rows, one struct per table of trace_tables.h, fields in its
 // column order (without `id`): HostSpanRow, InstantRow, CounterRow,
 // DeviceOpRow, LaunchRow, TransferRow, MemoryEventRow, CompileRow, StepRow,
-// CollectiveRow.
+// CollectiveRow, SyncRow.
 #define LOUPE_ROW_FIELD(name, type, check, init) type name = init;
 #define LOUPE_ROW_SPAN(start, dur) int64_t start = 0, dur = 0;
 #define LOUPE_ROW_POINT(time) int64_t time = 0;

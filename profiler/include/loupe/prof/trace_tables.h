@@ -46,17 +46,18 @@ enum class ColumnCheck : uint8_t { integer, u32, count, level, id64, string, cal
 
 }  // namespace loupe::prof
 
-#define LOUPE_EVENT_TABLES(T)                            \
-  T(HostSpanRow, HostSpans, host_spans, host_spans)      \
-  T(InstantRow, Instants, instants, instants)            \
-  T(CounterRow, Counter, counters, counters)             \
-  T(DeviceOpRow, DeviceOps, device_ops, device_ops)      \
-  T(LaunchRow, Launches, launches, launches)             \
-  T(TransferRow, Transfers, transfers, transfers)        \
-  T(MemoryEventRow, MemoryEvents, memory_events, memory) \
-  T(CompileRow, Compiles, compiles, compiles)            \
-  T(StepRow, Steps, steps, steps)                        \
-  T(CollectiveRow, Collectives, collectives, collectives)
+#define LOUPE_EVENT_TABLES(T)                             \
+  T(HostSpanRow, HostSpans, host_spans, host_spans)       \
+  T(InstantRow, Instants, instants, instants)             \
+  T(CounterRow, Counter, counters, counters)              \
+  T(DeviceOpRow, DeviceOps, device_ops, device_ops)       \
+  T(LaunchRow, Launches, launches, launches)              \
+  T(TransferRow, Transfers, transfers, transfers)         \
+  T(MemoryEventRow, MemoryEvents, memory_events, memory)  \
+  T(CompileRow, Compiles, compiles, compiles)             \
+  T(StepRow, Steps, steps, steps)                         \
+  T(CollectiveRow, Collectives, collectives, collectives) \
+  T(SyncRow, Syncs, syncs, syncs)
 
 // Nested time ranges on a host thread.
 #define LOUPE_COLUMNS_host_spans(KEY, SPAN, POINT, COL) \
@@ -161,6 +162,24 @@ enum class ColumnCheck : uint8_t { integer, u32, count, level, id64, string, cal
   COL(on_device, bool, flag, false)                      \
   COL(device, uint32_t, u32, 0)                          \
   COL(stream, uint32_t, u32, 0)
+
+// What a host call waited for, or made a stream wait for, as the source
+// recorded it (Kineto's cuda_sync records): the dependencies between the
+// host and the device, and between streams, that launches and stream order
+// do not give. The span is the call's, on its thread. `stream` is the
+// stream synchronised (kind stream) or made to wait (stream_wait);
+// `event_stream` the stream the awaited event was recorded on, and
+// `recorded_at` the start of the call that recorded it (kind event and
+// stream_wait); kUnknownStream and kUnknownTime where the source does not
+// say.
+#define LOUPE_COLUMNS_syncs(KEY, SPAN, POINT, COL) \
+  KEY(thread, uint32_t, u32, 0)                    \
+  SPAN(start, dur)                                 \
+  COL(kind, SyncKind, kind, SyncKind::device)      \
+  COL(device, uint32_t, u32, 0)                    \
+  COL(stream, uint32_t, u32, kUnknownStream)       \
+  COL(event_stream, uint32_t, u32, kUnknownStream) \
+  COL(recorded_at, int64_t, integer, kUnknownTime)
 
 // Expands to nothing: for the roles a generator does not use.
 #define LOUPE_IGNORE(...)
