@@ -120,6 +120,18 @@ class TraceBuilder {
                        .callsite = site,
                        .function_object = object});
   }
+  // A synchronising call on `thread` and what it waited for (syncs).
+  void sync(uint32_t thread, int64_t start, int64_t dur, SyncKind kind, uint32_t stream = kUnknownStream,
+            uint32_t event_stream = kUnknownStream, int64_t recorded_at = kUnknownTime) {
+    w_->add(SyncRow{.thread = thread,
+                    .start = start,
+                    .dur = dur,
+                    .kind = kind,
+                    .device = 0,
+                    .stream = stream,
+                    .event_stream = event_stream,
+                    .recorded_at = recorded_at});
+  }
   void meta(const std::string& key, const std::string& value) { w_->set_meta(key, value); }
   void step(uint32_t thread, int64_t number, int64_t start, int64_t dur) {
     w_->add(StepRow{.thread = thread, .start = start, .dur = dur, .number = number});

@@ -68,6 +68,7 @@ constexpr RuleEntry kRules[] = {
     {"steps", rule_steps, true},
     {"communication", rule_communication, true},
     {"copies", rule_copies, true},
+    {"critical-path", rule_critical_path, true},
 };
 
 // On an incomplete trace, a finding whose figures need all device work
@@ -223,6 +224,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   report.incomplete = check_completeness(ctx);
   measure_idle(ctx, report);
   measure_steps(ctx, report);
+  report.critical_path = critical_path(ctx);
 
   for (const RuleEntry& r : kRules) {
     bool selected =

@@ -126,6 +126,33 @@ std::string findings_json(const std::vector<Finding>& findings, uint64_t* replac
   return out.dump();
 }
 
+namespace {
+
+nlohmann::json breakdown_json(const PathBreakdown& b) {
+  nlohmann::json ns = nlohmann::json::object();
+  for (size_t c = 0; c < kPathCategories; ++c) ns[std::string(name_of(PathCategory(c)))] = b.ns[c];
+  return {{"start_ns", b.start}, {"end_ns", b.end}, {"ns_by_category", ns}};
+}
+
+nlohmann::json critical_path_json(const CriticalPath& p) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const CriticalPath::Step& s : p.steps) {
+    nlohmann::json step = breakdown_json(s.time);
+    step["number"] = s.number;
+    steps.push_back(step);
+  }
+  nlohmann::json missing = nlohmann::json::array();
+  for (std::string_view m : p.missing) missing.push_back(std::string(m));
+  nlohmann::json out = breakdown_json(p.whole);
+  out["steps"] = steps;
+  out["segments"] = p.segments.size();
+  out["waits_matched_by_time"] = p.waits_by_time;
+  out["cannot_tell"] = missing;
+  return out;
+}
+
+}  // namespace
+
 std::string report_json(const AnalysisReport& r) {
   using nlohmann::json;
   // JSON must be valid UTF-8; names from the trace may not be.
@@ -171,6 +198,7 @@ std::string report_json(const AnalysisReport& r) {
                   {"p10_ns", r.steps.p10_ns},
                   {"p90_ns", r.steps.p90_ns},
                   {"mad_ns", r.steps.mad_ns}};
+  doc["critical_path"] = critical_path_json(r.critical_path);
   doc["metrics"] = json::object();
   for_each_metric(r.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
   if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;

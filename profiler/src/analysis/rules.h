@@ -13,6 +13,7 @@ namespace loupe::prof::analysis {
 // Measurements the report carries whatever rules run.
 void measure_idle(const Context& ctx, AnalysisReport& report);
 void measure_steps(const Context& ctx, AnalysisReport& report);
+CriticalPath critical_path(const Context& ctx);
 
 void rule_recompile(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_transfer(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
@@ -25,6 +26,7 @@ void rule_no_accelerator(const Context& ctx, const AnalysisReport& report, std::
 void rule_steps(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_communication(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_copies(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
+void rule_critical_path(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 
 // What the trace lacks (completeness.h): its metadata's signs and the
 // graph replays its events show.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loupe/prof/completeness.h"
+#include "loupe/prof/critical_path.h"
 #include "loupe/prof/metrics.h"
 #include "loupe/prof/trace_model.h"
 
@@ -168,6 +169,7 @@ struct AnalysisReport {
   std::vector<DeviceIdle> devices;
   std::vector<StreamIdle> streams;
   StepStats steps;
+  CriticalPath critical_path;  // critical_path.h
   TraceMetrics metrics;
 };
 

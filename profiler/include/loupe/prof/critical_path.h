@@ -1,0 +1,62 @@
+// The critical path of a run: the chain of dependent work, from the first
+// event to the last, that set how long the run took. Shortening anything
+// off it saves nothing; shortening something on it saves at most its time
+// on the path. docs/analyses.md ("Critical path") gives the dependencies it
+// follows and the evidence each needs.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace loupe::prof {
+
+// What bounds a stretch of the path.
+enum class PathCategory : uint8_t {
+  host_compute = 0,     // the host running the program's code (or anything nothing recorded)
+  data_loading = 1,     // the host inside a DataLoader range
+  launch_overhead = 2,  // the host inside launch calls; launch latency; device gaps between queued ops
+  kernel = 3,           // a kernel computing
+  copy = 4,             // a copy or memset
+  communication = 5,    // a collective kernel
+  synchronisation = 6,  // a stream waiting for another; a host wait that waited on nothing recorded
+};
+constexpr size_t kPathCategories = 7;
+std::string_view name_of(PathCategory c);
+
+// One stretch of the path: on a host thread (`on_device` false) or a
+// device op's stream.
+struct PathSegment {
+  int64_t start = 0, end = 0;
+  PathCategory category = PathCategory::host_compute;
+  bool on_device = false;
+  uint32_t thread = 0;              // host: the thread
+  uint32_t device = 0, stream = 0;  // device: where the op ran
+  uint32_t name = 0;                // device: the op's name (a string id); 0 on the host
+};
+
+struct PathBreakdown {
+  int64_t start = 0, end = 0;
+  int64_t ns[kPathCategories] = {};  // adds up to end - start
+};
+
+struct CriticalPath {
+  // In time order, contiguous: each segment starts where the one before
+  // ended, from the path's start to the end of the last event.
+  std::vector<PathSegment> segments;
+  PathBreakdown whole;
+  // The path within each step's range (its start to its end, clipped to
+  // the path's): what bound that step's time, adding up to it.
+  struct Step {
+    int64_t number = 0;
+    PathBreakdown time;
+  };
+  std::vector<Step> steps;
+  // Evidence the trace lacks, each costing the path some truth: "no
+  // cuda_sync records: waits are matched to the device work by time".
+  std::vector<std::string_view> missing;
+  // Host waits whose device work was found by time, not by a record.
+  uint64_t waits_by_time = 0;
+};
+
+}  // namespace loupe::prof
