@@ -322,6 +322,26 @@ TEST(Overlays, GapsBecomeALaneAndTracesAlignAtTheFirstStep) {
   EXPECT_EQ(alignment_origin(small_model()), 20);
 }
 
+// The path's stretches land on the thread's and the stream's tracks; one
+// on a thread the list has no track for is left out.
+TEST(Overlays, TheCriticalPathLandsOnTheTracksItRanOn) {
+  TraceModel m = small_model();
+  TrackList list = build_track_list(m);
+  CriticalPath p;
+  p.segments = {{.start = 0, .end = 100, .thread = 0},
+                {.start = 100, .end = 200, .category = PathCategory::kernel, .on_device = true, .device = 0, .stream = 0},
+                {.start = 200, .end = 300, .thread = 9}};
+  std::vector<PathBar> bars = critical_path_bars(p, list);
+  ASSERT_EQ(bars.size(), 2u);
+  EXPECT_EQ(list.tracks[bars[0].track].kind, TrackKind::thread);
+  EXPECT_EQ(list.tracks[bars[0].track].thread, 0u);
+  EXPECT_EQ(list.tracks[bars[1].track].kind, TrackKind::stream);
+  EXPECT_EQ(bars[1].category, PathCategory::kernel);
+  EXPECT_EQ(first_bar_after(bars, 150), 1u);
+  EXPECT_EQ(first_bar_after(bars, 100), 1u);
+  EXPECT_EQ(first_bar_after(bars, 250), 2u);
+}
+
 }  // namespace
 }  // namespace loupe::view
 

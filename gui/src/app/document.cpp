@@ -141,6 +141,7 @@ std::shared_ptr<Analysis> analyse_document(const Document& doc) {
   a->report = prof::analyze(doc.model);
   a->statistics = prof::trace_statistics(doc.model);
   a->gaps = view::device_gaps(a->report);
+  a->path = view::critical_path_bars(a->report.critical_path, doc.tracks);
   a->compiles = compile_histories(doc.model);
   return a;
 }

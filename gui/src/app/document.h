@@ -34,6 +34,7 @@ struct Analysis {
   prof::AnalysisReport report;
   std::vector<prof::StatTable> statistics;
   std::vector<view::DeviceGaps> gaps;  // per device of the report
+  std::vector<view::PathBar> path;     // the critical path on the tracks
   std::vector<CompileHistory> compiles;
   const view::DeviceGaps* gaps_of(uint32_t device) const;
 };

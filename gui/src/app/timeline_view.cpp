@@ -539,12 +539,40 @@ const prof::Finding* selected_finding(const DocFrame& f) {
   return size_t(s.selected_finding) < all.size() ? &all[size_t(s.selected_finding)] : nullptr;
 }
 
+// The critical path, while its finding is selected: a strip along the
+// bottom of each track it ran on, coloured by what bound it, and a line
+// where it moves from one track to another. Bars narrower than a pixel
+// that follow one drawn in the same pixel on the same track are skipped.
+void draw_critical_path(const DocFrame& f) {
+  const std::vector<view::PathBar>& bars = f.d.analysis->path;
+  const Canvas& cv = f.cv;
+  const view::TrackList& tracks = f.d.tracks;
+  float last_x = -1e9f;
+  size_t last_track = SIZE_MAX;
+  for (size_t i = view::first_bar_after(bars, int64_t(f.axis.start_ns)); i < bars.size(); ++i) {
+    const view::PathBar& b = bars[i];
+    if (double(b.start) > f.axis.end_ns()) break;
+    const view::Track& t = tracks.tracks[b.track];
+    float x0 = std::max(f.axis.x(double(b.start)), cv.x0), x1 = std::min(f.axis.x(double(b.end)), cv.x1);
+    float y1 = cv.top + t.y1, y0 = y1 - 3;
+    if (i > 0 && bars[i - 1].track != b.track) {
+      float ya = cv.top + tracks.tracks[bars[i - 1].track].y1, yb = y1;
+      cv.dl->AddLine(ImVec2(x0, std::min(ya, yb)), ImVec2(x0, std::max(ya, yb)), with_alpha(palette::selection, 140));
+    }
+    if (x1 - x0 < 1 && b.track == last_track && x0 < last_x + 1) continue;
+    cv.dl->AddRectFilled(ImVec2(x0, y0), ImVec2(std::max(x1, x0 + 1), y1), view::path_color(b.category));
+    last_x = x0;
+    last_track = b.track;
+  }
+}
+
 // Bands over every track: the selected finding's ranges, the range
 // selection; outlines: the hovered item, the selected event.
 void draw_overlays(const DocFrame& f, const Hover& h) {
   const ViewState& s = f.s;
   const Canvas& cv = f.cv;
   if (const prof::Finding* finding = selected_finding(f)) {
+    if (finding->rule == "critical-path") draw_critical_path(f);
     for (const prof::TimeRange& r : finding->ranges) {
       float a = f.axis.x(double(r.start)), b = std::max(f.axis.x(double(r.end)), a + 2);
       if (b < cv.x0 || a > cv.x1) continue;

@@ -15,6 +15,19 @@ Color gap_color(prof::GapCause cause) {
   return rgba(95, 95, 105);
 }
 
+Color path_color(prof::PathCategory category) {
+  switch (category) {
+    case prof::PathCategory::host_compute: return rgba(205, 130, 30);
+    case prof::PathCategory::data_loading: return rgba(230, 210, 80);
+    case prof::PathCategory::launch_overhead: return rgba(190, 180, 40);
+    case prof::PathCategory::kernel: return rgba(70, 190, 110);
+    case prof::PathCategory::copy: return rgba(64, 156, 255);
+    case prof::PathCategory::communication: return rgba(190, 120, 230);
+    case prof::PathCategory::synchronisation: return rgba(200, 50, 60);
+  }
+  return rgba(95, 95, 105);
+}
+
 Color memory_category_color(std::string_view category) {
   if (category == "activation") return rgba(235, 150, 50, 220);
   if (category == "temporary") return rgba(150, 150, 165, 220);

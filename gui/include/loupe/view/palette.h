@@ -49,6 +49,8 @@ inline constexpr Color collective = rgba(190, 120, 230);  // a process group's c
 
 // Idle gaps on device tracks, keyed to their cause (docs/viewer.md).
 Color gap_color(prof::GapCause cause);
+// The critical path's stretches, by what bounds them (docs/viewer.md).
+Color path_color(prof::PathCategory category);
 // A memory lane's category of blocks, by the name the analysis gives it
 // ("activation", "gradient", ...); the allocated colour for another.
 Color memory_category_color(std::string_view category);
