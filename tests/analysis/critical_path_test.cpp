@@ -92,6 +92,35 @@ TEST_F(CriticalPathOf, AStreamWaitJoinsTwoStreams) {
   EXPECT_EQ(p.segments[1].stream, 2u);
 }
 
+// The same two kernels with no record of the wait: Y starts 485 us after
+// its launch, far beyond what launching takes (30 us), just as X on the
+// other stream ends; the path infers the wait and says so. Launched at
+// 480 us instead, Y's 20 us are launch latency, not a wait: the host,
+// which launched it late, is the path.
+TEST_F(CriticalPathOf, AnUnrecordedStreamWaitIsInferredByTimeAndCounted) {
+  for (int64_t launched : {15'000, 480'000}) {
+    TraceBuilder t(dir.file(std::to_string(launched) + ".db"));
+    t.device(0);
+    t.launch(0, 0, 5, 1, 0, 1);
+    t.op(0, 1, 0, 500'000, 1);
+    t.launch(0, launched, 5, 2, 0, 2);
+    t.op(0, 2, 500'000, 100'000, 2);
+    CriticalPath p = analyze(t.load()).critical_path;
+    EXPECT_EQ(p.whole.end - p.whole.start, 600'000);
+    if (launched == 15'000) {
+      EXPECT_EQ(p.stream_waits_by_time, 1u);
+      EXPECT_EQ(ns(p.whole, PathCategory::kernel), 600'000);
+      ASSERT_EQ(p.segments.size(), 2u);
+      EXPECT_EQ(p.segments[0].stream, 1u);
+    } else {
+      EXPECT_EQ(p.stream_waits_by_time, 0u);
+      EXPECT_EQ(ns(p.whole, PathCategory::kernel), 100'000);
+      EXPECT_EQ(ns(p.whole, PathCategory::launch_overhead), 20'005);  // the latency, and X's launch call [0, 5) ns
+      EXPECT_EQ(ns(p.whole, PathCategory::host_compute), 479'995);
+    }
+  }
+}
+
 // A wait span without a record [10,400) is matched by time to the op
 // that ended last within it, [20,390), launched at 0; the host then works
 // [400,450) to the step's end.

@@ -328,9 +328,10 @@ TEST(Overlays, TheCriticalPathLandsOnTheTracksItRanOn) {
   TraceModel m = small_model();
   TrackList list = build_track_list(m);
   CriticalPath p;
-  p.segments = {{.start = 0, .end = 100, .thread = 0},
-                {.start = 100, .end = 200, .category = PathCategory::kernel, .on_device = true, .device = 0, .stream = 0},
-                {.start = 200, .end = 300, .thread = 9}};
+  p.segments = {
+      {.start = 0, .end = 100, .thread = 0},
+      {.start = 100, .end = 200, .category = PathCategory::kernel, .on_device = true, .device = 0, .stream = 0},
+      {.start = 200, .end = 300, .thread = 9}};
   std::vector<PathBar> bars = critical_path_bars(p, list);
   ASSERT_EQ(bars.size(), 2u);
   EXPECT_EQ(list.tracks[bars[0].track].kind, TrackKind::thread);

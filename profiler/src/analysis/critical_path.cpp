@@ -68,6 +68,7 @@ class PathWalk {
     std::reverse(segments_.begin(), segments_.end());
     path.segments = std::move(segments_);
     path.waits_by_time = waits_by_time_;
+    path.stream_waits_by_time = stream_waits_by_time_;
     return path;
   }
 
@@ -157,6 +158,19 @@ class PathWalk {
       next = {Position::device, awaited, 0};
       gap = PathCategory::synchronisation;
     }
+    int64_t start = s.ops->start[op.index];
+    if (next.kind == Position::done || start - ready > g_.ctx.options.kernel_wait_max_ns) {
+      // It waited for something no record shows: most likely an op on
+      // another of the device's streams that ended just before it began.
+      int64_t from = next.kind == Position::done ? std::numeric_limits<int64_t>::min() : ready;
+      OpRef other = g_.ended_last_within(from, start, s.ops->device, op.stream);
+      if (other.valid() && g_.end(other) > from) {
+        ++stream_waits_by_time_;
+        ready = g_.end(other);
+        next = {Position::device, other, 0};
+        gap = PathCategory::synchronisation;
+      }
+    }
     if (next.kind == Position::done) return next;  // nothing before it: the path starts here
     emit(ready, gap, on_stream(op, false));
     return next;
@@ -226,7 +240,7 @@ class PathWalk {
   const DependencyGraph& g_;
   int64_t cursor_ = 0;
   std::vector<PathSegment> segments_;  // from the last, until reversed
-  uint64_t waits_by_time_ = 0;
+  uint64_t waits_by_time_ = 0, stream_waits_by_time_ = 0;
   std::vector<int64_t> cuts_;
 };
 

@@ -97,6 +97,9 @@ void rule_critical_path(const Context& ctx, const AnalysisReport& report, std::v
   if (path.waits_by_time > 0) {
     f.evidence.push_back({"waits matched by time", fmt::format("{}", path.waits_by_time)});
   }
+  if (path.stream_waits_by_time > 0) {
+    f.evidence.push_back({"stream waits inferred by time", fmt::format("{}", path.stream_waits_by_time)});
+  }
   for (std::string_view m : path.missing) f.evidence.push_back({"cannot tell", std::string(m)});
   f.suggestion = advice(top);
   out.push_back(std::move(f));

@@ -18,6 +18,7 @@ uint64_t stream_key(uint32_t device, uint32_t stream) { return uint64_t(device) 
 
 DependencyGraph::DependencyGraph(const Context& context) : ctx(context) {
   index_streams();
+  index_ends();
   index_stream_waits();
   index_host_waits();
   index_host_work();
@@ -73,16 +74,39 @@ OpRef DependencyGraph::last_ending_launched_by(uint32_t device, int64_t t) const
   return best;
 }
 
-// The op that ended last within [a, b] on any stream: what a wait span
-// without a record most likely waited for.
-OpRef DependencyGraph::ended_last_within(int64_t a, int64_t b) const {
-  OpRef best;
+void DependencyGraph::index_ends() {
   for (uint32_t k = 0; k < streams.size(); ++k) {
-    const std::vector<int64_t>& ends = streams[k].end_max;
-    size_t n = size_t(std::upper_bound(ends.begin(), ends.end(), b) - ends.begin());
-    if (n == 0) continue;
-    OpRef op{k, uint32_t(n - 1)};
-    if (end(op) >= a && (!best.valid() || end(op) > end(best))) best = op;
+    uint32_t device = streams[k].ops->device;
+    if (by_end_devices_.empty() || by_end_devices_.back() != device) {
+      by_end_devices_.push_back(device);  // tracks are sorted by (device, stream)
+      by_end_.emplace_back();
+    }
+    for (uint32_t i = 0; i < streams[k].ops->size(); ++i) by_end_.back().push_back({k, i});
+  }
+  for (std::vector<OpRef>& ops : by_end_) {
+    std::sort(ops.begin(), ops.end(), [&](OpRef x, OpRef y) { return end(x) < end(y); });
+  }
+}
+
+// On one device: the op that ended last within [a, b], on a stream other
+// than `skip`.
+OpRef DependencyGraph::ended_last_on(size_t device, int64_t a, int64_t b, uint32_t skip) const {
+  const std::vector<OpRef>& ops = by_end_[device];
+  auto it = std::upper_bound(ops.begin(), ops.end(), b, [&](int64_t t, OpRef op) { return t < end(op); });
+  while (it != ops.begin()) {
+    OpRef op = *--it;
+    if (end(op) < a) break;
+    if (op.stream != skip) return op;
+  }
+  return {};
+}
+
+OpRef DependencyGraph::ended_last_within(int64_t a, int64_t b, uint32_t device, uint32_t skip) const {
+  OpRef best;
+  for (size_t d = 0; d < by_end_devices_.size(); ++d) {
+    if (device != kUnknownDevice && by_end_devices_[d] != device) continue;
+    OpRef op = ended_last_on(d, a, b, skip);
+    if (op.valid() && (!best.valid() || end(op) > end(best))) best = op;
   }
   return best;
 }

@@ -73,6 +73,10 @@ class DependencyGraph {
   OpRef stream_wait_before(uint32_t stream, uint32_t index) const;
   // The thread's last wait that started before t; null if none.
   const HostWait* wait_before(uint32_t thread, int64_t t) const;
+  // The op that ended last within [a, b] on the device's streams (all
+  // devices for kUnknownDevice) other than `skip`: what a wait without a
+  // record most likely waited for.
+  OpRef ended_last_within(int64_t a, int64_t b, uint32_t device = kUnknownDevice, uint32_t skip = UINT32_MAX) const;
   // The stream index of (device, stream); UINT32_MAX if no ops ran there.
   uint32_t stream_index(uint32_t device, uint32_t stream) const;
   int64_t end(OpRef op) const { return streams[op.stream].ops->end(op.index); }
@@ -80,11 +84,17 @@ class DependencyGraph {
 
  private:
   void index_streams();
+  void index_ends();
   void index_stream_waits();
   void index_host_waits();
   void index_host_work();
   OpRef awaited_by(const SyncRow& row) const;
-  OpRef ended_last_within(int64_t a, int64_t b) const;
+  OpRef ended_last_on(size_t device, int64_t a, int64_t b, uint32_t skip) const;
+  // Per device that ran ops (by_end_devices_, ascending): its ops sorted
+  // by end, so that the op that ended last before a time is one binary
+  // search whatever the number of streams.
+  std::vector<uint32_t> by_end_devices_;
+  std::vector<std::vector<OpRef>> by_end_;
 };
 
 }  // namespace loupe::prof::analysis

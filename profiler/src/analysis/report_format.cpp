@@ -147,6 +147,7 @@ nlohmann::json critical_path_json(const CriticalPath& p) {
   out["steps"] = steps;
   out["segments"] = p.segments.size();
   out["waits_matched_by_time"] = p.waits_by_time;
+  out["stream_waits_by_time"] = p.stream_waits_by_time;
   out["cannot_tell"] = missing;
   return out;
 }

@@ -57,6 +57,13 @@ struct CriticalPath {
   std::vector<std::string_view> missing;
   // Host waits whose device work was found by time, not by a record.
   uint64_t waits_by_time = 0;
+  // Device ops that started later than anything recorded explains (their
+  // launch, the op before them on their stream, a recorded stream wait)
+  // by more than AnalysisOptions::kernel_wait_max_ns, joined by time to
+  // the op that ended last before them on another stream of their device:
+  // a stream wait the trace does not record (cudaStreamWaitEvent without
+  // Kineto's cuda_sync records).
+  uint64_t stream_waits_by_time = 0;
 };
 
 }  // namespace loupe::prof
