@@ -292,4 +292,9 @@ CriticalPath critical_path(const Context& ctx) {
 
 }  // namespace analysis
 
+CriticalPath critical_path(const TraceModel& model, const AnalysisOptions& options) {
+  analysis::Context ctx(model, options);
+  return analysis::critical_path(ctx);
+}
+
 }  // namespace loupe::prof

@@ -185,6 +185,9 @@ bool is_collective_kernel(std::string_view name);
 // Throws std::invalid_argument for an unknown rule name.
 AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options = {});
 
+// The critical path alone, as analyze() puts it in the report.
+CriticalPath critical_path(const TraceModel& model, const AnalysisOptions& options = {});
+
 // What was live in the memory events `table` of a trace just after time t,
 // as the memory rule tells it at the peak: the running total then, the part
 // of it held from before the trace, and the trace's blocks by category
