@@ -32,8 +32,11 @@ row("analysis", "loupe analyze, 10M events (load included)", f"{secs:.2f} s", "<
 row("analysis", "loupe analyze, peak memory", f"{peak / 2**20:.0f} MiB", "", "")
 out = subprocess.run([os.path.join(bench, "critical_path_bench"), a], check=True, capture_output=True, text=True)
 cp = json.loads(out.stdout)
-row("analysis", "critical path (graph + walk), 10M events, model loaded", f"{cp['seconds']:.2f} s", "<= 2 s",
-    "met" if cp["seconds"] <= 2 else "MISSED")
+row("analysis", "critical path (graph + walk), 10M events, model loaded", f"{cp['seconds']:.2f} s", "", "")
+row("analysis", "what-if replay, no change (graph + replay), 10M events", f"{cp['replay_seconds']:.2f} s", "", "")
+both = cp["seconds"] + cp["replay_seconds"]
+row("analysis", "critical path + what-if replay, 10M events (two graphs)", f"{both:.2f} s", "<= 2 s",
+    "met" if both <= 2 else "MISSED")
 secs, peak = timed([loupe, "diff", a, b], exit_codes=(0, 1))
 row("analysis", "loupe diff, two 10M-event traces", f"{secs:.2f} s", "<= 10 s", "met" if secs <= 10 else "MISSED")
 row("analysis", "loupe diff, peak memory", f"{peak / 2**20:.0f} MiB", "", "")

@@ -42,6 +42,7 @@ Command add_export_command(CLI::App& app);
 Command add_capture_command(CLI::App& app);
 Command add_import_command(CLI::App& app);
 Command add_record_command(CLI::App& app);
+Command add_whatif_command(CLI::App& app);
 
 // Prints `loupe info` of a trace (shared by info and record).
 int print_info(const std::string& path);

@@ -21,7 +21,7 @@ int run_loupe(int argc, char** argv) {
   const Command commands[] = {
       add_info_command(app),  add_analyze_command(app), add_summary_command(app), add_check_command(app),
       add_diff_command(app),  add_export_command(app),  add_capture_command(app), add_sql_command(app),
-      add_synth_command(app), add_import_command(app),  add_record_command(app),
+      add_synth_command(app), add_import_command(app),  add_record_command(app),  add_whatif_command(app),
   };
 
   try {

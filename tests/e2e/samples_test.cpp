@@ -70,6 +70,11 @@ TEST_F(Samples, HostSyncReadsEveryStepAndTheFixReadsRarely) {
   EXPECT_EQ(evidence(f, "direction"), std::vector<std::string>{"DtoH"});
   EXPECT_NE(f.title.find("synchronous device-to-host read"), std::string::npos) << f.title;
   EXPECT_GT(f.impact_ns, 0);  // the device idled after the reads
+  // Its fix (the host no longer waits for the read) is one the replay
+  // expresses: the finding carries a prediction, at most the whole step.
+  ASSERT_TRUE(f.predicted);
+  EXPECT_GE(f.predicted_saving_fraction, 0.0);
+  EXPECT_LT(f.predicted_saving_fraction, 1.0);
 
   EXPECT_TRUE(runs.fixed.findings("transfer").empty());
   EXPECT_LT(runs.fixed.report.metrics.sync_transfers_per_step * 10,
@@ -95,6 +100,13 @@ TEST_F(Samples, JitInALoopRecompilesEveryStep) {
   ASSERT_TRUE(names_marked_line(f, "called at", "jit_in_loop", "MISTAKE: a new jit each step"));
   // Every step after the first compiled.
   EXPECT_EQ(runs.mistake.report.metrics.recompiles, runs.mistake.report.metrics.steps - 1);
+  // What-if: compiling is most of each step (a fresh jit traces, optimises
+  // and generates code), so the replay without the compiles predicts most
+  // of the step saved, and never more than the step.
+  ASSERT_TRUE(f.predicted);
+  EXPECT_TRUE(f.predicted_per_step);
+  EXPECT_GT(f.predicted_saving_fraction, 0.5);
+  EXPECT_LT(f.predicted_saving_fraction, 1.0);
 
   EXPECT_TRUE(runs.fixed.findings("recompile").empty());
   EXPECT_EQ(runs.fixed.report.metrics.compiles, 1u);

@@ -224,7 +224,9 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   report.incomplete = check_completeness(ctx);
   measure_idle(ctx, report);
   measure_steps(ctx, report);
-  report.critical_path = critical_path(ctx);
+  // One graph for the critical path and the findings' predictions.
+  DependencyGraph graph(ctx);
+  report.critical_path = critical_path(graph);
 
   for (const RuleEntry& r : kRules) {
     bool selected =
@@ -234,6 +236,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   mark_incomplete(report.incomplete, report.findings);
   double window = double(std::max<int64_t>(ctx.window(), 1));
   for (Finding& f : report.findings) f.impact_fraction = double(f.impact_ns) / window;
+  predict_fixes(graph, report.findings);
   std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
     if (a.impact_ns != b.impact_ns) return a.impact_ns > b.impact_ns;
     return a.severity > b.severity;

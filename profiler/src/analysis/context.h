@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,6 +116,11 @@ class Context {
   // the device op a correlation id names; nullptr when there is none.
   const EventRef* launch_of(uint64_t correlation) const;
   const EventRef* op_of(uint64_t correlation) const;
+
+  // Calls f(launches, i) for each launch of a step: those that started in
+  // its range on any thread of its process (PyTorch launches the backward
+  // pass from its autograd thread, not from the thread that marks the step).
+  void for_each_step_launch(const StepRange& s, const std::function<void(const Launches&, size_t)>& f) const;
 
   // "file:line" of a call site, or "" for none.
   std::string callsite_text(uint32_t id) const;

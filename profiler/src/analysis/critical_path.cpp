@@ -254,32 +254,12 @@ PathBreakdown breakdown(const std::vector<PathSegment>& segments, int64_t a, int
   return out;
 }
 
-void note_missing(const Context& ctx, const DependencyGraph& g, CriticalPath& path) {
-  bool waits = std::any_of(g.waits.begin(), g.waits.end(), [](const auto& w) { return !w.empty(); });
-  if (waits && !g.has_sync_records) {
-    path.missing.push_back(
-        "no synchronisation records (Kineto's cuda_sync): each host wait is matched by time to the device op "
-        "that ended last within it");
-  }
-  bool launched = std::any_of(g.streams.begin(), g.streams.end(), [](const StreamOps& s) {
-    return std::any_of(s.launcher.begin(), s.launcher.end(), [](uint32_t t) { return t != kNoThread; });
-  });
-  if (!g.streams.empty() && !launched) {
-    path.missing.push_back("no launch is linked to its device op: the path cannot cross from the device to the host");
-  }
-  if (!ctx.model.collectives.empty()) {
-    path.missing.push_back(
-        "collectives wait for the other ranks, which this trace does not hold: communication on the path may be "
-        "waiting for a slower rank (analyse the job)");
-  }
-}
-
 }  // namespace
 
-CriticalPath critical_path(const Context& ctx) {
-  DependencyGraph graph(ctx);
+CriticalPath critical_path(const DependencyGraph& graph) {
+  const Context& ctx = graph.ctx;
   CriticalPath path = PathWalk(graph).run();
-  note_missing(ctx, graph, path);
+  for (std::string_view m : missing_evidence(graph)) path.missing.push_back(m);
   if (path.segments.empty()) return path;
   int64_t start = path.segments.front().start, end = path.segments.back().end;
   path.whole = breakdown(path.segments, start, end);
@@ -294,7 +274,7 @@ CriticalPath critical_path(const Context& ctx) {
 
 CriticalPath critical_path(const TraceModel& model, const AnalysisOptions& options) {
   analysis::Context ctx(model, options);
-  return analysis::critical_path(ctx);
+  return analysis::critical_path(analysis::DependencyGraph(ctx));
 }
 
 }  // namespace loupe::prof

@@ -74,17 +74,50 @@ OpRef DependencyGraph::last_ending_launched_by(uint32_t device, int64_t t) const
   return best;
 }
 
+// Per device, its ops by end: each stream's ops already are (a stream runs
+// one op at a time; one that is not, from overlapping records, is sorted
+// first), so the streams are merged by a heap of their heads, in
+// O(ops log streams).
 void DependencyGraph::index_ends() {
-  for (uint32_t k = 0; k < streams.size(); ++k) {
-    uint32_t device = streams[k].ops->device;
-    if (by_end_devices_.empty() || by_end_devices_.back() != device) {
-      by_end_devices_.push_back(device);  // tracks are sorted by (device, stream)
-      by_end_.emplace_back();
+  auto by_end = [&](OpRef x, OpRef y) { return end(x) < end(y); };
+  for (uint32_t k = 0; k < streams.size();) {
+    uint32_t first = k, device = streams[k].ops->device;
+    by_end_devices_.push_back(device);       // tracks are sorted by (device, stream)
+    std::vector<std::vector<OpRef>> sorted;  // per stream of the device: empty when its own order is by end
+    size_t total = 0;
+    for (; k < streams.size() && streams[k].ops->device == device; ++k) {
+      const DeviceOps& ops = *streams[k].ops;
+      total += ops.size();
+      std::vector<OpRef>& order = sorted.emplace_back();
+      bool in_order = true;
+      for (uint32_t i = 1; i < ops.size() && in_order; ++i) in_order = ops.end(i - 1) <= ops.end(i);
+      if (in_order) continue;
+      order.resize(ops.size());
+      for (uint32_t i = 0; i < ops.size(); ++i) order[i] = {k, i};
+      std::stable_sort(order.begin(), order.end(), by_end);
     }
-    for (uint32_t i = 0; i < streams[k].ops->size(); ++i) by_end_.back().push_back({k, i});
-  }
-  for (std::vector<OpRef>& ops : by_end_) {
-    std::sort(ops.begin(), ops.end(), [&](OpRef x, OpRef y) { return end(x) < end(y); });
+    auto at = [&](uint32_t stream, uint32_t i) {
+      const std::vector<OpRef>& order = sorted[stream - first];
+      return order.empty() ? OpRef{stream, i} : order[i];
+    };
+    std::vector<OpRef>& out = by_end_.emplace_back();
+    out.reserve(total);
+    std::vector<std::pair<OpRef, uint32_t>> heads;  // (the stream's next op, its position), a heap by end
+    auto later = [&](const auto& a, const auto& b) { return by_end(b.first, a.first); };
+    for (uint32_t s = first; s < k; ++s) {
+      if (streams[s].ops->size() > 0) heads.push_back({at(s, 0), 0});
+    }
+    std::make_heap(heads.begin(), heads.end(), later);
+    while (!heads.empty()) {
+      std::pop_heap(heads.begin(), heads.end(), later);
+      auto [op, pos] = heads.back();
+      heads.pop_back();
+      out.push_back(op);
+      if (pos + 1 < streams[op.stream].ops->size()) {
+        heads.push_back({at(op.stream, pos + 1), pos + 1});
+        std::push_heap(heads.begin(), heads.end(), later);
+      }
+    }
   }
 }
 
@@ -242,6 +275,28 @@ void DependencyGraph::index_host_work() {
     }
     data_loading[t.thread] = IntervalSet(std::move(loading));
   }
+}
+
+std::vector<std::string_view> missing_evidence(const DependencyGraph& g) {
+  std::vector<std::string_view> out;
+  bool waits = std::any_of(g.waits.begin(), g.waits.end(), [](const auto& w) { return !w.empty(); });
+  if (waits && !g.has_sync_records) {
+    out.push_back(
+        "no synchronisation records (Kineto's cuda_sync): each host wait is matched by time to the device op "
+        "that ended last within it");
+  }
+  bool launched = std::any_of(g.streams.begin(), g.streams.end(), [](const StreamOps& s) {
+    return std::any_of(s.launcher.begin(), s.launcher.end(), [](uint32_t t) { return t != kNoThread; });
+  });
+  if (!g.streams.empty() && !launched) {
+    out.push_back("no launch is linked to its device op: the path cannot cross from the device to the host");
+  }
+  if (!g.ctx.model.collectives.empty()) {
+    out.push_back(
+        "collectives wait for the other ranks, which this trace does not hold: communication on the path may be "
+        "waiting for a slower rank (analyse the job)");
+  }
+  return out;
 }
 
 }  // namespace loupe::prof::analysis

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "analysis/context.h"
@@ -45,6 +46,11 @@ struct HostWait {
   OpRef awaited;
   bool by_time = false;  // `awaited` was matched by time, not by a record
 };
+
+class DependencyGraph;
+// The evidence the graph lacks, each costing its edges some truth (as
+// CriticalPath::missing says it).
+std::vector<std::string_view> missing_evidence(const DependencyGraph& g);
 
 class DependencyGraph {
  public:

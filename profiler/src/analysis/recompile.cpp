@@ -123,6 +123,15 @@ std::map<StringId, FunctionMisses> misses_by_function(const Context& ctx) {
 
 }  // namespace
 
+std::vector<std::pair<uint32_t, Interval>> late_compiles(const Context& ctx) {
+  std::vector<std::pair<uint32_t, Interval>> out;
+  for (const auto& [fn, f] : misses_by_function(ctx)) {
+    for (size_t i = f.first_late; i < f.misses.size(); ++i)
+      out.push_back({f.misses[i].thread, {f.misses[i].start, f.misses[i].end}});
+  }
+  return out;
+}
+
 uint64_t recompiles_after_warmup(const Context& ctx) {
   uint64_t n = 0;
   for (const auto& [fn, f] : misses_by_function(ctx)) n += f.misses.size() - f.first_late;
@@ -173,6 +182,9 @@ void rule_recompile(const Context& ctx, const AnalysisReport&, std::vector<Findi
       if (std::find(f.threads.begin(), f.threads.end(), miss->thread) == f.threads.end())
         f.threads.push_back(miss->thread);
     }
+    // The fix: no compile after warm-up, its host time gone.
+    f.fix.remove_host_within = f.ranges;
+    f.fix.within_threads = f.threads;
     size_t dominant = size_t(std::max_element(per_reason, per_reason + 5) - per_reason);
     f.impact_ns = compile_ns;
     f.severity = double(compile_ns) >= ctx.options.recompile_error_fraction * double(std::max<int64_t>(ctx.window(), 1))

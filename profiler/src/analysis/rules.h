@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/context.h"
+#include "analysis/dependency_graph.h"
 #include "loupe/prof/analysis.h"
 
 namespace loupe::prof::analysis {
@@ -13,7 +14,7 @@ namespace loupe::prof::analysis {
 // Measurements the report carries whatever rules run.
 void measure_idle(const Context& ctx, AnalysisReport& report);
 void measure_steps(const Context& ctx, AnalysisReport& report);
-CriticalPath critical_path(const Context& ctx);
+CriticalPath critical_path(const DependencyGraph& graph);
 
 void rule_recompile(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
 void rule_transfer(const Context& ctx, const AnalysisReport& report, std::vector<Finding>& out);
@@ -31,8 +32,12 @@ void rule_critical_path(const Context& ctx, const AnalysisReport& report, std::v
 // What the trace lacks (completeness.h): its metadata's signs and the
 // graph replays its events show.
 std::vector<Incompleteness> check_completeness(const Context& ctx);
+// Each finding with a fix: what the what-if replay predicts the fix saves.
+void predict_fixes(const DependencyGraph& graph, std::vector<Finding>& findings);
 
 uint64_t recompiles_after_warmup(const Context& ctx);
+// Those compiles, each as (thread, its time on the thread).
+std::vector<std::pair<uint32_t, Interval>> late_compiles(const Context& ctx);
 double tiny_kernel_fraction(const Context& ctx);
 
 // Shared wording.

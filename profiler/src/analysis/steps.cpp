@@ -44,28 +44,19 @@ struct StepWork {
 // thread, not from the thread that marks the step. Each is followed by
 // its correlation id to the device operation it started.
 StepWork step_work(const Context& ctx, const StepRange& s) {
-  const Thread* own = ctx.model.thread(s.thread);
   std::map<uint32_t, size_t> launched;  // device -> launches, with or without a linked operation
   std::map<uint32_t, StepWork> by_device;
-  for (const ThreadActivity& t : ctx.threads) {
-    if (t.launches == nullptr) continue;
-    if (t.thread != s.thread) {
-      const Thread* other = ctx.model.thread(t.thread);
-      if (own == nullptr || other == nullptr || other->process != own->process) continue;
-    }
-    const Launches& l = *t.launches;
-    for (size_t i = lower_bound_time(l.start, s.start); i < l.size() && l.start[i] < s.end; ++i) {
-      if (l.device[i] != kUnknownDevice) ++launched[l.device[i]];
-      const EventRef* op = ctx.op_of(l.correlation[i]);
-      if (op == nullptr) continue;
-      const DeviceOps& ops = ctx.model.device_ops[op->track];
-      if (ops.kind[op->index] == DeviceOpKind::sync) continue;  // an event wait does no work
-      StepWork& w = by_device[ops.device];
-      w.first = std::min(w.first, ops.start[op->index]);
-      w.end = std::max(w.end, ops.end(op->index));
-      ++w.ops;
-    }
-  }
+  ctx.for_each_step_launch(s, [&](const Launches& l, size_t i) {
+    if (l.device[i] != kUnknownDevice) ++launched[l.device[i]];
+    const EventRef* op = ctx.op_of(l.correlation[i]);
+    if (op == nullptr) return;
+    const DeviceOps& ops = ctx.model.device_ops[op->track];
+    if (ops.kind[op->index] == DeviceOpKind::sync) return;  // an event wait does no work
+    StepWork& w = by_device[ops.device];
+    w.first = std::min(w.first, ops.start[op->index]);
+    w.end = std::max(w.end, ops.end(op->index));
+    ++w.ops;
+  });
   StepWork best;
   for (const auto& [device, w] : by_device) {
     if (w.ops > best.ops) best = {ctx.device(device), w.first, w.end, w.ops};

@@ -352,6 +352,9 @@ void report_habit(const Context& ctx, HabitGroup& hg, std::vector<Finding>& out)
     site_evidence(ctx, hg, f);
   }
   figures_evidence(ctx, g, in_steps, idle, devices, f);
+  // The fix, for both habits: the host no longer waits for the copy.
+  f.fix.async_copies_within = g.ranges;
+  f.fix.within_threads = g.threads;
   // The viewer highlights the largest few.
   std::sort(g.ranges.begin(), g.ranges.end(),
             [](const TimeRange& a, const TimeRange& b) { return a.end - a.start > b.end - b.start; });

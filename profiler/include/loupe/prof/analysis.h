@@ -17,15 +17,12 @@
 #include "loupe/prof/critical_path.h"
 #include "loupe/prof/metrics.h"
 #include "loupe/prof/trace_model.h"
+#include "loupe/prof/whatif.h"
 
 namespace loupe::prof {
 
 enum class Severity : uint8_t { info = 0, warning = 1, error = 2 };
 std::string_view name_of(Severity s);
-
-struct TimeRange {
-  int64_t start = 0, end = 0;
-};
 
 struct Finding {
   std::string rule;  // "recompile", "transfer", "idle-gap", ...
@@ -38,6 +35,14 @@ struct Finding {
   std::string suggestion;
   std::vector<uint32_t> devices, threads;  // the tracks it concerns
   std::vector<int64_t> ranks;              // a job's finding: the ranks it concerns
+  // The change that would fix it, as the what-if replay takes it (empty:
+  // none the replay models), and what the replay predicts that saves: of
+  // the mean step (per_step), or of the run when it has no steps, and
+  // the share of that time.
+  WhatIf fix;
+  bool predicted = false, predicted_per_step = false;
+  int64_t predicted_saving_ns = 0;
+  double predicted_saving_fraction = 0;
 };
 
 // Why a device sat idle (docs/analyses.md): from what the launching thread

@@ -21,6 +21,11 @@
 
 namespace loupe::prof {
 
+// A stretch of trace time, [start, end).
+struct TimeRange {
+  int64_t start = 0, end = 0;
+};
+
 struct TraceInfo {
   int format_major = 0, format_minor = 0;
   std::string producer;
