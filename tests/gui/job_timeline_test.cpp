@@ -144,12 +144,15 @@ TEST(JobTimeline, AnExpandedRanksOwnTracksSitUnderItsRowOnTheJobsClock) {
 
   TrackList list = build_track_list(m);
   group_tracks_by_rank(t, list);
-  ASSERT_EQ(list.tracks.size(), 4u);
+  ASSERT_EQ(list.tracks.size(), 5u);
   EXPECT_EQ(list.tracks[0].kind, TrackKind::stream);
-  EXPECT_EQ(list.tracks[0].device, 0u);               // rank 0's row
-  EXPECT_EQ(list.tracks[1].device, 1u);               // rank 7's row
-  EXPECT_EQ(list.tracks[2].kind, TrackKind::thread);  // then its thread
-  EXPECT_EQ(list.tracks[3].device, 2u);               // and its device
+  EXPECT_EQ(list.tracks[0].device, 0u);                // rank 0's row
+  EXPECT_EQ(list.tracks[1].device, 1u);                // rank 7's row
+  EXPECT_EQ(list.tracks[2].kind, TrackKind::thread);   // then its thread
+  EXPECT_EQ(list.tracks[3].device, 2u);                // and its device
+  EXPECT_EQ(list.tracks[4].kind, TrackKind::counter);  // with its launch queue
+  EXPECT_EQ(list.tracks[4].device, 2u);
+  EXPECT_EQ(list.tracks[4].stream, 7u);
 }
 
 }  // namespace

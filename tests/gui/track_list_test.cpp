@@ -117,7 +117,7 @@ TraceModel small_model() {
 TEST(TrackList, OneTrackPerThreadStreamMemoryAndCounter) {
   TraceModel m = small_model();
   TrackList list = build_track_list(m);
-  ASSERT_EQ(list.tracks.size(), 4u);
+  ASSERT_EQ(list.tracks.size(), 5u);
   const Track& th = list.tracks[0];
   EXPECT_EQ(th.kind, TrackKind::thread);
   EXPECT_EQ(th.title, "main");
@@ -134,12 +134,21 @@ TEST(TrackList, OneTrackPerThreadStreamMemoryAndCounter) {
   EXPECT_EQ(list.tracks[1].kind, TrackKind::stream);
   EXPECT_EQ(list.tracks[1].title, "device 0 / compute");
   EXPECT_EQ(list.tracks[1].subtitle, "gpu");
-  EXPECT_EQ(list.tracks[2].kind, TrackKind::memory);
-  EXPECT_EQ(list.tracks[2].allocated.max_value, 400);
-  EXPECT_EQ(list.tracks[2].allocated.max_index, 1u);
-  EXPECT_EQ(list.tracks[2].capacity, 1000);
-  EXPECT_EQ(list.tracks[3].kind, TrackKind::counter);
-  EXPECT_EQ(list.tracks[3].title, "loss");
+  // Under the stream, its launch queue: each kernel launched and not yet
+  // started, 1 from its launch to its start (110..150, 510..520).
+  const Track& queue = list.tracks[2];
+  EXPECT_EQ(queue.kind, TrackKind::counter);
+  EXPECT_EQ(queue.title, "device 0 / compute: launch queue");
+  ASSERT_EQ(queue.value.count, 4u);
+  EXPECT_EQ(std::vector<int64_t>(queue.value.time, queue.value.time + 4), (std::vector<int64_t>{110, 150, 510, 520}));
+  EXPECT_EQ(queue.value.max_value, 1);
+  EXPECT_EQ(queue.value.values.value(1), 0);
+  EXPECT_EQ(list.tracks[3].kind, TrackKind::memory);
+  EXPECT_EQ(list.tracks[3].allocated.max_value, 400);
+  EXPECT_EQ(list.tracks[3].allocated.max_index, 1u);
+  EXPECT_EQ(list.tracks[3].capacity, 1000);
+  EXPECT_EQ(list.tracks[4].kind, TrackKind::counter);
+  EXPECT_EQ(list.tracks[4].title, "loss");
 }
 
 // The memory lane marks each out-of-memory event: here the fourth.
@@ -154,9 +163,9 @@ TEST(TrackList, MemoryTrackListsItsOutOfMemoryEvents) {
   me.reserved.push_back(512);
   me.callsite.push_back(0);
   TrackList list = build_track_list(m);
-  ASSERT_EQ(list.tracks[2].kind, TrackKind::memory);
-  EXPECT_EQ(list.tracks[2].out_of_memory, std::vector<size_t>{3});
-  EXPECT_TRUE(build_track_list(small_model()).tracks[2].out_of_memory.empty());
+  ASSERT_EQ(list.tracks[3].kind, TrackKind::memory);
+  EXPECT_EQ(list.tracks[3].out_of_memory, std::vector<size_t>{3});
+  EXPECT_TRUE(build_track_list(small_model()).tracks[3].out_of_memory.empty());
 }
 
 TEST(TrackList, LayoutStacksLanesAndTracks) {
@@ -173,9 +182,10 @@ TEST(TrackList, LayoutStacksLanesAndTracks) {
   EXPECT_FLOAT_EQ(th.y1, 91);
   EXPECT_FLOAT_EQ(list.tracks[1].y0, 97);  // + spacing
   EXPECT_FLOAT_EQ(list.tracks[1].y1, 115);
-  EXPECT_FLOAT_EQ(list.tracks[2].y0, 121);
-  EXPECT_FLOAT_EQ(list.tracks[3].y0, 191);  // memory 121..185, + 6
-  EXPECT_FLOAT_EQ(bottom, 237);             // counter 191..231, + 6
+  EXPECT_FLOAT_EQ(list.tracks[2].y0, 121);  // the launch queue 121..161, + 6
+  EXPECT_FLOAT_EQ(list.tracks[3].y0, 167);
+  EXPECT_FLOAT_EQ(list.tracks[4].y0, 237);  // memory 167..231, + 6
+  EXPECT_FLOAT_EQ(bottom, 283);             // counter 237..277, + 6
 }
 
 TEST(TrackList, HitTestFindsTheSpanUnderTheMouse) {
@@ -256,8 +266,8 @@ TEST(TrackList, AProcessGroupsCollectivesAreATrack) {
   c.stream = {0, 0};
   m.collectives.push_back(c);
   TrackList list = build_track_list(m);
-  ASSERT_EQ(list.tracks.size(), 5u);
-  const Track& t = list.tracks[3];  // after the stream and the memory, before the counter
+  ASSERT_EQ(list.tracks.size(), 6u);
+  const Track& t = list.tracks[4];  // after the stream, its queue and the memory, before the counter
   EXPECT_EQ(t.kind, TrackKind::collectives);
   EXPECT_EQ(t.title, "collectives / group 0");
   ASSERT_EQ(t.lanes.size(), 2u);
@@ -275,7 +285,7 @@ TEST(TrackList, AProcessGroupsCollectivesAreATrack) {
   EXPECT_EQ(gloo.lines.back(), (std::pair<std::string, std::string>{"on", "the host"}));
   EXPECT_EQ(highlight_name(m, list, "allreduce").matches, 1u);
   layout_tracks(list, TrackMetrics{}, 0);
-  EXPECT_EQ(list.tracks[3].y1 - list.tracks[3].y0, 2 * TrackMetrics{}.lane);
+  EXPECT_EQ(list.tracks[4].y1 - list.tracks[4].y0, 2 * TrackMetrics{}.lane);
 }
 
 TEST(Recompiles, MissesAfterTheFirstOfAFunction) {

@@ -181,7 +181,22 @@ Track memory_track(const TraceModel& model, uint32_t dev, uint32_t table) {
   return t;
 }
 
-void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
+// A stream's launch queue (analysis.h), as a counter track under it; the
+// track holds the series it draws.
+Track queue_track(const std::string& stream_title, prof::LaunchQueue queue) {
+  auto data = std::make_shared<std::vector<std::vector<int64_t>>>();
+  data->push_back(std::move(queue.time));
+  data->push_back(std::move(queue.length));
+  Track t{.kind = TrackKind::counter,
+          .title = stream_title + ": launch queue",
+          .device = queue.device,
+          .stream = queue.stream};
+  t.value = make_series((*data)[0], (*data)[1].data(), nullptr);
+  t.stacked = std::move(data);
+  return t;
+}
+
+void add_device_tracks(const TraceModel& model, uint32_t dev, std::vector<prof::LaunchQueue>& queues, TrackList& list) {
   for (uint32_t table = 0; table < model.device_ops.size(); ++table) {
     const prof::DeviceOps& ops = model.device_ops[table];
     if (ops.device != dev || ops.size() == 0) continue;
@@ -193,7 +208,12 @@ void add_device_tracks(const TraceModel& model, uint32_t dev, TrackList& list) {
                 .device = dev,
                 .stream = ops.stream};
     add_packed_lanes(track, LaneKind::device_ops, table, ops, 8);
+    std::string title = track.title;
     list.tracks.push_back(std::move(track));
+    auto q = std::find_if(queues.begin(), queues.end(), [&](const prof::LaunchQueue& l) {
+      return l.device == dev && l.stream == ops.stream && !l.time.empty();
+    });
+    if (q != queues.end()) list.tracks.push_back(queue_track(title, std::move(*q)));
   }
   for (uint32_t table = 0; table < model.memory.size(); ++table) {
     const prof::MemoryEvents& me = model.memory[table];
@@ -258,7 +278,8 @@ TrackList build_track_list(const TraceModel& model) {
   for (const auto& m : model.memory) devices.push_back(m.device);
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
-  for (uint32_t dev : devices) add_device_tracks(model, dev, list);
+  std::vector<prof::LaunchQueue> queues = prof::launch_queues(model);
+  for (uint32_t dev : devices) add_device_tracks(model, dev, queues, list);
   add_collective_tracks(model, list);
   add_counter_tracks(model, list);
   return list;

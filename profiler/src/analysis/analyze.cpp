@@ -227,6 +227,7 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options) 
   // One graph for the critical path and the findings' predictions.
   DependencyGraph graph(ctx);
   report.critical_path = critical_path(graph);
+  report.launch_queue_full_ns = launch_queue_full_ns(ctx);
 
   for (const RuleEntry& r : kRules) {
     bool selected =

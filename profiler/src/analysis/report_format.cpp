@@ -217,6 +217,7 @@ std::string report_json(const AnalysisReport& r) {
                   {"p90_ns", r.steps.p90_ns},
                   {"mad_ns", r.steps.mad_ns}};
   doc["critical_path"] = critical_path_json(r.critical_path);
+  doc["launch_queue_full_ns"] = r.launch_queue_full_ns < 0 ? json(nullptr) : json(r.launch_queue_full_ns);
   doc["metrics"] = json::object();
   for_each_metric(r.metrics, [&](const char* name, const auto& v) { doc["metrics"][name] = v; });
   if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;

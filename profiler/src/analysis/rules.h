@@ -32,6 +32,8 @@ void rule_critical_path(const Context& ctx, const AnalysisReport& report, std::v
 // What the trace lacks (completeness.h): its metadata's signs and the
 // graph replays its events show.
 std::vector<Incompleteness> check_completeness(const Context& ctx);
+// AnalysisReport::launch_queue_full_ns.
+int64_t launch_queue_full_ns(const Context& ctx);
 // Each finding with a fix: what the what-if replay predicts the fix saves.
 void predict_fixes(const DependencyGraph& graph, std::vector<Finding>& findings);
 

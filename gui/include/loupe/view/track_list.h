@@ -1,7 +1,8 @@
 // The timeline's rows, built once per trace: a track per host thread
 // (markers, nested spans by depth, launches, transfers), per device stream
-// (its operations), per device's memory and per counter, each split into
-// lanes the level-of-detail pass can draw. Layout assigns them heights.
+// (its operations, then its launch queue as a counter), per device's
+// memory and per counter, each split into lanes the level-of-detail pass
+// can draw. Layout assigns them heights.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,8 @@ struct Track {
   // Memory tracks: the categories of the trace's blocks (docs/analyses.md),
   // bottom first, and the bytes of each stacked on those below it at each
   // event; empty when no block has one. The series point into `stacked`,
-  // which copies of the track share.
+  // which copies of the track share. A stream's launch-queue counter track
+  // keeps its times and lengths there too.
   std::vector<std::string> category_names;
   std::shared_ptr<const std::vector<std::vector<int64_t>>> stacked;
   std::vector<Series> categories;

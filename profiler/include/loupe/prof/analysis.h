@@ -175,6 +175,10 @@ struct AnalysisReport {
   std::vector<StreamIdle> streams;
   StepStats steps;
   CriticalPath critical_path;  // critical_path.h
+  // Host time blocked on a full launch queue: the waits loupe's runtime
+  // records as "launch queue full"; -1 when the trace holds none, and so
+  // cannot tell (other sources do not record why a launch call took long).
+  int64_t launch_queue_full_ns = -1;
   TraceMetrics metrics;
 };
 
@@ -192,6 +196,21 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options =
 
 // The critical path alone, as analyze() puts it in the report.
 CriticalPath critical_path(const TraceModel& model, const AnalysisOptions& options = {});
+
+// A stream's launch queue as HTA counts it: its ops launched (their launch
+// call began) and not yet started, over time; a step function, `length[i]`
+// from `time[i]` until the next time. Only ops linked to their launch by
+// correlation id count; at one time, the length is the one after all that
+// happened then (HTA's series may show a launch before a start at the same
+// microsecond, a peak one higher that lasts no time).
+struct LaunchQueue {
+  uint32_t device = 0, stream = 0;
+  std::vector<int64_t> time, length;
+  int64_t max_length = 0;
+  double mean_length = 0;  // weighted by time, from the first launch to the last start
+};
+// Per stream with a linked op, in (device, stream) order.
+std::vector<LaunchQueue> launch_queues(const TraceModel& model);
 
 // What was live in the memory events `table` of a trace just after time t,
 // as the memory rule tells it at the peak: the running total then, the part
