@@ -1,6 +1,8 @@
 // Budgets, diffs, the Chrome export and the findings as text, as library calls.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -138,12 +140,14 @@ TEST(Diff, ATraceAgainstItselfChangesNothing) {
   TraceModel m = load_trace(path);
   AnalysisReport r = analyze(m);
   TraceDiff d = diff_traces(m, r, m, r);
-  for (const auto* rows : {&d.metrics, &d.device_ops, &d.host_spans}) {
+  for (const auto* rows : {&d.metrics, &d.device_ops, &d.device_op_counts, &d.host_spans, &d.launches}) {
     for (const DiffRow& row : *rows) {
       EXPECT_EQ(row.delta, 0) << row.name;
       EXPECT_FALSE(row.beyond_noise) << row.name;
+      EXPECT_EQ(row.change, "unchanged") << row.name;
     }
   }
+  EXPECT_FALSE(d.launches.empty());
   EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+0%"), d.metrics, nullptr));
 }
 
@@ -177,7 +181,8 @@ TEST(Diff, AChangedKernelAndStepTime) {
   // hundreds of characters long), after the change's mark.
   std::string text = diff_text(d, "base.db", "head.db", 10);
   EXPECT_NE(text.find("\n  step_time  "), std::string::npos) << text;
-  EXPECT_NE(text.find("+1.000 us   +25.0%  *  matmul\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("+1.000 us   +25.0%  * increased  matmul\n"), std::string::npos) << text;
+  EXPECT_EQ(d.device_ops[0].change, "increased");
   std::string why;
   EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+5%"), d.metrics, &why));
   EXPECT_NE(why.find("beyond the limit +5%"), std::string::npos) << why;
@@ -185,6 +190,57 @@ TEST(Diff, AChangedKernelAndStepTime) {
   EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:-1%"), d.metrics, nullptr));
   EXPECT_TRUE(fail_on_crossed(parse_fail_on("step_time:+900"), d.metrics, nullptr));  // absolute ns
   EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+1000"), d.metrics, nullptr));
+}
+
+// Counts by name, launches included, in HTA's trace diff's five kinds of
+// change. Per step (2 steps each): base launches cudaLaunchKernel twice and
+// cudaMemcpyAsync once, and runs a zero-duration kernel `fill`; head
+// launches cudaLaunchKernel twice, cudaMemcpyAsync three times and
+// cudaGraphLaunch once, and no `fill`.
+TEST(Diff, CountsOfEveryNameInFiveKindsOfChange) {
+  loupe::test::TempDir dir;
+  auto build = [&](const std::string& name, bool head) {
+    loupe::test::TraceBuilder t(dir.file(name));
+    t.device(0);
+    uint64_t corr = 0;
+    for (int s = 0; s < 2; ++s) {
+      int64_t at = s * 10'000;
+      t.step(0, s, at, 9000);
+      auto launch = [&](const std::string& call, int n) {
+        for (int k = 0; k < n; ++k, at += 100) {
+          t.launch(0, at, 50, ++corr, 0, 0, call);
+          t.op(0, 0, at + 60, 30, corr, DeviceOpKind::kernel, "gemm");
+        }
+      };
+      launch("cudaLaunchKernel", 2);
+      launch("cudaMemcpyAsync", head ? 3 : 1);
+      if (head) launch("cudaGraphLaunch", 1);
+      if (!head) t.op(0, 0, at + 5000, 0, 0, DeviceOpKind::kernel, "fill");
+    }
+    return t.load();
+  };
+  TraceModel base = build("base.db", false), head = build("head.db", true);
+  TraceDiff d = diff_traces(base, analyze(base), head, analyze(head));
+  std::map<std::string, const DiffRow*> launches, ops;
+  for (const DiffRow& r : d.launches) launches[r.name] = &r;
+  for (const DiffRow& r : d.device_op_counts) ops[r.name] = &r;
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_EQ(launches["cudaGraphLaunch"]->change, "added");
+  EXPECT_DOUBLE_EQ(launches["cudaGraphLaunch"]->head, 1);
+  EXPECT_EQ(launches["cudaMemcpyAsync"]->change, "increased");
+  EXPECT_DOUBLE_EQ(launches["cudaMemcpyAsync"]->base, 1);
+  EXPECT_DOUBLE_EQ(launches["cudaMemcpyAsync"]->head, 3);
+  EXPECT_EQ(launches["cudaLaunchKernel"]->change, "unchanged");
+  EXPECT_EQ(launches["cudaLaunchKernel"]->unit, "count");
+  // The zero-duration kernel shows by its count, as time it would not.
+  ASSERT_EQ(ops.count("fill"), 1u);
+  EXPECT_EQ(ops["fill"]->change, "deleted");
+  EXPECT_DOUBLE_EQ(ops["fill"]->base, 1);
+  EXPECT_EQ(ops["gemm"]->change, "increased");  // 3 -> 6 a step
+  EXPECT_DOUBLE_EQ(ops["gemm"]->head, 6);
+  std::string json = diff_json(d, "base.db", "head.db");
+  EXPECT_NE(json.find("\"launches\""), std::string::npos);
+  EXPECT_NE(json.find("\"change\": \"added\""), std::string::npos);
 }
 
 TEST(Diff, FailOnSyntax) {

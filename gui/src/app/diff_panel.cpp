@@ -53,6 +53,7 @@ void section(ViewState& s, const char* title, const std::vector<prof::DiffRow>& 
     ImGui::TextColored(col, "%s%s", r.delta > 0 ? "+" : "", value_text(r, r.delta).c_str());
     ImGui::TableNextColumn();
     if (r.base != 0) ImGui::TextColored(col, "%+.1f%%%s", r.delta_fraction * 100, r.beyond_noise ? " *" : "");
+    else if (r.beyond_noise) ImGui::TextColored(col, "%s *", r.change.c_str());
   }
   ImGui::EndTable();
 }
@@ -72,7 +73,11 @@ void draw_diff_panel(ViewState& s) {
   ImGui::Spacing();
   section(s, "device operations by name (time per step)", d.device_ops, true);
   ImGui::Spacing();
+  section(s, "device operations by name (count per step)", d.device_op_counts, true);
+  ImGui::Spacing();
   section(s, "host spans by name (time per step)", d.host_spans, true);
+  ImGui::Spacing();
+  section(s, "launch calls by name (calls per step)", d.launches, true);
   ImGui::EndChild();
 }
 

@@ -23,7 +23,7 @@ double median_relative_error(const TraceMetrics& m) {
 }
 
 DiffRow plain_row(std::string name, std::string unit, double base, double head) {
-  DiffRow r{std::move(name), std::move(unit), base, head, head - base, 0, false};
+  DiffRow r{std::move(name), std::move(unit), base, head, head - base, 0, false, {}};
   r.delta_fraction = base != 0 ? r.delta / std::fabs(base) : 0;
   return r;
 }
@@ -34,17 +34,22 @@ void mark(DiffRow& r, bool timed, double noise) {
   if (!timed) r.beyond_noise = r.base == 0 ? r.head != 0 : std::fabs(r.delta_fraction) > 1e-6;
   else if (r.base == 0) r.beyond_noise = r.head != 0;
   else r.beyond_noise = std::fabs(r.delta_fraction) > noise;
+  if (r.base == 0 && r.head != 0) r.change = "added";
+  else if (r.head == 0 && r.base != 0) r.change = "deleted";
+  else if (!r.beyond_noise) r.change = "unchanged";
+  else r.change = r.delta > 0 ? "increased" : "decreased";
 }
 
-// Total duration per step of each name, over a trace.
+// Total duration (or, with `count`, the number of events) per step of
+// each name, over a trace.
 template <typename Tracks>
-std::map<std::string, double> per_name(const TraceModel& m, const Tracks& tracks, double steps) {
+std::map<std::string, double> per_name(const TraceModel& m, const Tracks& tracks, double steps, bool count = false) {
   // Sum by string id first: one array slot per id, no lookups per event.
   std::vector<double> by_id(m.strings.size(), 0.0);
   std::vector<bool> seen(m.strings.size(), false);
   for (const auto& t : tracks) {
     for (size_t i = 0; i < t.size(); ++i) {
-      by_id[t.name[i]] += double(t.dur[i]);
+      by_id[t.name[i]] += count ? 1.0 : double(t.dur[i]);
       seen[t.name[i]] = true;
     }
   }
@@ -56,14 +61,14 @@ std::map<std::string, double> per_name(const TraceModel& m, const Tracks& tracks
 }
 
 std::vector<DiffRow> name_rows(const std::map<std::string, double>& base, const std::map<std::string, double>& head,
-                               double noise) {
+                               double noise, bool counts = false) {
   std::vector<DiffRow> rows;
   std::map<std::string, std::pair<double, double>> both;
   for (const auto& [n, v] : base) both[n].first = v;
   for (const auto& [n, v] : head) both[n].second = v;
   for (const auto& [n, v] : both) {
-    DiffRow r = plain_row(n, "ns", v.first, v.second);
-    mark(r, true, noise);
+    DiffRow r = plain_row(n, counts ? "count" : "ns", v.first, v.second);
+    mark(r, !counts, noise);
     rows.push_back(r);
   }
   std::stable_sort(rows.begin(), rows.end(),
@@ -148,8 +153,12 @@ TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const Tra
   d.metrics = metric_rows(mb, mh, d.noise_fraction);
   d.device_ops = name_rows(per_name(base, base.device_ops, steps_or_1(mb)),
                            per_name(head, head.device_ops, steps_or_1(mh)), d.noise_fraction);
+  d.device_op_counts = name_rows(per_name(base, base.device_ops, steps_or_1(mb), true),
+                                 per_name(head, head.device_ops, steps_or_1(mh), true), d.noise_fraction, true);
   d.host_spans = name_rows(per_name(base, base.host_spans, steps_or_1(mb)),
                            per_name(head, head.host_spans, steps_or_1(mh)), d.noise_fraction);
+  d.launches = name_rows(per_name(base, base.launches, steps_or_1(mb), true),
+                         per_name(head, head.launches, steps_or_1(mh), true), d.noise_fraction, true);
   return d;
 }
 
@@ -231,7 +240,7 @@ std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, cons
   for (const DiffRow& r : rows) {
     if (shown++ == limit) break;
     cells.push_back({printable(r.name, kTextNameLimit), value_text(r, r.base), value_text(r, r.head),
-                     value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "*" : ""});
+                     value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "* " + r.change : ""});
   }
   std::vector<size_t> w(6, 0);
   std::vector<std::string> header = {"name", "base", "head", "delta", "delta %", ""};
@@ -262,7 +271,7 @@ std::string diff_table_markdown(const std::vector<DiffRow>& rows, size_t limit, 
     std::replace(name.begin(), name.end(), '`', '\'');
     std::replace(name.begin(), name.end(), '|', '/');
     out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", name, value_text(r, r.base), value_text(r, r.head),
-                       value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "**beyond noise**" : "");
+                       value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "**" + r.change + "**" : "");
   }
   return out;
 }
@@ -276,7 +285,8 @@ std::string diff_rows_json(const std::vector<DiffRow>& rows, uint64_t* replaced)
                  {"head", r.head},
                  {"delta", r.delta},
                  {"delta_fraction", r.delta_fraction},
-                 {"beyond_noise", r.beyond_noise}});
+                 {"beyond_noise", r.beyond_noise},
+                 {"change", r.change}});
   }
   return a.dump();
 }
@@ -288,10 +298,20 @@ std::vector<DiffTable> tables_of(const TraceDiff& d) {
            .markdown_title = "Device ops (time per step)",
            .rows = d.device_ops,
            .name = NameColumn::last},
+          {.key = "device_op_counts",
+           .title = "device ops: count per step, largest changes first",
+           .markdown_title = "Device ops (count per step)",
+           .rows = d.device_op_counts,
+           .name = NameColumn::last},
           {.key = "host_spans",
            .title = "host spans: time per step, largest changes first",
            .markdown_title = "Host spans (time per step)",
            .rows = d.host_spans,
+           .name = NameColumn::last},
+          {.key = "launches",
+           .title = "launch calls: calls per step, largest changes first",
+           .markdown_title = "Launch calls (calls per step)",
+           .rows = d.launches,
            .name = NameColumn::last}};
 }
 

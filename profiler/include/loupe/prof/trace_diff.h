@@ -1,6 +1,7 @@
-// Two runs side by side (`loupe diff BASE HEAD`): their metrics, and time by
-// device-op name and by host-span name, each as base, head and delta, with
-// the deltas beyond run-to-run noise marked.
+// Two runs side by side (`loupe diff BASE HEAD`): their metrics, time and
+// count by device-op name, time by host-span name and calls by launch
+// name, each as base, head and delta, with the deltas beyond run-to-run
+// noise marked and each row's change named as HTA's trace diff names it.
 #pragma once
 
 #include <span>
@@ -18,6 +19,9 @@ struct DiffRow {
   double delta = 0;           // head - base
   double delta_fraction = 0;  // delta / base (0 when base is 0)
   bool beyond_noise = false;
+  // "added" (only in head), "deleted" (only in base), "increased",
+  // "decreased" (beyond noise, or for counts any change) or "unchanged".
+  std::string change;
 };
 
 struct TraceDiff {
@@ -25,8 +29,10 @@ struct TraceDiff {
   // rows beyond it are marked. docs/analyses.md gives the formula.
   double noise_fraction = 0;
   std::vector<DiffRow> metrics;
-  std::vector<DiffRow> device_ops;  // total time per step, by name
-  std::vector<DiffRow> host_spans;  // total time per step, by name
+  std::vector<DiffRow> device_ops;        // total time per step, by name
+  std::vector<DiffRow> device_op_counts;  // ops per step, by name: zero-duration ops too
+  std::vector<DiffRow> host_spans;        // total time per step, by name
+  std::vector<DiffRow> launches;          // launch calls per step, by name (cudaLaunchKernel, cudaGraphLaunch, ...)
 };
 
 TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& base_report, const TraceModel& head,
