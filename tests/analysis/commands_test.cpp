@@ -192,6 +192,41 @@ TEST(Diff, AChangedKernelAndStepTime) {
   EXPECT_FALSE(fail_on_crossed(parse_fail_on("step_time:+1000"), d.metrics, nullptr));
 }
 
+// Back-to-back steps, each launching a kernel 20 ns after it starts,
+// waiting for it in cudaStreamSynchronize and ending 50 ns (plus a little
+// spread) after the wait returns: steps of 4,090 ns (median) with a 4 us
+// kernel on the critical path. Head's kernel takes 1 us longer, and so do
+// its steps (+1,000 / 4,090 = +24.4%): all of it in the path's kernels.
+TEST(Diff, TheVerdictNamesWhereOnTheCriticalPathTheStepTimeMoved) {
+  loupe::test::TempDir dir;
+  auto build = [&](const std::string& name, int64_t kernel_ns) {
+    loupe::test::TraceBuilder t(dir.file(name));
+    t.device(0);
+    int64_t at = 0;
+    for (int s = 0; s < 20; ++s) {
+      int64_t wait_end = at + 20 + kernel_ns + 10;
+      int64_t end = wait_end + 50 + (s % 3) * 10;
+      t.step(0, s, at, end - at);
+      t.launch(0, at, 10, uint64_t(s + 1));
+      t.op(0, 0, at + 20, kernel_ns, uint64_t(s + 1), DeviceOpKind::kernel, "matmul");
+      t.span(0, at + 10, wait_end - at - 10, "cudaStreamSynchronize", SpanKind::wait);
+      t.sync(0, at + 10, wait_end - at - 10, SyncKind::stream, 0);
+      at = end;
+    }
+    return t.load();
+  };
+  TraceModel base = build("base.db", 4000), head = build("head.db", 5000);
+  TraceDiff d = diff_traces(base, analyze(base), head, analyze(head));
+  ASSERT_FALSE(d.critical_path.empty());
+  EXPECT_EQ(d.critical_path[0].name, "kernels");
+  EXPECT_DOUBLE_EQ(d.critical_path[0].delta, 1000);
+  EXPECT_EQ(d.verdict, "step_time +1.000 us a step (+24.4%), +1.000 us of it on the critical path in kernels");
+  EXPECT_NE(diff_text(d, "base.db", "head.db", 10).find(d.verdict), std::string::npos);
+  EXPECT_NE(diff_json(d, "base.db", "head.db").find("\"verdict\""), std::string::npos);
+  // Against itself: no verdict.
+  EXPECT_EQ(diff_traces(base, analyze(base), base, analyze(base)).verdict, "");
+}
+
 // Counts by name, launches included, in HTA's trace diff's five kinds of
 // change. Per step (2 steps each): base launches cudaLaunchKernel twice and
 // cudaMemcpyAsync once, and runs a zero-duration kernel `fill`; head

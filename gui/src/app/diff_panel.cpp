@@ -68,6 +68,7 @@ void draw_diff_panel(ViewState& s) {
   const prof::TraceDiff& d = *s.diff;
   ImGui::Text("base %s, head %s; changes beyond noise (%s) are marked *; click a name to highlight it in both",
               s.paths[0].c_str(), s.paths[1].c_str(), prof::format_percent(d.noise_fraction).c_str());
+  if (!d.verdict.empty()) ImGui::TextUnformatted(d.verdict.c_str());
   ImGui::BeginChild("##diff");
   section(s, "metrics", d.metrics, false);
   ImGui::Spacing();
@@ -78,6 +79,8 @@ void draw_diff_panel(ViewState& s) {
   section(s, "host spans by name (time per step)", d.host_spans, true);
   ImGui::Spacing();
   section(s, "launch calls by name (calls per step)", d.launches, true);
+  ImGui::Spacing();
+  section(s, "critical path by what bounds it (time per step)", d.critical_path, false);
   ImGui::EndChild();
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -95,6 +96,48 @@ std::string percent_text(const DiffRow& r) {
   return fmt::format("{:+.1f}%", r.delta_fraction * 100);
 }
 
+// The path's time per step in each category: the mean over its steps, or
+// the whole path's when the trace has no steps.
+std::array<double, kPathCategories> path_per_step(const CriticalPath& p) {
+  std::array<double, kPathCategories> out{};
+  for (size_t c = 0; c < kPathCategories; ++c) {
+    if (p.steps.empty()) {
+      out[c] = double(p.whole.ns[c]);
+      continue;
+    }
+    for (const CriticalPath::Step& s : p.steps) out[c] += double(s.time.ns[c]);
+    out[c] /= double(p.steps.size());
+  }
+  return out;
+}
+
+std::vector<DiffRow> path_rows(const CriticalPath& base, const CriticalPath& head, double noise) {
+  std::array<double, kPathCategories> b = path_per_step(base), h = path_per_step(head);
+  std::vector<DiffRow> rows;
+  for (size_t c = 0; c < kPathCategories; ++c) {
+    if (b[c] == 0 && h[c] == 0) continue;
+    DiffRow r = plain_row(std::string(name_of(PathCategory(c))), "ns", b[c], h[c]);
+    mark(r, true, noise);
+    rows.push_back(r);
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const DiffRow& x, const DiffRow& y) { return std::fabs(x.delta) > std::fabs(y.delta); });
+  return rows;
+}
+
+// Where the step time's change lies on the critical path: the category
+// whose time per step moved most the same way.
+std::string verdict_of(const TraceDiff& d) {
+  auto step = std::find_if(d.metrics.begin(), d.metrics.end(), [](const DiffRow& r) { return r.name == "step_time"; });
+  if (step == d.metrics.end() || !step->beyond_noise || step->delta == 0) return "";
+  std::string out = fmt::format("step_time {} a step ({})", value_text(*step, step->delta, true), percent_text(*step));
+  for (const DiffRow& r : d.critical_path) {  // largest change first
+    if ((r.delta > 0) != (step->delta > 0) || r.delta == 0) continue;
+    return out + fmt::format(", {} of it on the critical path in {}", value_text(r, r.delta, true), r.name);
+  }
+  return out + ", none of it in one part of the critical path";
+}
+
 }  // namespace
 
 double diff_noise_fraction(const TraceMetrics& b, const TraceMetrics& h) {
@@ -159,6 +202,8 @@ TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const Tra
                            per_name(head, head.host_spans, steps_or_1(mh)), d.noise_fraction);
   d.launches = name_rows(per_name(base, base.launches, steps_or_1(mb), true),
                          per_name(head, head.launches, steps_or_1(mh), true), d.noise_fraction, true);
+  d.critical_path = path_rows(b.critical_path, h.critical_path, d.noise_fraction);
+  d.verdict = verdict_of(d);
   return d;
 }
 
@@ -312,7 +357,11 @@ std::vector<DiffTable> tables_of(const TraceDiff& d) {
            .title = "launch calls: calls per step, largest changes first",
            .markdown_title = "Launch calls (calls per step)",
            .rows = d.launches,
-           .name = NameColumn::last}};
+           .name = NameColumn::last},
+          {.key = "critical_path",
+           .title = "critical path: time per step by what bounds it",
+           .markdown_title = "Critical path (time per step, by what bounds it)",
+           .rows = d.critical_path}};
 }
 
 }  // namespace
@@ -352,6 +401,7 @@ std::string diff_text(const TraceDiff& d, const std::string& base, const std::st
       "loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
       "'*' marks changes beyond it\n",
       printable(base), printable(head), d.noise_fraction * 100);
+  if (!d.verdict.empty()) heading += d.verdict + "\n";
   return diff_tables_text(heading, d.metrics, tables_of(d), limit);
 }
 
@@ -359,11 +409,15 @@ std::string diff_markdown(const TraceDiff& d, const std::string& base, const std
   std::string heading =
       fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
                   printable(base), printable(head), d.noise_fraction * 100);
+  if (!d.verdict.empty()) heading += "\n**" + d.verdict + "**\n";
   return diff_tables_markdown(heading, d.metrics, tables_of(d), limit);
 }
 
 std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
-  return diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d));
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d)));
+  doc["verdict"] = d.verdict;  // names only what the report says: valid UTF-8
+  return doc.dump(2) + "\n";
 }
 
 }  // namespace loupe::prof
