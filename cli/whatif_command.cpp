@@ -95,9 +95,10 @@ std::string percent_of(int64_t part, int64_t whole) {
 std::string text_of(const prof::Prediction& p, bool changed) {
   std::string out;
   if (!changed) out += "no change asked for: the replay of the run as recorded\n";
-  out +=
-      fmt::format("changed: {} waits, {} transfers removed, {} compiles dropped, {} ops scaled, {} host gaps removed\n",
-                  p.waits_changed, p.transfers_removed, p.compiles_dropped, p.ops_scaled, p.host_gaps_removed);
+  out += fmt::format(
+      "changed: {} waits, {} transfers removed, {} compiles dropped, {} ops scaled, {} stretches of host time "
+      "removed\n",
+      p.waits_changed, p.transfers_removed, p.compiles_dropped, p.ops_scaled, p.host_stretches_removed);
   if (!p.steps.empty()) {
     out += fmt::format("step (mean of {} after {} warm-up): {} -> {}, {} {} a step ({})\n",
                        p.steps.size() - p.warmup_steps, p.warmup_steps, prof::format_duration(p.mean_measured_ns),
@@ -128,7 +129,7 @@ std::string json_of(const prof::Prediction& p) {
                   {"transfers_removed", p.transfers_removed},
                   {"compiles_dropped", p.compiles_dropped},
                   {"ops_scaled", p.ops_scaled},
-                  {"host_gaps_removed", p.host_gaps_removed}};
+                  {"host_stretches_removed", p.host_stretches_removed}};
   j["steps"] = nlohmann::ordered_json::array();
   for (const prof::StepPrediction& s : p.steps) {
     j["steps"].push_back({{"number", s.number}, {"measured_ns", s.measured_ns}, {"predicted_ns", s.predicted_ns}});

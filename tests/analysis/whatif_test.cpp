@@ -201,7 +201,7 @@ TEST_F(WhatIfOf, WithoutHostGapsTheDeviceSetsThePace) {
   WhatIf change;
   change.remove_host_gaps = true;
   Prediction p = what_if(t.load(), change);
-  EXPECT_EQ(p.host_gaps_removed, 2u);
+  EXPECT_EQ(p.host_stretches_removed, 2u);
   ASSERT_EQ(p.steps.size(), 1u);
   EXPECT_EQ(p.steps[0].predicted_ns, 80);
 }

@@ -298,19 +298,6 @@ const StepRange* Context::step_at(uint32_t thread_id, int64_t t) const {
 const EventRef* Context::launch_of(uint64_t correlation) const { return launch_by_correlation_.find(correlation); }
 const EventRef* Context::op_of(uint64_t correlation) const { return op_by_correlation_.find(correlation); }
 
-void Context::for_each_step_launch(const StepRange& s, const std::function<void(const Launches&, size_t)>& f) const {
-  const Thread* own = model.thread(s.thread);
-  for (const ThreadActivity& t : threads) {
-    if (t.launches == nullptr) continue;
-    if (t.thread != s.thread) {
-      const Thread* other = model.thread(t.thread);
-      if (own == nullptr || other == nullptr || other->process != own->process) continue;
-    }
-    const Launches& l = *t.launches;
-    for (size_t i = lower_bound_time(l.start, s.start); i < l.size() && l.start[i] < s.end; ++i) f(l, i);
-  }
-}
-
 bool is_eager_op(SpanKind kind, std::string_view name) {
   return kind == SpanKind::runtime && name.starts_with("eager ");
 }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,7 +119,20 @@ class Context {
   // Calls f(launches, i) for each launch of a step: those that started in
   // its range on any thread of its process (PyTorch launches the backward
   // pass from its autograd thread, not from the thread that marks the step).
-  void for_each_step_launch(const StepRange& s, const std::function<void(const Launches&, size_t)>& f) const;
+  // A template, not a std::function: it runs once per launch of every step.
+  template <typename F>
+  void for_each_step_launch(const StepRange& s, F&& f) const {
+    const Thread* own = model.thread(s.thread);
+    for (const ThreadActivity& t : threads) {
+      if (t.launches == nullptr) continue;
+      if (t.thread != s.thread) {
+        const Thread* other = model.thread(t.thread);
+        if (own == nullptr || other == nullptr || other->process != own->process) continue;
+      }
+      const Launches& l = *t.launches;
+      for (size_t i = lower_bound_time(l.start, s.start); i < l.size() && l.start[i] < s.end; ++i) f(l, i);
+    }
+  }
 
   // "file:line" of a call site, or "" for none.
   std::string callsite_text(uint32_t id) const;

@@ -16,10 +16,7 @@ void predict_fixes(const DependencyGraph& graph, std::vector<Finding>& findings)
     if (f.fix.empty()) continue;
     if (!predictor) predictor.emplace(graph);
     Prediction p = predictor->predict(f.fix);
-    if (p.waits_changed + p.transfers_removed + p.compiles_dropped + p.ops_scaled + p.host_gaps_removed == 0 &&
-        f.fix.remove_host_within.empty()) {
-      continue;
-    }
+    if (p.changed() == 0) continue;
     bool per_step = !p.steps.empty();
     int64_t base = per_step ? p.mean_measured_ns : p.measured_ns;
     f.predicted = true;

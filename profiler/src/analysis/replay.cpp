@@ -146,7 +146,7 @@ void Replay::replay_op(uint32_t stream, uint32_t index) {
   if (replayed == kNever) replayed = start;  // what it waited for was not replayed before it: as recorded
   end_[stream][index] = replayed + duration(stream, index, replayed);
   done_[stream] = index + 1;
-  last_end_ = std::max(last_end_, end_[stream][index]);
+  last_op_end_ = std::max(last_op_end_, end_[stream][index]);
 }
 
 // The wait ends once what it waited for has, plus the time it took to
@@ -177,7 +177,6 @@ void Replay::replay_wait(uint32_t thread, uint32_t index) {
   if (!s.wait_ends.empty() && s.wait_ends.back() > w.start) end = std::max(end, host_time(thread, s.wait_ends.back()));
   s.wait_ends.push_back(w.end);
   s.offsets.push_back(end - w.end + cut_before(thread, w.end));
-  last_end_ = std::max(last_end_, end);
 }
 
 // Ops by start (event wait ops by end) and host waits by end, merged in

@@ -53,8 +53,8 @@ class Replay {
   // The replayed time of measured time t on a host thread.
   int64_t host_time(uint32_t thread, int64_t t) const;
   int64_t op_end(OpRef op) const { return end_[op.stream][op.index]; }
-  // The last replayed end of any op or host event.
-  int64_t last_end() const { return last_end_; }
+  // The last replayed end of any op; INT64_MIN without ops.
+  int64_t last_op_end() const { return last_op_end_; }
 
  private:
   struct ThreadState {
@@ -77,7 +77,7 @@ class Replay {
   std::vector<std::vector<int64_t>> end_;  // per stream, per op: replayed end
   std::vector<uint32_t> done_;             // per stream: ops replayed
   std::vector<ThreadState> threads_;
-  int64_t last_end_ = 0;
+  int64_t last_op_end_ = INT64_MIN;
 };
 
 }  // namespace loupe::prof::analysis

@@ -381,7 +381,8 @@ std::string diff_tables_markdown(const std::string& heading, const std::vector<D
 }
 
 std::string diff_tables_json(const std::string& base, const std::string& head, double noise_fraction,
-                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables) {
+                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables,
+                             const std::string& verdict) {
   using nlohmann::json;
   // JSON must be valid UTF-8; names from the traces may not be.
   uint64_t replaced = 0;
@@ -392,6 +393,7 @@ std::string diff_tables_json(const std::string& base, const std::string& head, d
               {"noise_fraction", noise_fraction},
               {"metrics", rows(metrics)}};
   for (const DiffTable& t : tables) doc[t.key] = rows(t.rows);
+  if (!verdict.empty()) doc["verdict"] = verdict;  // the report's own words and figures: valid UTF-8
   if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
   return doc.dump(2) + "\n";
 }
@@ -414,10 +416,7 @@ std::string diff_markdown(const TraceDiff& d, const std::string& base, const std
 }
 
 std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
-  nlohmann::ordered_json doc =
-      nlohmann::ordered_json::parse(diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d)));
-  doc["verdict"] = d.verdict;  // names only what the report says: valid UTF-8
-  return doc.dump(2) + "\n";
+  return diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d), d.verdict);
 }
 
 }  // namespace loupe::prof

@@ -122,6 +122,27 @@ SiteRanges ranges_at(const DependencyGraph& g, SiteMatcher& match) {
   return out;
 }
 
+// Each thread's recorded extent: its first event's start to its last
+// event's end ({INT64_MAX, INT64_MIN} for a thread with none).
+std::vector<Interval> thread_extents(const TraceModel& m, size_t threads) {
+  std::vector<Interval> out(threads, {INT64_MAX, INT64_MIN});
+  auto scan = [&](const auto& tracks) {
+    for (const auto& t : tracks) {
+      if (t.thread >= threads) continue;
+      for (size_t i = 0; i < t.size(); ++i) {
+        out[t.thread] = {std::min(out[t.thread].start, t.start[i]), std::max(out[t.thread].end, t.end(i))};
+      }
+    }
+  };
+  scan(m.host_spans);
+  scan(m.launches);
+  scan(m.transfers);
+  scan(m.syncs);
+  scan(m.compiles);
+  scan(m.steps);
+  return out;
+}
+
 bool inside(const std::vector<IntervalSet>& sets, uint32_t thread, int64_t t) {
   return thread < sets.size() && sets[thread].covered(t, t + 1) > 0;
 }
@@ -159,6 +180,7 @@ class ChangeBuilder {
     for (size_t t = 0; t < threads; ++t) {
       for (const Interval& part : host_within[t].intervals()) cuts_[t].push_back(part);
     }
+    p_.host_stretches_removed += w_.remove_host_within.size();
     for (size_t t = 0; t < threads; ++t) c_.host_cuts[t] = IntervalSet(std::move(cuts_[t]));
     return std::move(c_);
   }
@@ -267,28 +289,23 @@ class ChangeBuilder {
   void remove_host_gaps() {
     const TraceModel& m = g_.ctx.model;
     std::vector<std::vector<Interval>> calls(g_.waits.size());
-    std::vector<Interval> extent(g_.waits.size(), {INT64_MAX, INT64_MIN});
-    auto add = [&](const auto& tracks, bool is_call) {
+    auto add = [&](const auto& tracks) {
       for (const auto& t : tracks) {
         if (t.thread >= calls.size()) continue;
-        for (size_t i = 0; i < t.size(); ++i) {
-          extent[t.thread] = {std::min(extent[t.thread].start, t.start[i]), std::max(extent[t.thread].end, t.end(i))};
-          if (is_call) calls[t.thread].push_back({t.start[i], t.end(i)});
-        }
+        for (size_t i = 0; i < t.size(); ++i) calls[t.thread].push_back({t.start[i], t.end(i)});
       }
     };
-    add(m.launches, true);
-    add(m.transfers, true);
-    add(m.syncs, true);
-    add(m.compiles, true);
-    add(m.host_spans, false);
-    add(m.steps, false);
+    add(m.launches);
+    add(m.transfers);
+    add(m.syncs);
+    add(m.compiles);
+    std::vector<Interval> extents = thread_extents(m, g_.waits.size());
     for (uint32_t t = 0; t < g_.waits.size(); ++t) {
       for (const HostWait& w : g_.waits[t]) calls[t].push_back({w.start, w.end});
-      if (extent[t].start >= extent[t].end) continue;
-      for (const Interval& gap : IntervalSet(std::move(calls[t])).gaps(extent[t].start, extent[t].end, 1)) {
+      if (extents[t].start >= extents[t].end) continue;
+      for (const Interval& gap : IntervalSet(std::move(calls[t])).gaps(extents[t].start, extents[t].end, 1)) {
         cuts_[t].push_back(gap);
-        ++p_.host_gaps_removed;
+        ++p_.host_stretches_removed;
       }
     }
   }
@@ -299,24 +316,6 @@ class ChangeBuilder {
   ReplayChanges c_;
   std::vector<std::vector<Interval>> cuts_;
 };
-
-// The end of each thread's last event.
-std::vector<int64_t> thread_ends(const TraceModel& m, size_t threads) {
-  std::vector<int64_t> out(threads, INT64_MIN);
-  auto scan = [&](const auto& tracks) {
-    for (const auto& t : tracks) {
-      if (t.thread >= threads) continue;
-      for (size_t i = 0; i < t.size(); ++i) out[t.thread] = std::max(out[t.thread], t.end(i));
-    }
-  };
-  scan(m.host_spans);
-  scan(m.launches);
-  scan(m.transfers);
-  scan(m.syncs);
-  scan(m.compiles);
-  scan(m.steps);
-  return out;
-}
 
 // Per step, the last op it launched on each stream (event waits left
 // out): a stream's ops end in order, so that op ends the step's work there.
@@ -362,8 +361,14 @@ std::vector<int64_t> Predictor::step_times(HostTime host, OpEnd op_end) const {
 }
 
 Predictor::Predictor(const DependencyGraph& graph)
-    : graph_(graph), basis_(graph), step_ops_(last_ops_of_steps(graph.ctx)) {
+    : graph_(graph),
+      basis_(graph),
+      step_ops_(last_ops_of_steps(graph.ctx)),
+      extents_(thread_extents(graph.ctx.model, graph.waits.size())) {
   measured_ = step_times([](uint32_t, int64_t t) { return t; }, [&](OpRef op) { return graph.end(op); });
+  for (const StreamOps& s : graph.streams) {
+    if (!s.end_max.empty()) measured_last_op_end_ = std::max(measured_last_op_end_, s.end_max.back());
+  }
 }
 
 Prediction Predictor::predict(const WhatIf& change) const {
@@ -391,13 +396,22 @@ void Predictor::read_times(const Replay& replay, Prediction& p) const {
     p.mean_predicted_ns = std::accumulate(predicted.begin() + std::ptrdiff_t(warm), predicted.end(), int64_t{0}) / n;
     p.warmup_steps = warm;
   }
-  int64_t last = replay.last_end();
-  std::vector<int64_t> ends = thread_ends(ctx.model, graph_.waits.size());
-  for (uint32_t t = 0; t < ends.size(); ++t) {
-    if (ends[t] != INT64_MIN) last = std::max(last, replay.host_time(t, ends[t]));
+  int64_t measured_end = run_end([](uint32_t, int64_t t) { return t; }, measured_last_op_end_);
+  int64_t predicted_end =
+      run_end([&](uint32_t thread, int64_t t) { return replay.host_time(thread, t); }, replay.last_op_end());
+  p.measured_ns = std::max<int64_t>(0, measured_end - ctx.model.start_ns);
+  p.predicted_ns = std::max<int64_t>(0, predicted_end - ctx.model.start_ns);
+}
+
+// Where the run ends on a clock: the last op's end or the last host
+// event's, whichever is later; the trace's start when it has neither.
+template <typename HostTime>
+int64_t Predictor::run_end(HostTime host, int64_t last_op_end) const {
+  int64_t last = last_op_end;
+  for (uint32_t t = 0; t < extents_.size(); ++t) {
+    if (extents_[t].start <= extents_[t].end) last = std::max(last, host(t, extents_[t].end));
   }
-  p.measured_ns = ctx.model.end_ns - ctx.model.start_ns;
-  p.predicted_ns = std::max<int64_t>(0, last - ctx.model.start_ns);
+  return last == INT64_MIN ? graph_.ctx.model.start_ns : last;
 }
 
 }  // namespace analysis

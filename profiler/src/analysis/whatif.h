@@ -22,11 +22,15 @@ class Predictor {
   template <typename HostTime, typename OpEnd>
   std::vector<int64_t> step_times(HostTime host, OpEnd op_end) const;
   void read_times(const Replay& replay, Prediction& p) const;
+  template <typename HostTime>
+  int64_t run_end(HostTime host, int64_t last_op_end) const;
 
   const DependencyGraph& graph_;
   ReplayBasis basis_;
   std::vector<std::vector<OpRef>> step_ops_;  // per step of the Context: the last op it launched on each stream
   std::vector<int64_t> measured_;             // per step: its recorded time
+  std::vector<Interval> extents_;             // per thread: its first event's start to its last event's end
+  int64_t measured_last_op_end_ = INT64_MIN;
 };
 
 }  // namespace loupe::prof::analysis

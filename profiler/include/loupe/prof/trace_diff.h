@@ -91,8 +91,10 @@ std::string diff_tables_text(const std::string& heading, const std::vector<DiffR
                              std::span<const DiffTable> tables, size_t limit);
 std::string diff_tables_markdown(const std::string& heading, const std::vector<DiffRow>& metrics,
                                  std::span<const DiffTable> tables, size_t limit);
+// `verdict`: TraceDiff::verdict, left out of the document when empty.
 std::string diff_tables_json(const std::string& base, const std::string& head, double noise_fraction,
-                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables);
+                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables,
+                             const std::string& verdict = "");
 
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);
 std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);

@@ -73,7 +73,8 @@ struct StepPrediction {
 };
 
 struct Prediction {
-  // From the first event to the last, as recorded and replayed.
+  // From the trace's first event to the last end of an op or a host
+  // event, as recorded and replayed.
   int64_t measured_ns = 0, predicted_ns = 0;
   std::vector<StepPrediction> steps;
   // Over the steps after the first `warmup_steps` (AnalysisOptions; 0
@@ -87,8 +88,11 @@ struct Prediction {
   int64_t saved_per_step_ns() const { return mean_measured_ns - mean_predicted_ns; }
   // Events the change touched: waits removed or made asynchronous,
   // transfers removed, compiles dropped, device ops scaled, stretches of
-  // host time removed.
-  uint64_t waits_changed = 0, transfers_removed = 0, compiles_dropped = 0, ops_scaled = 0, host_gaps_removed = 0;
+  // host time removed (the host's gaps, or the ranges a finding names).
+  uint64_t waits_changed = 0, transfers_removed = 0, compiles_dropped = 0, ops_scaled = 0, host_stretches_removed = 0;
+  uint64_t changed() const {
+    return waits_changed + transfers_removed + compiles_dropped + ops_scaled + host_stretches_removed;
+  }
   // The evidence the replay lacked (as CriticalPath::missing), and sites
   // the change names that match nothing.
   std::vector<std::string> missing;
