@@ -13,7 +13,12 @@
 //   fixed:   the running sum stays on the device (the jitted step adds the
 //            loss to it) and is read every --log-every steps.
 //
+// --batch sets the rows a step trains on: runs with a few percent more rows
+// than others are a planted slowdown, with which `loupe diff`'s tests
+// check that it tells a small slowdown from noise.
+//
 //   host_sync --variant mistake|fixed [--steps N] [--size ci|full] [--out trace.db] [--log-every N] [--hidden N]
+//             [--batch N]
 #include <cstdio>
 #include <random>
 
@@ -27,11 +32,13 @@ using loupe::samples::TrainState;
 using rt::Array;
 
 int main(int argc, char** argv) {
-  loupe::samples::SampleArgs args(argc, argv, "host_sync", {{"--log-every", "20"}, {"--hidden", "64"}});
+  loupe::samples::SampleArgs args(argc, argv, "host_sync",
+                                  {{"--log-every", "20"}, {"--hidden", "64"}, {"--batch", "32"}});
   loupe::samples::Recording recording(args, "host_sync");
   const int steps = args.steps(args.ci() ? 40 : 300);
   const int log_every = int(args.number("--log-every"));
-  const int64_t batch = 32, features = 64, hidden = args.number("--hidden"), classes = 10, batches = 8;
+  const int64_t batch = args.number("--batch"), features = 64, hidden = args.number("--hidden"), classes = 10;
+  const int64_t batches = 8;
 
   // A small synthetic dataset, uploaded once: the device keeps it.
   std::mt19937 gen(1);

@@ -288,6 +288,38 @@ TEST_F(Commands, DiffPrintsATableAndFailsOnThresholds) {
   EXPECT_EQ(lines(bad.err), 1) << bad.err;
 }
 
+// Several runs a side: step times and times by name tested, the JSON
+// saying how many runs and which test; a step asked for by number; usage
+// mistakes named on one line, exit 2.
+TEST_F(Commands, DiffOfSeveralRunsAndOfOneStep) {
+  std::string a1 = dir.file("a1.db"), a2 = dir.file("a2.db"), b1 = dir.file("b1.db"), b2 = dir.file("b2.db");
+  for (const auto& [path, seed] : {std::pair{a1, "1"}, {a2, "2"}, {b1, "3"}, {b2, "4"}}) {
+    ASSERT_EQ(loupe({"synth", "-o", path, "--events", "20000", "--seed", seed, "-q"}).exit_code, 0);
+  }
+  auto runs = loupe({"diff", "--base", a1, a2, "--head", b1, b2, "--format", "json"});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  auto doc = nlohmann::json::parse(runs.out);
+  EXPECT_EQ(doc["runs"]["base"], 2);
+  EXPECT_EQ(doc["test"]["significance"], 0.05);
+  EXPECT_TRUE(doc["metrics"][0]["p_value"].is_number()) << doc["metrics"][0];  // step_time
+  auto text = loupe({"diff", "--base", a1, a2, "--test", b1, b2});
+  EXPECT_NE(text.out.find("2 runs against 2"), std::string::npos) << text.out;
+  auto step = loupe({"diff", a1, b1, "--step", "1", "--format", "json"});
+  ASSERT_EQ(step.exit_code, 0) << step.err;
+  EXPECT_EQ(nlohmann::json::parse(step.out)["step"], 1);
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"diff", a1, b1, "--base", a2, "--head", b2},
+                                             {"diff", "--base", a1, a2},
+                                             {"diff", a1},
+                                             {"diff", a1, b1, "--step", "100000"},
+                                             {"diff", "--base", a1, "--head", b1, "--significance", "2"}}) {
+    auto r = loupe(bad);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  }
+  EXPECT_NE(loupe({"diff", a1, b1, "--step", "100000"}).err.find("has no step 100000"), std::string::npos);
+}
+
 TEST_F(Commands, ExportChromeJson) {
   std::string path = recorded(), out = dir.file("t.json");
   auto r = loupe({"export", path, "--chrome", out});

@@ -68,8 +68,7 @@ struct NestedSums {
   double runs = 0, between_runs = 0, within_runs = 0;
 };
 
-NestedSums nested_sums(std::span<const std::vector<double>> base_runs,
-                       std::span<const std::vector<double>> head_runs) {
+NestedSums nested_sums(std::span<const std::vector<double>> base_runs, std::span<const std::vector<double>> head_runs) {
   std::vector<double> all;
   for (auto side : {base_runs, head_runs}) {
     for (const std::vector<double>& run : side) all.insert(all.end(), run.begin(), run.end());

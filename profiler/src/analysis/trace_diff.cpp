@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
-#include <nlohmann/json.hpp>
+#include <set>
 
-#include "loupe/prof/report_format.h"
-#include "loupe/prof/safe_text.h"
-#include "loupe/prof/units.h"
+#include "diff_series.h"
+#include "diff_text.h"
+#include "loupe/prof/rank_test.h"
 
 namespace loupe::prof {
 
@@ -23,10 +22,41 @@ double median_relative_error(const TraceMetrics& m) {
   return 1.2533 * 1.4826 * m.step_time_mad / m.step_time / std::sqrt(double(m.steps));
 }
 
+// The relative change that the spread of a value over runs explains: the
+// standard errors of the two sides' means, relative, combined (a side of
+// one run adds nothing: its spread is unknown).
+double run_spread_noise(const std::vector<double>& base, const std::vector<double>& head) {
+  auto relative_error = [](const std::vector<double>& v) {
+    if (v.size() < 2) return 0.0;
+    double mean = 0, square = 0;
+    for (double x : v) mean += x / double(v.size());
+    if (mean == 0) return 0.0;
+    for (double x : v) square += (x - mean) * (x - mean);
+    return std::sqrt(square / double(v.size() - 1) / double(v.size())) / std::fabs(mean);
+  };
+  double eb = relative_error(base), eh = relative_error(head);
+  return std::max(2.0 * std::sqrt(eb * eb + eh * eh), 0.001);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 DiffRow plain_row(std::string name, std::string unit, double base, double head) {
-  DiffRow r{std::move(name), std::move(unit), base, head, head - base, 0, false, {}};
+  DiffRow r{std::move(name), std::move(unit), base, head, head - base, 0, false, -1, {}};
   r.delta_fraction = base != 0 ? r.delta / std::fabs(base) : 0;
   return r;
+}
+
+// The row's change in HTA's words, once beyond_noise is set.
+void name_change(DiffRow& r) {
+  if (r.base == 0 && r.head != 0) r.change = "added";
+  else if (r.head == 0 && r.base != 0) r.change = "deleted";
+  else if (!r.beyond_noise) r.change = "unchanged";
+  else r.change = r.delta > 0 ? "increased" : "decreased";
 }
 
 // Counts and bytes are exact: any change is real (beyond rounding of
@@ -35,65 +65,98 @@ void mark(DiffRow& r, bool timed, double noise) {
   if (!timed) r.beyond_noise = r.base == 0 ? r.head != 0 : std::fabs(r.delta_fraction) > 1e-6;
   else if (r.base == 0) r.beyond_noise = r.head != 0;
   else r.beyond_noise = std::fabs(r.delta_fraction) > noise;
-  if (r.base == 0 && r.head != 0) r.change = "added";
-  else if (r.head == 0 && r.base != 0) r.change = "deleted";
-  else if (!r.beyond_noise) r.change = "unchanged";
-  else r.change = r.delta > 0 ? "increased" : "decreased";
+  name_change(r);
 }
 
-// Total duration (or, with `count`, the number of events) per step of
-// each name, over a trace.
-template <typename Tracks>
-std::map<std::string, double> per_name(const TraceModel& m, const Tracks& tracks, double steps, bool count = false) {
-  // Sum by string id first: one array slot per id, no lookups per event.
-  std::vector<double> by_id(m.strings.size(), 0.0);
-  std::vector<bool> seen(m.strings.size(), false);
-  for (const auto& t : tracks) {
-    for (size_t i = 0; i < t.size(); ++i) {
-      by_id[t.name[i]] += count ? 1.0 : double(t.dur[i]);
-      seen[t.name[i]] = true;
+// A tested row: beyond noise when the rank test finds the change significant.
+void mark_tested(DiffRow& r, const RankTest& test, double significance) {
+  r.p_value = test.p_value;
+  r.beyond_noise = test.tested && test.p_value < significance;
+  name_change(r);
+}
+
+// The runs of one side: each run's per-step values and the step index its
+// tables by name compare (-1: the median step).
+struct Side {
+  std::span<const DiffRun> runs;
+  std::vector<RunSeries> series;
+  std::vector<int64_t> index;
+};
+
+Side side_of(std::span<const DiffRun> runs, int64_t step, const char* which) {
+  if (runs.empty()) throw std::invalid_argument(fmt::format("loupe diff: no {} run to compare", which));
+  Side s{runs, {}, {}};
+  for (const DiffRun& run : runs) {
+    s.series.push_back(run_series(run.model, run.report));
+    const std::vector<int64_t>& numbers = s.series.back().step_numbers;
+    if (step < 0) {
+      s.index.push_back(-1);
+      continue;
     }
+    auto it = std::find(numbers.begin(), numbers.end(), step);
+    if (it == numbers.end() || run.report.steps.steps.empty()) {
+      throw std::invalid_argument(run.report.steps.steps.empty()
+                                      ? fmt::format("--step {}: {} has no steps", step, run.name)
+                                      : fmt::format("--step {}: {} has no step {} (its steps: {} to {})", step,
+                                                    run.name, step, numbers.front(), numbers.back()));
+    }
+    s.index.push_back(it - numbers.begin());
   }
-  std::map<std::string, double> out;
-  for (size_t id = 0; id < by_id.size(); ++id) {
-    if (seen[id]) out[m.strings[id]] += by_id[id] / std::max(steps, 1.0);
+  return s;
+}
+
+// A name's value in each run of a side: its median step's, or the step's asked for.
+std::vector<double> run_values(const Side& s, ByName RunSeries::*table, const std::string& name) {
+  std::vector<double> out;
+  for (size_t i = 0; i < s.series.size(); ++i) {
+    const ByName& by = s.series[i].*table;
+    auto it = by.find(name);
+    out.push_back(it == by.end() ? 0.0 : step_value(it->second, s.series[i].steps(), s.index[i]));
   }
   return out;
 }
 
-std::vector<DiffRow> name_rows(const std::map<std::string, double>& base, const std::map<std::string, double>& head,
-                               double noise, bool counts = false) {
-  std::vector<DiffRow> rows;
-  std::map<std::string, std::pair<double, double>> both;
-  for (const auto& [n, v] : base) both[n].first = v;
-  for (const auto& [n, v] : head) both[n].second = v;
-  for (const auto& [n, v] : both) {
-    DiffRow r = plain_row(n, counts ? "count" : "ns", v.first, v.second);
-    mark(r, !counts, noise);
-    rows.push_back(r);
+// A name's values per step in each run of a side (the one step asked for
+// alone), for the rank test.
+std::vector<std::vector<double>> run_steps(const Side& s, ByName RunSeries::*table, const std::string& name) {
+  std::vector<std::vector<double>> out;
+  for (size_t i = 0; i < s.series.size(); ++i) {
+    const ByName& by = s.series[i].*table;
+    auto it = by.find(name);
+    std::vector<double> all =
+        it == by.end() ? std::vector<double>(s.series[i].steps(), 0.0) : dense_values(it->second, s.series[i].steps());
+    out.push_back(s.index[i] < 0 ? all : std::vector<double>{all[size_t(s.index[i])]});
   }
+  return out;
+}
+
+bool tested(const TraceDiff& d) { return d.significance > 0; }
+
+void sort_by_change(std::vector<DiffRow>& rows) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const DiffRow& a, const DiffRow& b) { return std::fabs(a.delta) > std::fabs(b.delta); });
+}
+
+// A table by name: each side's median over its runs, marked; times tested
+// with several runs a side.
+std::vector<DiffRow> name_rows(const TraceDiff& d, const Side& b, const Side& h, ByName RunSeries::*table,
+                               bool counts) {
+  std::set<std::string> names;
+  for (const Side* s : {&b, &h}) {
+    for (const RunSeries& r : s->series) {
+      for (const auto& entry : r.*table) names.insert(entry.first);
+    }
+  }
+  std::vector<DiffRow> rows;
+  for (const std::string& n : names) {
+    std::vector<double> vb = run_values(b, table, n), vh = run_values(h, table, n);
+    DiffRow r = plain_row(n, counts ? "count" : "ns", median(vb), median(vh));
+    if (counts || !tested(d)) mark(r, !counts, d.noise_fraction);
+    else mark_tested(r, nested_rank_test(run_steps(b, table, n), run_steps(h, table, n)), d.significance);
+    rows.push_back(std::move(r));
+  }
+  sort_by_change(rows);
   return rows;
-}
-
-std::string value_text(const DiffRow& r, double v, bool signed_) {
-  std::string sign = signed_ && v > 0 ? "+" : "";
-  if (r.unit == "ns") return sign + format_duration(int64_t(std::llround(v)));
-  if (r.unit == "bytes") return sign + format_bytes(int64_t(std::llround(v)));
-  if (r.unit == "fraction") return fmt::format("{}{:.2f} pts", sign, v * 100);
-  if (v == std::floor(v) && std::fabs(v) < 9e15) return (v < 0 ? "-" : sign) + format_count(uint64_t(std::fabs(v)));
-  return fmt::format("{}{:.3f}", sign, v);
-}
-
-std::string value_text(const DiffRow& r, double v) {
-  if (r.unit == "fraction") return format_percent(v);
-  return value_text(r, v, false);
-}
-
-std::string percent_text(const DiffRow& r) {
-  if (r.base == 0) return r.head == 0 ? "0%" : "new";
-  return fmt::format("{:+.1f}%", r.delta_fraction * 100);
 }
 
 // The path's time per step in each category: the mean over its steps, or
@@ -111,17 +174,46 @@ std::array<double, kPathCategories> path_per_step(const CriticalPath& p) {
   return out;
 }
 
-std::vector<DiffRow> path_rows(const CriticalPath& base, const CriticalPath& head, double noise) {
-  std::array<double, kPathCategories> b = path_per_step(base), h = path_per_step(head);
+std::vector<DiffRow> path_rows(const TraceDiff& d, const Side& base, const Side& head) {
+  auto values = [](const Side& s, size_t c) {
+    std::vector<double> v;
+    for (const DiffRun& run : s.runs) v.push_back(path_per_step(run.report.critical_path)[c]);
+    return v;
+  };
   std::vector<DiffRow> rows;
   for (size_t c = 0; c < kPathCategories; ++c) {
-    if (b[c] == 0 && h[c] == 0) continue;
-    DiffRow r = plain_row(std::string(name_of(PathCategory(c))), "ns", b[c], h[c]);
-    mark(r, true, noise);
+    std::vector<double> b = values(base, c), h = values(head, c);
+    DiffRow r = plain_row(std::string(name_of(PathCategory(c))), "ns", median(b), median(h));
+    if (r.base == 0 && r.head == 0) continue;
+    mark(r, true, tested(d) ? run_spread_noise(b, h) : d.noise_fraction);
     rows.push_back(r);
   }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const DiffRow& x, const DiffRow& y) { return std::fabs(x.delta) > std::fabs(y.delta); });
+  sort_by_change(rows);
+  return rows;
+}
+
+// The metrics: each side's median over its runs. With several runs a side
+// the step time is tested on its steps and other times are judged by their
+// spread over runs.
+std::vector<DiffRow> run_metric_rows(const TraceDiff& d, const Side& base, const Side& head) {
+  std::vector<DiffRow> rows;
+  for (const MetricDef<TraceMetrics>& m : trace_metrics()) {
+    if (m.compare == MetricCompare::not_compared) continue;
+    std::vector<double> b, h;
+    for (const DiffRun& run : base.runs) b.push_back(m.value(run.report.metrics));
+    for (const DiffRun& run : head.runs) h.push_back(m.value(run.report.metrics));
+    DiffRow r = plain_row(m.name, std::string(name_of(m.unit)), median(b), median(h));
+    bool timed = m.compare == MetricCompare::timed;
+    if (timed && tested(d) && std::string_view(m.name) == "step_time") {
+      std::vector<std::vector<double>> sb, sh;
+      for (const RunSeries& s : base.series) sb.push_back(s.step_times);
+      for (const RunSeries& s : head.series) sh.push_back(s.step_times);
+      mark_tested(r, nested_rank_test(sb, sh), d.significance);
+    } else {
+      mark(r, timed, !tested(d) ? d.noise_fraction : run_spread_noise(b, h));
+    }
+    rows.push_back(std::move(r));
+  }
   return rows;
 }
 
@@ -130,10 +222,11 @@ std::vector<DiffRow> path_rows(const CriticalPath& base, const CriticalPath& hea
 std::string verdict_of(const TraceDiff& d) {
   auto step = std::find_if(d.metrics.begin(), d.metrics.end(), [](const DiffRow& r) { return r.name == "step_time"; });
   if (step == d.metrics.end() || !step->beyond_noise || step->delta == 0) return "";
-  std::string out = fmt::format("step_time {} a step ({})", value_text(*step, step->delta, true), percent_text(*step));
+  std::string out =
+      fmt::format("step_time {} a step ({})", diff_value_text(*step, step->delta, true), diff_percent_text(*step));
   for (const DiffRow& r : d.critical_path) {  // largest change first
     if ((r.delta > 0) != (step->delta > 0) || r.delta == 0) continue;
-    return out + fmt::format(", {} of it on the critical path in {}", value_text(r, r.delta, true), r.name);
+    return out + fmt::format(", {} of it on the critical path in {}", diff_value_text(r, r.delta, true), r.name);
   }
   return out + ", none of it in one part of the critical path";
 }
@@ -187,24 +280,35 @@ std::vector<DiffRow> metric_rows(const JobMetrics& base, const JobMetrics& head,
 std::vector<std::string> trace_diff_metrics() { return compared(trace_metrics()); }
 std::vector<std::string> job_diff_metrics() { return compared(job_metrics()); }
 
-TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const TraceModel& head,
-                      const AnalysisReport& h) {
+TraceDiff diff_runs(std::span<const DiffRun> base, std::span<const DiffRun> head, const DiffOptions& options) {
+  Side b = side_of(base, options.step, "base"), h = side_of(head, options.step, "head");
   TraceDiff d;
-  d.noise_fraction = diff_noise_fraction(b.metrics, h.metrics);
-  const TraceMetrics &mb = b.metrics, &mh = h.metrics;
-  auto steps_or_1 = [](const TraceMetrics& m) { return double(std::max<uint64_t>(m.steps, 1)); };
-  d.metrics = metric_rows(mb, mh, d.noise_fraction);
-  d.device_ops = name_rows(per_name(base, base.device_ops, steps_or_1(mb)),
-                           per_name(head, head.device_ops, steps_or_1(mh)), d.noise_fraction);
-  d.device_op_counts = name_rows(per_name(base, base.device_ops, steps_or_1(mb), true),
-                                 per_name(head, head.device_ops, steps_or_1(mh), true), d.noise_fraction, true);
-  d.host_spans = name_rows(per_name(base, base.host_spans, steps_or_1(mb)),
-                           per_name(head, head.host_spans, steps_or_1(mh)), d.noise_fraction);
-  d.launches = name_rows(per_name(base, base.launches, steps_or_1(mb), true),
-                         per_name(head, head.launches, steps_or_1(mh), true), d.noise_fraction, true);
-  d.critical_path = path_rows(b.critical_path, h.critical_path, d.noise_fraction);
+  d.base_runs = base.size();
+  d.head_runs = head.size();
+  d.step = options.step;
+  if (base.size() > 1 || head.size() > 1) {
+    d.significance = options.significance;
+    std::vector<double> sb, sh;
+    for (const DiffRun& run : base) sb.push_back(run.report.metrics.step_time);
+    for (const DiffRun& run : head) sh.push_back(run.report.metrics.step_time);
+    d.noise_fraction = run_spread_noise(sb, sh);
+  } else {
+    d.noise_fraction = diff_noise_fraction(base[0].report.metrics, head[0].report.metrics);
+  }
+  d.metrics = run_metric_rows(d, b, h);
+  d.device_ops = name_rows(d, b, h, &RunSeries::device_op_time, false);
+  d.device_op_counts = name_rows(d, b, h, &RunSeries::device_op_count, true);
+  d.host_spans = name_rows(d, b, h, &RunSeries::host_span_time, false);
+  d.launches = name_rows(d, b, h, &RunSeries::launch_count, true);
+  d.critical_path = path_rows(d, b, h);
   d.verdict = verdict_of(d);
   return d;
+}
+
+TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& b, const TraceModel& head, const AnalysisReport& h,
+                      const DiffOptions& options) {
+  DiffRun runs[2] = {{base, b, base.path}, {head, h, head.path}};
+  return diff_runs(std::span(runs, 1), std::span(runs + 1, 1), options);
 }
 
 FailOn parse_fail_on(const std::string& text, std::span<const std::string> metrics) {
@@ -256,167 +360,24 @@ bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, st
   for (const DiffRow& r : metrics) {
     if (r.name != rule.metric) continue;
     double change = rule.increase ? r.delta : -r.delta;
-    bool crossed;
+    bool beyond_limit;
     if (rule.relative) {
-      crossed = r.base == 0 ? change > 0 : change / std::fabs(r.base) > rule.threshold;
+      beyond_limit = r.base == 0 ? change > 0 : change / std::fabs(r.base) > rule.threshold;
     } else {
-      crossed = change > rule.threshold;
+      beyond_limit = change > rule.threshold;
     }
     if (why) {
-      *why =
-          fmt::format("{}: {} -> {} ({}), {} the limit {}{}{}", r.name, value_text(r, r.base), value_text(r, r.head),
-                      percent_text(r), crossed ? "beyond" : "within", rule.increase ? "+" : "-",
-                      rule.relative ? fmt::format("{:g}", rule.threshold * 100) : fmt::format("{:g}", rule.threshold),
-                      rule.relative ? "%" : "");
+      std::string limit = fmt::format("{}{:g}{}", rule.increase ? "+" : "-",
+                                      rule.relative ? rule.threshold * 100 : rule.threshold, rule.relative ? "%" : "");
+      std::string noise = beyond_limit && !r.beyond_noise ? " but within noise" : "";
+      if (!noise.empty() && r.p_value >= 0) noise = fmt::format(" but not significant (p {:.3f})", r.p_value);
+      *why = fmt::format("{}: {} -> {} ({}), {} the limit {}{}", r.name, diff_value_text(r, r.base),
+                         diff_value_text(r, r.head), diff_percent_text(r), beyond_limit ? "beyond" : "within", limit,
+                         noise);
     }
-    return crossed;
+    return beyond_limit && r.beyond_noise;
   }
   return false;
-}
-
-namespace {
-
-// A titled text table of at most `limit` rows.
-std::string diff_table_text(const std::vector<DiffRow>& rows, size_t limit, const char* title,
-                            NameColumn name = NameColumn::first) {
-  std::string out = fmt::format("\n{}\n", title);
-  std::vector<std::vector<std::string>> cells;  // name, base, head, delta, delta %, mark
-  size_t shown = 0;
-  for (const DiffRow& r : rows) {
-    if (shown++ == limit) break;
-    cells.push_back({printable(r.name, kTextNameLimit), value_text(r, r.base), value_text(r, r.head),
-                     value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "* " + r.change : ""});
-  }
-  std::vector<size_t> w(6, 0);
-  std::vector<std::string> header = {"name", "base", "head", "delta", "delta %", ""};
-  for (size_t i = 0; i < 6; ++i) w[i] = header[i].size();
-  for (const auto& c : cells) {
-    for (size_t i = 0; i < 6; ++i) w[i] = std::max(w[i], c[i].size());
-  }
-  auto line = [&](const std::vector<std::string>& c) {
-    std::string figures = fmt::format("{:>{}}  {:>{}}  {:>{}}  {:>{}}", c[1], w[1], c[2], w[2], c[3], w[3], c[4], w[4]);
-    std::string s = name == NameColumn::first ? fmt::format("  {:<{}}  {}  {}", c[0], w[0], figures, c[5])
-                                              : fmt::format("  {}  {:<{}}  {}", figures, c[5], w[5], c[0]);
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    out += s + "\n";
-  };
-  line(header);
-  for (const auto& c : cells) line(c);
-  if (rows.size() > limit) out += fmt::format("  ... {} more\n", rows.size() - limit);
-  return out;
-}
-
-std::string diff_table_markdown(const std::vector<DiffRow>& rows, size_t limit, const char* title) {
-  std::string out =
-      fmt::format("\n**{}**\n\n| name | base | head | delta | delta % | |\n|---|---:|---:|---:|---:|---|\n", title);
-  size_t shown = 0;
-  for (const DiffRow& r : rows) {
-    if (shown++ == limit) break;
-    std::string name = printable(r.name, kTextNameLimit);
-    std::replace(name.begin(), name.end(), '`', '\'');
-    std::replace(name.begin(), name.end(), '|', '/');
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", name, value_text(r, r.base), value_text(r, r.head),
-                       value_text(r, r.delta, true), percent_text(r), r.beyond_noise ? "**" + r.change + "**" : "");
-  }
-  return out;
-}
-
-std::string diff_rows_json(const std::vector<DiffRow>& rows, uint64_t* replaced) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const DiffRow& r : rows) {
-    a.push_back({{"name", valid_utf8(r.name, replaced)},
-                 {"unit", r.unit},
-                 {"base", r.base},
-                 {"head", r.head},
-                 {"delta", r.delta},
-                 {"delta_fraction", r.delta_fraction},
-                 {"beyond_noise", r.beyond_noise},
-                 {"change", r.change}});
-  }
-  return a.dump();
-}
-
-// The tables of a trace's diff after its metrics.
-std::vector<DiffTable> tables_of(const TraceDiff& d) {
-  return {{.key = "device_ops",
-           .title = "device ops: time per step, largest changes first",
-           .markdown_title = "Device ops (time per step)",
-           .rows = d.device_ops,
-           .name = NameColumn::last},
-          {.key = "device_op_counts",
-           .title = "device ops: count per step, largest changes first",
-           .markdown_title = "Device ops (count per step)",
-           .rows = d.device_op_counts,
-           .name = NameColumn::last},
-          {.key = "host_spans",
-           .title = "host spans: time per step, largest changes first",
-           .markdown_title = "Host spans (time per step)",
-           .rows = d.host_spans,
-           .name = NameColumn::last},
-          {.key = "launches",
-           .title = "launch calls: calls per step, largest changes first",
-           .markdown_title = "Launch calls (calls per step)",
-           .rows = d.launches,
-           .name = NameColumn::last},
-          {.key = "critical_path",
-           .title = "critical path: time per step by what bounds it",
-           .markdown_title = "Critical path (time per step, by what bounds it)",
-           .rows = d.critical_path}};
-}
-
-}  // namespace
-
-std::string diff_tables_text(const std::string& heading, const std::vector<DiffRow>& metrics,
-                             std::span<const DiffTable> tables, size_t limit) {
-  std::string out = heading + diff_table_text(metrics, metrics.size(), "metrics");
-  for (const DiffTable& t : tables) out += diff_table_text(t.rows, limit, t.title, t.name);
-  return out;
-}
-
-std::string diff_tables_markdown(const std::string& heading, const std::vector<DiffRow>& metrics,
-                                 std::span<const DiffTable> tables, size_t limit) {
-  std::string out = heading + diff_table_markdown(metrics, metrics.size(), "Metrics");
-  for (const DiffTable& t : tables) out += diff_table_markdown(t.rows, limit, t.markdown_title);
-  return out;
-}
-
-std::string diff_tables_json(const std::string& base, const std::string& head, double noise_fraction,
-                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables,
-                             const std::string& verdict) {
-  using nlohmann::json;
-  // JSON must be valid UTF-8; names from the traces may not be.
-  uint64_t replaced = 0;
-  auto rows = [&](const std::vector<DiffRow>& v) { return json::parse(diff_rows_json(v, &replaced)); };
-  json doc = {{"schema", kReportSchemaVersion},
-              {"base", valid_utf8(base, &replaced)},
-              {"head", valid_utf8(head, &replaced)},
-              {"noise_fraction", noise_fraction},
-              {"metrics", rows(metrics)}};
-  for (const DiffTable& t : tables) doc[t.key] = rows(t.rows);
-  if (!verdict.empty()) doc["verdict"] = verdict;  // the report's own words and figures: valid UTF-8
-  if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
-  return doc.dump(2) + "\n";
-}
-
-std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string heading = fmt::format(
-      "loupe diff {} -> {}\nnoise: changes within {:.1f}% are what step-to-step spread explains; "
-      "'*' marks changes beyond it\n",
-      printable(base), printable(head), d.noise_fraction * 100);
-  if (!d.verdict.empty()) heading += d.verdict + "\n";
-  return diff_tables_text(heading, d.metrics, tables_of(d), limit);
-}
-
-std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string heading =
-      fmt::format("### loupe diff: `{}` → `{}`\n\nChanges within {:.1f}% are within step-to-step noise.\n",
-                  printable(base), printable(head), d.noise_fraction * 100);
-  if (!d.verdict.empty()) heading += "\n**" + d.verdict + "**\n";
-  return diff_tables_markdown(heading, d.metrics, tables_of(d), limit);
-}
-
-std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
-  return diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d), d.verdict);
 }
 
 }  // namespace loupe::prof

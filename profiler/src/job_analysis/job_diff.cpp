@@ -105,7 +105,7 @@ std::string job_diff_markdown(const JobDiff& d, const std::string& base, const s
 }
 
 std::string job_diff_json(const JobDiff& d, const std::string& base, const std::string& head) {
-  return diff_tables_json(base, head, d.noise_fraction, d.metrics, tables_of(d));
+  return diff_tables_json(base, head, {.noise_fraction = d.noise_fraction}, d.metrics, tables_of(d));
 }
 
 }  // namespace loupe::prof

@@ -28,9 +28,9 @@ struct RankTest {
   bool tested = false;  // false: too few values (fewer than 3 in all, or a side without any)
   double t = 0;         // > 0 when head ranks above base
   double degrees_of_freedom = 0;
-  double p_value = 1;          // two-sided
-  double p_increase = 1;       // one-sided: head's values higher than base's
-  double p_decrease = 1;       // one-sided: lower
+  double p_value = 1;           // two-sided
+  double p_increase = 1;        // one-sided: head's values higher than base's
+  double p_decrease = 1;        // one-sided: lower
   bool runs_vary_more = false;  // the run-to-run variation was the yardstick
 };
 

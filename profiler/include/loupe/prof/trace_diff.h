@@ -1,7 +1,12 @@
-// Two runs side by side (`loupe diff BASE HEAD`): their metrics, time and
-// count by device-op name, time by host-span name and calls by launch
-// name, each as base, head and delta, with the deltas beyond run-to-run
+// Two runs side by side (`loupe diff BASE HEAD`), or two sets of runs of
+// the same programs (`loupe diff --base A1 A2 A3 --head B1 B2 B3`): their
+// metrics, and per step (the median step, or one step) the time and count
+// of each device-op name, the time of each host-span name and the calls of
+// each launch name, each as base, head and delta, with the deltas beyond
 // noise marked and each row's change named as HTA's trace diff names it.
+// With one run a side, noise is the step-to-step spread; with several,
+// step times and times by name are tested with a rank test over steps
+// blocked by run (rank_test.h).
 #pragma once
 
 #include <span>
@@ -19,14 +24,21 @@ struct DiffRow {
   double delta = 0;           // head - base
   double delta_fraction = 0;  // delta / base (0 when base is 0)
   bool beyond_noise = false;
+  double p_value = -1;  // several runs a side: the rank test's two-sided p; -1 where not tested
   // "added" (only in head), "deleted" (only in base), "increased",
   // "decreased" (beyond noise, or for counts any change) or "unchanged".
   std::string change;
 };
 
 struct TraceDiff {
-  // The relative change that step-to-step spread can explain: time-based
-  // rows beyond it are marked. docs/analyses.md gives the formula.
+  size_t base_runs = 1, head_runs = 1;
+  int64_t step = -1;  // the step number the tables by name compare; -1: each name's median step
+  // Several runs a side: a row tested (DiffRow::p_value) is beyond noise
+  // when p is below this; 0 with one run a side.
+  double significance = 0;
+  // The relative change that step-to-step spread (one run a side) or
+  // run-to-run spread (several) can explain: time-based rows not tested
+  // and beyond it are marked. docs/analyses.md gives the formulas.
   double noise_fraction = 0;
   std::vector<DiffRow> metrics;
   std::vector<DiffRow> device_ops;        // total time per step, by name
@@ -41,8 +53,21 @@ struct TraceDiff {
   std::string verdict;
 };
 
+// One run of a side: its trace, its analysis and its name (for messages).
+struct DiffRun {
+  const TraceModel& model;
+  const AnalysisReport& report;
+  std::string name;
+};
+struct DiffOptions {
+  int64_t step = -1;           // compare this step of each run by name; -1: the median step
+  double significance = 0.05;  // several runs a side: the rank test's level
+};
+// Throws std::invalid_argument when a side has no run or a run lacks the
+// step asked for.
+TraceDiff diff_runs(std::span<const DiffRun> base, std::span<const DiffRun> head, const DiffOptions& options = {});
 TraceDiff diff_traces(const TraceModel& base, const AnalysisReport& base_report, const TraceModel& head,
-                      const AnalysisReport& head_report);
+                      const AnalysisReport& head_report, const DiffOptions& options = {});
 
 // The relative change the step-to-step spread of two runs explains (their
 // median step times' standard errors, combined; docs/analyses.md).
@@ -70,7 +95,9 @@ struct FailOn {
 // Throws std::invalid_argument naming the problem and the known metrics. A
 // metric's earlier name (metric_aliases()) is read as its name.
 FailOn parse_fail_on(const std::string& text, std::span<const std::string> metrics = trace_diff_metrics());
-// Whether the rule is crossed by the metric rows, and a sentence saying so.
+// Whether the rule is crossed by the metric rows (a change beyond the
+// threshold and beyond noise: significant, with several runs), and a
+// sentence saying so.
 bool fail_on_crossed(const FailOn& rule, const std::vector<DiffRow>& metrics, std::string* why);
 
 // A table of a diff's rows after its metrics, as each format titles it.
@@ -91,10 +118,18 @@ std::string diff_tables_text(const std::string& heading, const std::vector<DiffR
                              std::span<const DiffTable> tables, size_t limit);
 std::string diff_tables_markdown(const std::string& heading, const std::vector<DiffRow>& metrics,
                                  std::span<const DiffTable> tables, size_t limit);
-// `verdict`: TraceDiff::verdict, left out of the document when empty.
-std::string diff_tables_json(const std::string& base, const std::string& head, double noise_fraction,
-                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables,
-                             const std::string& verdict = "");
+// What a JSON diff says beside its tables: `verdict` (TraceDiff::verdict)
+// is left out when empty, and the runs, step and significance when a
+// diff of one run a side over its median steps (or of jobs) has none.
+struct DiffJsonHeader {
+  double noise_fraction = 0;
+  std::string verdict;
+  size_t base_runs = 1, head_runs = 1;
+  int64_t step = -1;
+  double significance = 0;
+};
+std::string diff_tables_json(const std::string& base, const std::string& head, const DiffJsonHeader& header,
+                             const std::vector<DiffRow>& metrics, std::span<const DiffTable> tables);
 
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);
 std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit);
