@@ -220,7 +220,12 @@ TEST(Diff, TheVerdictNamesWhereOnTheCriticalPathTheStepTimeMoved) {
   ASSERT_FALSE(d.critical_path.empty());
   EXPECT_EQ(d.critical_path[0].name, "kernels");
   EXPECT_DOUBLE_EQ(d.critical_path[0].delta, 1000);
-  EXPECT_EQ(d.verdict, "step_time +1.000 us a step (+24.4%), +1.000 us of it on the critical path in kernels");
+  EXPECT_EQ(d.verdict,
+            "step_time +1.000 us a step (+24.4%), +1.000 us of it on the critical path in kernels, +1.000 us in "
+            "`matmul`");
+  ASSERT_FALSE(d.critical_path_ops.empty());
+  EXPECT_EQ(d.critical_path_ops[0].name, "matmul");
+  EXPECT_DOUBLE_EQ(d.critical_path_ops[0].base, 4000);
   EXPECT_NE(diff_text(d, "base.db", "head.db", 10).find(d.verdict), std::string::npos);
   EXPECT_NE(diff_json(d, "base.db", "head.db").find("\"verdict\""), std::string::npos);
   // Against itself: no verdict.

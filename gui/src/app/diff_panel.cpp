@@ -72,15 +72,17 @@ void draw_diff_panel(ViewState& s) {
   ImGui::BeginChild("##diff");
   section(s, "metrics", d.metrics, false);
   ImGui::Spacing();
-  section(s, "device operations by name (time per step)", d.device_ops, true);
+  section(s, "device operations by name (time in the median step)", d.device_ops, true);
   ImGui::Spacing();
-  section(s, "device operations by name (count per step)", d.device_op_counts, true);
+  section(s, "device operations by name (count in the median step)", d.device_op_counts, true);
   ImGui::Spacing();
-  section(s, "host spans by name (time per step)", d.host_spans, true);
+  section(s, "host spans by name (time in the median step)", d.host_spans, true);
   ImGui::Spacing();
-  section(s, "launch calls by name (calls per step)", d.launches, true);
+  section(s, "launch calls by name (calls in the median step)", d.launches, true);
   ImGui::Spacing();
   section(s, "critical path by what bounds it (time per step)", d.critical_path, false);
+  ImGui::Spacing();
+  section(s, "critical path by device operation (time on it per step)", d.critical_path_ops, true);
   ImGui::EndChild();
 }
 

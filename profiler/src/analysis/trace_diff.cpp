@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <set>
 
 #include "diff_series.h"
 #include "diff_text.h"
 #include "loupe/prof/rank_test.h"
+#include "loupe/prof/safe_text.h"
 
 namespace loupe::prof {
 
@@ -192,6 +195,54 @@ std::vector<DiffRow> path_rows(const TraceDiff& d, const Side& base, const Side&
   return rows;
 }
 
+// The device ops' time on the critical path per step, by name: over the
+// path's steps (from the first's start to the last's end), per step; the
+// whole path's without steps.
+std::map<std::string, double> path_ops_per_step(const TraceModel& m, const CriticalPath& p) {
+  int64_t from = std::numeric_limits<int64_t>::min(), to = std::numeric_limits<int64_t>::max();
+  double steps = 1;
+  if (!p.steps.empty()) {
+    from = p.steps.front().time.start;
+    to = p.steps.back().time.end;
+    steps = double(p.steps.size());
+  }
+  std::map<std::string, double> out;
+  for (const PathSegment& s : p.segments) {
+    int64_t a = std::max(s.start, from), b = std::min(s.end, to);
+    if (s.on_device && b > a) out[m.strings[s.name]] += double(b - a) / steps;
+  }
+  return out;
+}
+
+std::vector<DiffRow> path_op_rows(const TraceDiff& d, const Side& base, const Side& head) {
+  auto by_run = [](const Side& s) {
+    std::vector<std::map<std::string, double>> out;
+    for (const DiffRun& run : s.runs) out.push_back(path_ops_per_step(run.model, run.report.critical_path));
+    return out;
+  };
+  std::vector<std::map<std::string, double>> b = by_run(base), h = by_run(head);
+  std::set<std::string> names;
+  for (const auto* side : {&b, &h}) {
+    for (const auto& run : *side) {
+      for (const auto& entry : run) names.insert(entry.first);
+    }
+  }
+  auto values = [](const std::vector<std::map<std::string, double>>& runs, const std::string& name) {
+    std::vector<double> v;
+    for (const auto& run : runs) v.push_back(run.count(name) ? run.at(name) : 0.0);
+    return v;
+  };
+  std::vector<DiffRow> rows;
+  for (const std::string& n : names) {
+    std::vector<double> vb = values(b, n), vh = values(h, n);
+    DiffRow r = plain_row(n, "ns", median(vb), median(vh));
+    mark(r, true, tested(d) ? run_spread_noise(vb, vh) : d.noise_fraction);
+    rows.push_back(std::move(r));
+  }
+  sort_by_change(rows);
+  return rows;
+}
+
 // The metrics: each side's median over its runs. With several runs a side
 // the step time is tested on its steps and other times are judged by their
 // spread over runs.
@@ -217,18 +268,31 @@ std::vector<DiffRow> run_metric_rows(const TraceDiff& d, const Side& base, const
   return rows;
 }
 
+// The first row (largest change first) that moved the way `delta` did.
+const DiffRow* moved_like(const std::vector<DiffRow>& rows, double delta) {
+  for (const DiffRow& r : rows) {
+    if (r.delta != 0 && (r.delta > 0) == (delta > 0)) return &r;
+  }
+  return nullptr;
+}
+
 // Where the step time's change lies on the critical path: the category
-// whose time per step moved most the same way.
+// whose time per step moved most the same way and, where that is device
+// work, the op on the path that did.
 std::string verdict_of(const TraceDiff& d) {
   auto step = std::find_if(d.metrics.begin(), d.metrics.end(), [](const DiffRow& r) { return r.name == "step_time"; });
   if (step == d.metrics.end() || !step->beyond_noise || step->delta == 0) return "";
   std::string out =
       fmt::format("step_time {} a step ({})", diff_value_text(*step, step->delta, true), diff_percent_text(*step));
-  for (const DiffRow& r : d.critical_path) {  // largest change first
-    if ((r.delta > 0) != (step->delta > 0) || r.delta == 0) continue;
-    return out + fmt::format(", {} of it on the critical path in {}", diff_value_text(r, r.delta, true), r.name);
-  }
-  return out + ", none of it in one part of the critical path";
+  const DiffRow* category = moved_like(d.critical_path, step->delta);
+  if (!category) return out + ", none of it in one part of the critical path";
+  out += fmt::format(", {} of it on the critical path in {}", diff_value_text(*category, category->delta, true),
+                     category->name);
+  bool device_work = category->name == name_of(PathCategory::kernel) || category->name == name_of(PathCategory::copy) ||
+                     category->name == name_of(PathCategory::communication);
+  const DiffRow* op = device_work ? moved_like(d.critical_path_ops, step->delta) : nullptr;
+  if (op) out += fmt::format(", {} in `{}`", diff_value_text(*op, op->delta, true), printable(op->name, 80));
+  return out;
 }
 
 }  // namespace
@@ -301,6 +365,7 @@ TraceDiff diff_runs(std::span<const DiffRun> base, std::span<const DiffRun> head
   d.host_spans = name_rows(d, b, h, &RunSeries::host_span_time, false);
   d.launches = name_rows(d, b, h, &RunSeries::launch_count, true);
   d.critical_path = path_rows(d, b, h);
+  d.critical_path_ops = path_op_rows(d, b, h);
   d.verdict = verdict_of(d);
   return d;
 }

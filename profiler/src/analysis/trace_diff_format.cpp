@@ -124,7 +124,12 @@ std::vector<DiffTable> tables_of(const TraceDiff& d) {
           {.key = "critical_path",
            .title = "critical path: time per step by what bounds it",
            .markdown_title = "Critical path (time per step, by what bounds it)",
-           .rows = d.critical_path}};
+           .rows = d.critical_path},
+          {.key = "critical_path_ops",
+           .title = "critical path: device ops' time on it per step, largest changes first",
+           .markdown_title = "Critical path (device ops' time on it per step)",
+           .rows = d.critical_path_ops,
+           .name = NameColumn::last}};
 }
 
 }  // namespace
