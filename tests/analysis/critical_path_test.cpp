@@ -55,6 +55,33 @@ TEST_F(CriticalPathOf, AStreamSyncCrossesToTheDeviceAndBack) {
   for (size_t i = 1; i < p.segments.size(); ++i) EXPECT_EQ(p.segments[i].start, p.segments[i - 1].end);
 }
 
+// A CUDA graph: one cudaGraphLaunch [0,10) runs three kernels, all with
+// its correlation id, [20,120), [125,225) and [230,330) on stream 0; the
+// host waits in cudaStreamSynchronize [10,340) and the step [0,350) ends
+// 10 ns after. Every kernel of the graph is on the path (HTA's critical
+// path leaves graph kernels out: HTA#290): kernels 300, launch overhead
+// 30 (the call [0,10), its latency [10,20), the two 5 ns gaps between the
+// graph's kernels), the wake-up 10, the host 10.
+TEST_F(CriticalPathOf, EveryKernelOfACudaGraphLaunchIsOnThePath) {
+  TraceBuilder t = trace();
+  t.step(0, 1, 0, 350);
+  t.launch(0, 0, 10, 1, 0, 0, "cudaGraphLaunch");
+  t.op(0, 0, 20, 100, 1, DeviceOpKind::kernel, "graph_gemm");
+  t.op(0, 0, 125, 100, 1, DeviceOpKind::kernel, "graph_relu");
+  t.op(0, 0, 230, 100, 1, DeviceOpKind::kernel, "graph_gemm");
+  t.span(0, 10, 330, "cudaStreamSynchronize", SpanKind::wait);
+  t.sync(0, 10, 330, SyncKind::stream, 0);
+  CriticalPath p = path(t);
+  EXPECT_EQ(p.whole.end - p.whole.start, 350);
+  EXPECT_EQ(ns(p.whole, PathCategory::kernel), 300);
+  EXPECT_EQ(ns(p.whole, PathCategory::launch_overhead), 30);
+  EXPECT_EQ(ns(p.whole, PathCategory::synchronisation), 10);
+  EXPECT_EQ(ns(p.whole, PathCategory::host_compute), 10);
+  int kernels = 0;
+  for (const PathSegment& s : p.segments) kernels += s.on_device && s.category == PathCategory::kernel;
+  EXPECT_EQ(kernels, 3);
+}
+
 // The host runs Python [0,900), launches at [900,910) a kernel that runs
 // [920,1020): the host sets the pace.
 TEST_F(CriticalPathOf, AHostThatLaunchesLateIsThePath) {
