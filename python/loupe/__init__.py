@@ -183,13 +183,30 @@ class Trace:
         return categories.to_numpy()[ids]
 
 
-def diff(base: PathLike | Trace, head: PathLike | Trace, rules: Sequence[str] | None = None,
+def diff(base: PathLike | Trace | Sequence[PathLike | Trace], head: PathLike | Trace | Sequence[PathLike | Trace],
+         rules: Sequence[str] | None = None, step: int | None = None, significance: float = 0.05,
          **thresholds: Any) -> dict[str, Any]:
-    """``loupe diff BASE HEAD --format json``: two runs side by side, with the changes beyond noise marked."""
-    base_trace = base if isinstance(base, Trace) else open(base)
-    head_trace = head if isinstance(head, Trace) else open(head)
-    text = _core.diff_json(base_trace._model(), head_trace._model(), base_trace.path, head_trace.path,
-                           list(rules or []), _threshold_texts(thresholds))
+    """``loupe diff BASE HEAD --format json``: two runs side by side, with the changes beyond noise marked.
+
+    Given a list of runs a side (``loupe diff --base A1 A2 --head B1 B2``), the step time and each name's
+    time per step are tested with a rank test over steps blocked by run, at ``significance``; ``step``
+    compares that step of each run by name instead of each name's median step.
+    """
+    def runs(side: Any) -> list[Trace]:
+        items = list(side) if isinstance(side, (list, tuple)) else [side]
+        if not items:
+            raise ValueError("diff: each side needs at least one run")
+        return [item if isinstance(item, Trace) else open(item) for item in items]
+
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+        raise ValueError(f"step must be a step number (0 or more), got {step!r}")
+    if not 0 < significance <= 0.5:
+        raise ValueError(f"significance must be in (0, 0.5], got {significance!r}")
+    base_runs, head_runs = runs(base), runs(head)
+    text = _core.diff_json([t._model() for t in base_runs], [t._model() for t in head_runs],
+                           ", ".join(t.path for t in base_runs), ", ".join(t.path for t in head_runs),
+                           list(rules or []), _threshold_texts(thresholds), -1 if step is None else step,
+                           significance)
     return json.loads(text)
 
 

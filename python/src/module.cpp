@@ -102,13 +102,26 @@ std::vector<BudgetResult> check_file(const Trace& trace, const std::string& path
   return check_budget_of(trace, read_budget_file(path));
 }
 
-std::string diff_report_json(const Trace& base, const Trace& head, const std::string& base_name,
-                             const std::string& head_name, const std::vector<std::string>& rules,
-                             const std::map<std::string, std::string>& thresholds) {
+// `loupe diff` of one or several runs a side (each side's traces in order).
+std::string diff_report_json(const std::vector<const Trace*>& base, const std::vector<const Trace*>& head,
+                             const std::string& base_name, const std::string& head_name,
+                             const std::vector<std::string>& rules,
+                             const std::map<std::string, std::string>& thresholds, int64_t step, double significance) {
   AnalysisOptions options = analysis_options(rules, thresholds);
   nb::gil_scoped_release unlocked;
-  AnalysisReport base_report = analyze(*base.model, options), head_report = analyze(*head.model, options);
-  return prof::diff_json(diff_traces(*base.model, base_report, *head.model, head_report), base_name, head_name);
+  std::vector<AnalysisReport> reports;
+  reports.reserve(base.size() + head.size());
+  std::vector<prof::DiffRun> runs;
+  for (const auto* side : {&base, &head}) {
+    for (const Trace* t : *side) {
+      reports.push_back(analyze(*t->model, options));
+      runs.push_back({*t->model, reports.back(), t->model->path});
+    }
+  }
+  std::span<const prof::DiffRun> all(runs);
+  prof::TraceDiff d = prof::diff_runs(all.first(base.size()), all.subspan(base.size()),
+                                      {.step = step, .significance = significance});
+  return prof::diff_json(d, base_name, head_name);
 }
 
 ImportResult import_file(const std::string& in, const std::string& out, const std::string& format, unsigned threads) {
@@ -292,7 +305,7 @@ NB_MODULE(_core, m) {
       "small_tables", [] { return std::vector<std::string>(kSmallTables.begin(), kSmallTables.end()); },
       "The small tables' names, in the schema's order.");
   m.def("diff_json", &diff_report_json, "base"_a, "head"_a, "base_name"_a, "head_name"_a, "rules"_a, "thresholds"_a,
-        "`loupe diff --format json`.");
+        "step"_a, "significance"_a, "`loupe diff --format json`, of one or several runs a side.");
   m.def("import_trace", &import_file, "source"_a, "out"_a, "format"_a, "threads"_a,
         "`loupe import`: returns the ImportResult's fields.");
 

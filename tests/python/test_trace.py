@@ -178,6 +178,18 @@ class Analyses(Workdir):
         cli = json.loads(run_cli("diff", self.synth, other, "--format", "json").stdout)
         self.assertEqual(loupe.diff(self.synth, other), cli)
 
+    def test_diff_of_several_runs_and_of_a_step_is_loupe_diffs(self):
+        other = os.path.join(self.tmp.name, "other.db")
+        run_cli("synth", "-o", other, "--events", "20000", "--seed", "8", "-q")
+        cli = json.loads(run_cli("diff", "--base", self.synth, other, "--head", other, self.synth,
+                                 "--format", "json").stdout)
+        self.assertEqual(loupe.diff([self.synth, other], [other, self.synth]), cli)
+        self.assertEqual(cli["runs"], {"base": 2, "head": 2})
+        step = json.loads(run_cli("diff", self.synth, other, "--step", "1", "--format", "json").stdout)
+        self.assertEqual(loupe.diff(self.synth, other, step=1), step)
+        with self.assertRaises(ValueError):
+            loupe.diff([], other)
+
 
 class Errors(Workdir):
     def expect_cli_message(self, exception, call, *cli_args):
