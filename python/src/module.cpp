@@ -119,8 +119,8 @@ std::string diff_report_json(const std::vector<const Trace*>& base, const std::v
     }
   }
   std::span<const prof::DiffRun> all(runs);
-  prof::TraceDiff d = prof::diff_runs(all.first(base.size()), all.subspan(base.size()),
-                                      {.step = step, .significance = significance});
+  prof::TraceDiff d =
+      prof::diff_runs(all.first(base.size()), all.subspan(base.size()), {.step = step, .significance = significance});
   return prof::diff_json(d, base_name, head_name);
 }
 
