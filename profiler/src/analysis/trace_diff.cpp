@@ -229,6 +229,7 @@ std::vector<DiffRow> path_op_rows(const TraceDiff& d, const Side& base, const Si
   }
   auto values = [](const std::vector<std::map<std::string, double>>& runs, const std::string& name) {
     std::vector<double> v;
+    v.reserve(runs.size());
     for (const auto& run : runs) v.push_back(run.count(name) ? run.at(name) : 0.0);
     return v;
   };
