@@ -130,6 +130,9 @@ TEST(DiffRuns, ASlowdownInEveryRunIsSignificant) {
   EXPECT_NE(d.verdict.find("step_time +200 ns a step (+4.0%)"), std::string::npos) << d.verdict;
   std::string text = diff_text(d, "base", "head", 10);
   EXPECT_NE(text.find("* increased, p 0.021"), std::string::npos) << text;
+  EXPECT_NE(text.find("median step by run: base 5.010 us, 5.050 us, 5.090 us; head 5.210 us, 5.250 us, 5.290 us"),
+            std::string::npos)
+      << text;
   EXPECT_NE(diff_json(d, "base", "head").find("\"p_value\""), std::string::npos);
 }
 

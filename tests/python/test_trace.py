@@ -184,7 +184,8 @@ class Analyses(Workdir):
         cli = json.loads(run_cli("diff", "--base", self.synth, other, "--head", other, self.synth,
                                  "--format", "json").stdout)
         self.assertEqual(loupe.diff([self.synth, other], [other, self.synth]), cli)
-        self.assertEqual(cli["runs"], {"base": 2, "head": 2})
+        self.assertEqual((cli["runs"]["base"], cli["runs"]["head"]), (2, 2))
+        self.assertEqual(cli["runs"]["base_step_time"], cli["runs"]["head_step_time"][::-1])
         step = json.loads(run_cli("diff", self.synth, other, "--step", "1", "--format", "json").stdout)
         self.assertEqual(loupe.diff(self.synth, other, step=1), step)
         with self.assertRaises(ValueError):

@@ -351,12 +351,11 @@ TraceDiff diff_runs(std::span<const DiffRun> base, std::span<const DiffRun> head
   d.base_runs = base.size();
   d.head_runs = head.size();
   d.step = options.step;
+  for (const DiffRun& run : base) d.base_step_times.push_back(run.report.metrics.step_time);
+  for (const DiffRun& run : head) d.head_step_times.push_back(run.report.metrics.step_time);
   if (base.size() > 1 || head.size() > 1) {
     d.significance = options.significance;
-    std::vector<double> sb, sh;
-    for (const DiffRun& run : base) sb.push_back(run.report.metrics.step_time);
-    for (const DiffRun& run : head) sh.push_back(run.report.metrics.step_time);
-    d.noise_fraction = run_spread_noise(sb, sh);
+    d.noise_fraction = run_spread_noise(d.base_step_times, d.head_step_times);
   } else {
     d.noise_fraction = diff_noise_fraction(base[0].report.metrics, head[0].report.metrics);
   }

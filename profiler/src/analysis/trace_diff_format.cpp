@@ -159,7 +159,10 @@ std::string diff_tables_json(const std::string& base, const std::string& head, c
               {"head", valid_utf8(head, &replaced)},
               {"noise_fraction", header.noise_fraction}};
   if (header.base_runs > 1 || header.head_runs > 1) {
-    doc["runs"] = {{"base", header.base_runs}, {"head", header.head_runs}};
+    doc["runs"] = {{"base", header.base_runs},
+                   {"head", header.head_runs},
+                   {"base_step_time", header.base_step_times},
+                   {"head_step_time", header.head_step_times}};
     doc["test"] = {{"name", "rank test over steps blocked by run"}, {"significance", header.significance}};
   }
   if (header.step >= 0) doc["step"] = header.step;
@@ -172,15 +175,22 @@ std::string diff_tables_json(const std::string& base, const std::string& head, c
 
 namespace {
 
-// What the tables by name compare, and what marks a change, in words.
+// What the tables by name compare, and what marks a change, in words;
+// with several runs, each run's median step.
 std::string basis_text(const TraceDiff& d) {
   std::string steps = d.step >= 0 ? fmt::format("step {}", d.step) : "the median step";
   if (d.significance > 0) {
+    auto times = [](const std::vector<double>& v) {
+      std::string out;
+      for (double t : v) out += (out.empty() ? "" : ", ") + format_duration(int64_t(std::llround(t)));
+      return out;
+    };
     return fmt::format(
         "{} runs against {}; by name: {} of each run, the median over runs; step times and times by name tested "
         "with a rank test over steps blocked by run, '*' marking p < {:g}; other times beyond the runs' spread "
-        "({:.1f}%)",
-        d.head_runs, d.base_runs, steps, d.significance, d.noise_fraction * 100);
+        "({:.1f}%)\nmedian step by run: base {}; head {}",
+        d.head_runs, d.base_runs, steps, d.significance, d.noise_fraction * 100, times(d.base_step_times),
+        times(d.head_step_times));
   }
   return fmt::format(
       "by name: {}; changes within {:.1f}% are what step-to-step spread explains, '*' marks changes beyond it", steps,
@@ -203,7 +213,14 @@ std::string diff_markdown(const TraceDiff& d, const std::string& base, const std
 }
 
 std::string diff_json(const TraceDiff& d, const std::string& base, const std::string& head) {
-  DiffJsonHeader header{d.noise_fraction, d.verdict, d.base_runs, d.head_runs, d.step, d.significance};
+  DiffJsonHeader header{.noise_fraction = d.noise_fraction,
+                        .verdict = d.verdict,
+                        .base_runs = d.base_runs,
+                        .head_runs = d.head_runs,
+                        .base_step_times = d.base_step_times,
+                        .head_step_times = d.head_step_times,
+                        .step = d.step,
+                        .significance = d.significance};
   return diff_tables_json(base, head, header, d.metrics, tables_of(d));
 }
 

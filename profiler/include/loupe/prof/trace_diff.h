@@ -32,6 +32,7 @@ struct DiffRow {
 
 struct TraceDiff {
   size_t base_runs = 1, head_runs = 1;
+  std::vector<double> base_step_times, head_step_times;  // each run's median step time (ns), in order
   int64_t step = -1;  // the step number the tables by name compare; -1: each name's median step
   // Several runs a side: a row tested (DiffRow::p_value) is beyond noise
   // when p is below this; 0 with one run a side.
@@ -127,6 +128,7 @@ struct DiffJsonHeader {
   double noise_fraction = 0;
   std::string verdict;
   size_t base_runs = 1, head_runs = 1;
+  std::vector<double> base_step_times, head_step_times;  // by run, with several runs a side
   int64_t step = -1;
   double significance = 0;
 };
