@@ -52,8 +52,8 @@ void add_options(CLI::App& cmd, DiffArgs& args) {
       ->check(CLI::Range(1e-9, 0.5));
   cmd.add_option("--format", args.format, "text, json or markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd.add_option("--fail-on", args.fail_on,
-                 "exit 1 when a metric moves past a threshold, e.g. 'step_time:+5%', 'recompiles:+0', "
-                 "'peak_memory:+10%' (repeatable)");
+                 "exit 1 when a metric moves past a threshold and beyond noise (significantly, with several runs), "
+                 "e.g. 'step_time:+5%', 'recompiles:+0', 'peak_memory:+10%' (repeatable)");
   cmd.add_option("--limit", args.limit, "rows per name table (default 15)");
   add_analysis_options(cmd, args.analysis);
   add_input_options(cmd, args.input);
