@@ -136,5 +136,43 @@ TEST(DiffRuns, ASlowdownInEveryRunIsSignificant) {
   EXPECT_NE(diff_json(d, "base", "head").find("\"p_value\""), std::string::npos);
 }
 
+// Base's steps are host work alone; head's launch a kernel and wait for
+// it. The step shrinks less than the host's share of the path does (the
+// kernel and the launch now lie on it): the verdict says so rather than
+// "of it", which would not add up.
+TEST(DiffVerdict, APartOfThePathThatShrankMoreThanTheStep) {
+  loupe::test::TempDir dir;
+  auto build = [&](const std::string& name, bool device) {
+    loupe::test::TraceBuilder t(dir.file(name));
+    t.device(0);
+    int64_t at = 0;
+    for (int s = 0; s < 20; ++s) {
+      int64_t spread = (s % 3) * 10;
+      if (!device) {
+        t.step(0, s, at, 1000 + spread);
+        at += 1000 + spread;
+        continue;
+      }
+      t.step(0, s, at, 680 + spread);
+      t.launch(0, at, 10, uint64_t(s + 1));
+      t.op(0, 0, at + 20, 600, uint64_t(s + 1), DeviceOpKind::kernel, "matmul");
+      t.span(0, at + 10, 620, "cudaStreamSynchronize", SpanKind::wait);
+      t.sync(0, at + 10, 620, SyncKind::stream, 0);
+      at += 680 + spread;
+    }
+    return t.load();
+  };
+  TraceModel base = build("base.db", false), head = build("head.db", true);
+  TraceDiff d = diff_traces(base, analyze(base), head, analyze(head));
+  // Median steps 1,010 and 690 ns: -320. Host compute on the path: 1,010
+  // (the whole step) and 60 (the step's last 50 ns and its spread): -950;
+  // the rest (launch 20, kernel 600, wake-up 10) +630. The part named is
+  // host work, so no device op is.
+  EXPECT_EQ(d.verdict,
+            "step_time -320 ns a step (-31.7%), the critical path's host compute -950 ns a step and its other "
+            "parts +630 ns")
+      << d.verdict;
+}
+
 }  // namespace
 }  // namespace loupe::prof

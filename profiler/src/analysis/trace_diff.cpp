@@ -287,8 +287,14 @@ std::string verdict_of(const TraceDiff& d) {
       fmt::format("step_time {} a step ({})", diff_value_text(*step, step->delta, true), diff_percent_text(*step));
   const DiffRow* category = moved_like(d.critical_path, step->delta);
   if (!category) return out + ", none of it in one part of the critical path";
-  out += fmt::format(", {} of it on the critical path in {}", diff_value_text(*category, category->delta, true),
-                     category->name);
+  if (std::fabs(category->delta) <= std::fabs(step->delta)) {
+    out += fmt::format(", {} of it on the critical path in {}", diff_value_text(*category, category->delta, true),
+                       category->name);
+  } else {  // other parts of the path moved the other way: "of it" would not add up
+    out += fmt::format(", the critical path's {} {} a step and its other parts {}", category->name,
+                       diff_value_text(*category, category->delta, true),
+                       diff_value_text(*step, step->delta - category->delta, true));
+  }
   bool device_work = category->name == name_of(PathCategory::kernel) || category->name == name_of(PathCategory::copy) ||
                      category->name == name_of(PathCategory::communication);
   const DiffRow* op = device_work ? moved_like(d.critical_path_ops, step->delta) : nullptr;
