@@ -120,13 +120,14 @@ double step_value(const StepValues& values, size_t steps, int64_t index) {
                                [](const std::pair<uint32_t, double>& v, uint32_t i) { return v.first < i; });
     return it != values.end() && it->first == uint32_t(index) ? it->second : 0.0;
   }
-  std::vector<double> v = dense_values(values, steps);
+  return median(dense_values(values, steps));
+}
+
+double median(std::vector<double> v) {
   if (v.empty()) return 0;
-  auto mid = v.begin() + long(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  double upper = *mid;
-  return (*std::max_element(v.begin(), mid) + upper) / 2;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace loupe::prof

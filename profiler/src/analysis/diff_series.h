@@ -34,5 +34,7 @@ RunSeries run_series(const TraceModel& model, const AnalysisReport& report);
 std::vector<double> dense_values(const StepValues& values, size_t steps);
 // Its value in step `index`, or with index < 0 its median over the steps.
 double step_value(const StepValues& values, size_t steps, int64_t index);
+// The median (the mean of the middle two of an even count); 0 when empty.
+double median(std::vector<double> v);
 
 }  // namespace loupe::prof

@@ -11,7 +11,9 @@ namespace loupe::prof {
 // A row's value in its unit; `signed_` puts '+' on a positive one.
 std::string diff_value_text(const DiffRow& r, double v, bool signed_ = false);
 std::string diff_percent_text(const DiffRow& r);  // "+12.5%", "new", "0%"
-// "* increased" beyond noise, "" within; ", p 0.003" appended where tested.
-std::string diff_mark_text(const DiffRow& r);
+// "* increased" beyond noise ("**increased**" in Markdown), "" within;
+// ", p 0.003" appended where tested.
+enum class MarkStyle { text, markdown };
+std::string diff_mark_text(const DiffRow& r, MarkStyle style = MarkStyle::text);
 
 }  // namespace loupe::prof

@@ -41,13 +41,6 @@ double run_spread_noise(const std::vector<double>& base, const std::vector<doubl
   return std::max(2.0 * std::sqrt(eb * eb + eh * eh), 0.001);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 DiffRow plain_row(std::string name, std::string unit, double base, double head) {
   DiffRow r{std::move(name), std::move(unit), base, head, head - base, 0, false, -1, {}};
   r.delta_fraction = base != 0 ? r.delta / std::fabs(base) : 0;

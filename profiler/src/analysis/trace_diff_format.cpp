@@ -28,8 +28,9 @@ std::string diff_percent_text(const DiffRow& r) {
   return fmt::format("{:+.1f}%", r.delta_fraction * 100);
 }
 
-std::string diff_mark_text(const DiffRow& r) {
-  std::string mark = r.beyond_noise ? "* " + r.change : "";
+std::string diff_mark_text(const DiffRow& r, MarkStyle style) {
+  std::string mark;
+  if (r.beyond_noise) mark = style == MarkStyle::markdown ? "**" + r.change + "**" : "* " + r.change;
   if (r.p_value < 0) return mark;
   std::string p = r.p_value < 0.001 ? "p < 0.001" : fmt::format("p {:.3f}", r.p_value);
   return mark.empty() ? p : mark + ", " + p;
@@ -76,9 +77,9 @@ std::string diff_table_markdown(const std::vector<DiffRow>& rows, size_t limit, 
     std::string name = printable(r.name, kTextNameLimit);
     std::replace(name.begin(), name.end(), '`', '\'');
     std::replace(name.begin(), name.end(), '|', '/');
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", name, diff_value_text(r, r.base),
-                       diff_value_text(r, r.head), diff_value_text(r, r.delta, true), diff_percent_text(r),
-                       r.beyond_noise ? "**" + diff_mark_text(r).substr(2) + "**" : diff_mark_text(r));
+    out +=
+        fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", name, diff_value_text(r, r.base), diff_value_text(r, r.head),
+                    diff_value_text(r, r.delta, true), diff_percent_text(r), diff_mark_text(r, MarkStyle::markdown));
   }
   return out;
 }
@@ -177,7 +178,8 @@ namespace {
 
 // What the tables by name compare, and what marks a change, in words;
 // with several runs, each run's median step.
-std::string basis_text(const TraceDiff& d) {
+std::string basis_text(const TraceDiff& d, MarkStyle style) {
+  const char* marker = style == MarkStyle::markdown ? "bold" : "'*'";
   std::string steps = d.step >= 0 ? fmt::format("step {}", d.step) : "the median step";
   if (d.significance > 0) {
     auto times = [](const std::vector<double>& v) {
@@ -187,27 +189,28 @@ std::string basis_text(const TraceDiff& d) {
     };
     return fmt::format(
         "{} runs against {}; by name: {} of each run, the median over runs; step times and times by name tested "
-        "with a rank test over steps blocked by run, '*' marking p < {:g}; other times beyond the runs' spread "
+        "with a rank test over steps blocked by run, {} marking p < {:g}; other times beyond the runs' spread "
         "({:.1f}%)\nmedian step by run: base {}; head {}",
-        d.head_runs, d.base_runs, steps, d.significance, d.noise_fraction * 100, times(d.base_step_times),
+        d.head_runs, d.base_runs, steps, marker, d.significance, d.noise_fraction * 100, times(d.base_step_times),
         times(d.head_step_times));
   }
   return fmt::format(
-      "by name: {}; changes within {:.1f}% are what step-to-step spread explains, '*' marks changes beyond it", steps,
-      d.noise_fraction * 100);
+      "by name: {}; changes within {:.1f}% are what step-to-step spread explains, {} marks changes beyond it", steps,
+      d.noise_fraction * 100, marker);
 }
 
 }  // namespace
 
 std::string diff_text(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string heading = fmt::format("loupe diff {} -> {}\n{}\n", printable(base), printable(head), basis_text(d));
+  std::string heading =
+      fmt::format("loupe diff {} -> {}\n{}\n", printable(base), printable(head), basis_text(d, MarkStyle::text));
   if (!d.verdict.empty()) heading += d.verdict + "\n";
   return diff_tables_text(heading, d.metrics, tables_of(d), limit);
 }
 
 std::string diff_markdown(const TraceDiff& d, const std::string& base, const std::string& head, size_t limit) {
-  std::string heading =
-      fmt::format("### loupe diff: `{}` → `{}`\n\n{}.\n", printable(base), printable(head), basis_text(d));
+  std::string heading = fmt::format("### loupe diff: `{}` → `{}`\n\n{}.\n", printable(base), printable(head),
+                                    basis_text(d, MarkStyle::markdown));
   if (!d.verdict.empty()) heading += "\n**" + d.verdict + "**\n";
   return diff_tables_markdown(heading, d.metrics, tables_of(d), limit);
 }
