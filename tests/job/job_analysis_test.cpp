@@ -132,6 +132,62 @@ TEST_F(JobAnalysis, SyntheticJobFindingsMatchThePlantedAnswers) {
       << exposed->title;
 }
 
+// The job's critical path on the synthetic job, worked out by hand from
+// the generator's schedule (job_synth.cpp). A step: the host starts, 10 us
+// later the first launch (4 us) starts 24 forward kernels of 40 us, then 8
+// buckets of six 50 us kernels each followed by its all-reduce, then 4
+// optimizer kernels of 25 us after the last all-reduce, a 5 us wait, a
+// 50 us data loader. The walk from the job's end goes back through each
+// step's last all-reduce (the others are hidden behind the next bucket)
+// and its last rank: the straggler in late steps, its attention kernel
+// 150 us longer. Nothing else is on the path: the other ranks' waits are
+// not.
+TEST_F(JobAnalysis, TheJobsCriticalPathRunsThroughTheLastRankOfEachStep) {
+  std::string job_dir = dir.file("job");
+  PlantedJob p = write_synthetic_job(job_dir, {.ranks = 4, .events = 6'000, .seed = 7});
+  const int64_t us = 1000, steps = p.steps, late = int64_t(p.late_steps.size()), d = p.delay_ns;
+  ASSERT_GE(steps, 3);
+  ASSERT_EQ(p.late_steps.front(), 0);
+  ASSERT_EQ(p.late_steps[1], 1);
+  JobReport r = analyze_job(job_dir);
+  const JobCriticalPath& path = r.critical_path;
+  EXPECT_EQ(path.cannot_tell, "");
+  EXPECT_EQ(path.collectives, uint64_t(steps));  // one all-reduce a step: the last
+  auto ns = [&](PathCategory c) { return path.whole.ns[size_t(c)]; };
+  EXPECT_EQ(ns(PathCategory::kernel), steps * (24 * 40 + 48 * 50 + 4 * 25) * us + late * d);
+  EXPECT_EQ(ns(PathCategory::communication), steps * p.transfer_ns);
+  EXPECT_EQ(ns(PathCategory::synchronisation), steps * 5 * us);  // each step's wait for the optimizer
+  EXPECT_EQ(ns(PathCategory::launch_overhead), steps * 4 * us);  // the first launch, before the device starts
+  EXPECT_EQ(ns(PathCategory::host_compute), (10 + (steps - 1) * 60) * us);  // loader and the step's first 10 us
+  EXPECT_EQ(ns(PathCategory::data_loading), 0);  // `dataloader.next` is not PyTorch's DataLoader
+  EXPECT_EQ(ns(PathCategory::copy), 0);
+  // From rank 0's first event to the last step's end: every ns once.
+  int64_t total = 0;
+  for (int64_t v : path.whole.ns) total += v;
+  EXPECT_EQ(path.whole.end - path.whole.start, total);
+  EXPECT_EQ(total, steps * 3649 * us + late * d - 50 * us);
+
+  ASSERT_FALSE(path.ranks.empty());
+  EXPECT_EQ(path.ranks.front().first, p.straggler);
+  ASSERT_EQ(path.steps.size(), size_t(steps));
+  const JobCriticalPath::Step& one = path.steps[1];  // late, neither the first nor the last
+  EXPECT_EQ(one.number, 1);
+  EXPECT_EQ(one.rank, p.straggler);
+  EXPECT_EQ(one.time.ns[size_t(PathCategory::kernel)], 3460 * us + d);
+  EXPECT_EQ(one.time.ns[size_t(PathCategory::communication)], p.transfer_ns);
+  EXPECT_EQ(one.time.ns[size_t(PathCategory::host_compute)], 60 * us);
+  EXPECT_EQ(one.time.end - one.time.start, 3649 * us + d);
+
+  std::string text = format_job_text(r);
+  EXPECT_NE(text.find(fmt::format("critical path across ranks, through {} collectives' last ranks: {}", steps,
+                                  format_duration(total))),
+            std::string::npos)
+      << text;
+  nlohmann::json doc = nlohmann::json::parse(format_job_json(r));
+  EXPECT_EQ(doc["critical_path"]["ns_by_category"]["kernels"], ns(PathCategory::kernel));
+  EXPECT_EQ(doc["critical_path"]["ranks"][0]["rank"], p.straggler);
+}
+
 // --rules selects among a job's rules as among a trace's: the figures and
 // metrics are measured whichever rules run, and the selected rules' findings
 // are the ones of the full run.
@@ -173,6 +229,11 @@ TEST_F(JobAnalysis, ARanksSummaryComesBackAsItLeftAndADamagedOneIsRefused) {
   EXPECT_EQ(back.kinds, s.kinds);
   EXPECT_EQ(back.collectives.size(), s.collectives.size());
   EXPECT_EQ(back.collectives.back().end, s.collectives.back().end);
+  EXPECT_TRUE(back.collectives.back().path_known);
+  EXPECT_EQ(back.collectives.back().after, s.collectives.back().after);
+  EXPECT_EQ(back.collectives.back().path_ns, s.collectives.back().path_ns);
+  EXPECT_TRUE(back.tail_known);
+  EXPECT_EQ(back.tail_ns, s.tail_ns);
   EXPECT_EQ(back.steps.back().time_ns, s.steps.back().time_ns);
   EXPECT_EQ(back.metrics.step_time, s.metrics.step_time);
   EXPECT_EQ(back.host, s.host);
@@ -189,6 +250,8 @@ TEST_F(JobAnalysis, ARanksSummaryComesBackAsItLeftAndADamagedOneIsRefused) {
   damaged([](nlohmann::json& d) { d.erase("origin_wall_ns"); });
   damaged([](nlohmann::json& d) { d["metrics"]["step_time"] = "slow"; });
   damaged([](nlohmann::json& d) { d["kinds"]["name"][0] = 7; });
+  damaged([](nlohmann::json& d) { d["collectives"]["after"][0] = 1 << 20; });
+  damaged([](nlohmann::json& d) { d["tail_after"] = -5; });
   EXPECT_THROW(rank_summary_from_json("[1, 2"), JobError);
 }
 
@@ -313,6 +376,12 @@ TEST_F(JobAnalysis, RealGlooJobAlignsOnTheAllReducesAndNamesTheLateRank) {
   std::sort(durations.begin(), durations.end());
   ASSERT_EQ(r.kinds.size(), 1u);
   EXPECT_EQ(r.kinds[0].transfer_ns, durations[1]);
+  // gloo runs each collective on a thread of its own, linked to nothing
+  // that issued it: the job's critical path cannot be told, and says so
+  // rather than follow rank 0's own path as if rank 1 did not matter.
+  EXPECT_EQ(r.critical_path.collectives, 0u);
+  EXPECT_NE(r.critical_path.cannot_tell.find("run on the host (gloo"), std::string::npos)
+      << r.critical_path.cannot_tell;
 }
 
 // Hand-made summaries for the reduce. Each rank's clock is off by its own

@@ -63,7 +63,7 @@ class PathWalk {
         path.missing.push_back("the trace's dependencies form a cycle (a damaged trace): the path stops there");
         break;
       }
-      at = at.kind == Position::device ? from_op(at.op) : from_host(at.thread);
+      at = step_back(at);
     }
     std::reverse(segments_.begin(), segments_.end());
     path.segments = std::move(segments_);
@@ -72,7 +72,52 @@ class PathWalk {
     return path;
   }
 
+  // (stream << 32 | index, stop number), sorted.
+  using Stops = std::vector<std::pair<uint64_t, int64_t>>;
+  static uint64_t key_of(OpRef op) { return uint64_t(op.stream) << 32 | op.index; }
+
+  // The path into the start of `into`, a stop, walked back until it
+  // reaches another stop or its start. `budget` bounds the steps of every
+  // walk together.
+  ArrivalPath arrival(OpRef into, const Stops& stops, uint64_t& budget) {
+    segments_.clear();
+    cursor_ = g_.end(into);
+    Position at = from_op(into);
+    if (g_.end(into) > g_.start(into)) segments_.erase(segments_.begin());  // its own run: after the arrival
+    ArrivalPath out = walk_to_stop(at, stops, budget);
+    out.to = g_.start(into);
+    return out;
+  }
+
+  // The same into the run's end, from its last event.
+  ArrivalPath into_end(const Stops& stops, uint64_t& budget) {
+    segments_.clear();
+    Position at = last_event();
+    int64_t end = cursor_;
+    ArrivalPath out = walk_to_stop(at, stops, budget);
+    out.to = end;
+    return out;
+  }
+
  private:
+  ArrivalPath walk_to_stop(Position at, const Stops& stops, uint64_t& budget) {
+    ArrivalPath out;
+    out.known = true;
+    for (; at.kind != Position::done; at = step_back(at)) {
+      if (budget == 0) return {};
+      --budget;
+      if (at.kind != Position::device) continue;
+      auto it = std::lower_bound(stops.begin(), stops.end(), std::make_pair(key_of(at.op), INT64_MIN));
+      if (it != stops.end() && it->first == key_of(at.op)) {
+        out.after = it->second;
+        break;
+      }
+    }
+    out.from = cursor_;
+    for (const PathSegment& s : segments_) out.ns[size_t(s.category)] += s.end - s.start;
+    return out;
+  }
+
   // Where the run ended: the end of its last step, on the step's thread,
   // or the device op that ended last if it ended no earlier (the step
   // waited for it); without either,
@@ -112,6 +157,8 @@ class PathWalk {
     cursor_ = last;
     return at;
   }
+
+  Position step_back(Position at) { return at.kind == Position::device ? from_op(at.op) : from_host(at.thread); }
 
   // Adds the stretch [from, cursor) (nothing if from >= cursor) and moves
   // the cursor back to it.
@@ -270,7 +317,51 @@ CriticalPath critical_path(const DependencyGraph& graph) {
   return path;
 }
 
+// Each collective's device op, or none (a collective run on the host).
+std::vector<OpRef> collective_ops(const DependencyGraph& g) {
+  std::vector<OpRef> out;
+  for (const Collectives& track : g.ctx.model.collectives) {
+    for (size_t i = 0; i < track.size(); ++i) {
+      uint32_t k = track.on_device[i] ? g.stream_index(track.device[i], track.stream[i]) : UINT32_MAX;
+      OpRef op;
+      if (k != UINT32_MAX) {
+        const std::vector<int64_t>& starts = g.streams[k].ops->start;
+        auto it = std::lower_bound(starts.begin(), starts.end(), track.start[i]);
+        if (it != starts.end() && *it == track.start[i]) op = {k, uint32_t(it - starts.begin())};
+      }
+      out.push_back(op);
+    }
+  }
+  return out;
+}
+
+ArrivalPaths arrival_paths(const DependencyGraph& g) {
+  std::vector<OpRef> ops = collective_ops(g);
+  PathWalk::Stops stops;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].valid()) stops.emplace_back(PathWalk::key_of(ops[i]), int64_t(i));
+  }
+  std::sort(stops.begin(), stops.end());
+  // A walk from each collective ends at the one before it on its path, in
+  // practice within a step; the bound keeps a trace that never links them
+  // from taking collectives x events steps.
+  uint64_t budget = 16 * (g.ctx.model.total_events() + 8);
+  ArrivalPaths out;
+  out.collectives.resize(ops.size());
+  PathWalk walk(g);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].valid()) out.collectives[i] = walk.arrival(ops[i], stops, budget);
+  }
+  out.end = walk.into_end(stops, budget);
+  return out;
+}
+
 }  // namespace analysis
+
+ArrivalPaths arrival_paths(const TraceModel& model, const AnalysisOptions& options) {
+  analysis::Context ctx(model, options);
+  return analysis::arrival_paths(analysis::DependencyGraph(ctx));
+}
 
 CriticalPath critical_path(const TraceModel& model, const AnalysisOptions& options) {
   analysis::Context ctx(model, options);

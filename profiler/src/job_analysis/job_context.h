@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -20,6 +21,22 @@ inline constexpr int64_t kMaxJobTimeNs = int64_t(1) << 60;
 
 // A sum over ranks of such times: too wide for an int64.
 __extension__ using TimeSum = __int128;
+
+// A rank's own path into a collective or into its end (RankSummary's), on
+// the aligned timeline.
+struct RankPath {
+  bool known = false;
+  uint32_t after = UINT32_MAX;  // the record of the collective it starts at; UINT32_MAX none
+  int64_t from = 0;             // where it starts
+  std::array<int64_t, kPathCategories> ns{};
+};
+
+// The path into the job's end: the rank whose last event came last.
+struct JobTail {
+  RankPath path;
+  uint32_t rank = 0;  // index into JobContext::ranks
+  int64_t to = INT64_MIN;
+};
 
 // One collective of the job, matched across ranks by (group, step,
 // position in the step), with every rank's part folded in as the rank is
@@ -42,6 +59,7 @@ struct Record {
   uint32_t anchor = 0;
   int64_t anchor_end = 0;
   std::vector<JobCollective::Part> parts;  // with keep_timeline only
+  RankPath path;                           // the last rank's own path into it
 
   int64_t step() const { return step_number; }
   int64_t lateness() const { return last_arrival - second_arrival; }
@@ -100,6 +118,11 @@ struct JobContext {
 // (median compute, step time and exposed communication per step, waits,
 // collectives it reached last) and the kinds of collective (job_figures.cpp).
 void measure_figures(const JobContext& ctx, JobReport& report);
+
+// The job's critical path, from its end through the collectives' last
+// ranks, from the records before they are left to those matched
+// (job_critical_path.cpp).
+JobCriticalPath critical_path_of(const JobContext& ctx, const std::vector<Record>& records, const JobTail& tail);
 
 // Per kind and size of collective: counts, median wait and transfer, bus
 // bandwidth, by total transfer time (collectives.cpp).

@@ -224,6 +224,7 @@ struct JobReducer::State {
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> runs;
   std::vector<job::TimeSum> arrival_sums;
   std::vector<size_t> pending;  // ranks not aligned yet, collectives kept
+  job::JobTail tail;            // the path into the job's end
   std::vector<std::string> unreadable, other_runs;
   std::vector<RankSummary> silent;  // ranks without collectives
   uint64_t silent_kernels = 0;      // their NCCL kernels
@@ -236,6 +237,7 @@ struct JobReducer::State {
 
   int64_t origin_of(size_t r) const { return ctx.ranks[r].origin_wall_ns - ctx.ranks.front().origin_wall_ns; }
   void fold(size_t r);
+  void keep_paths(size_t r, int64_t shift, const std::vector<uint32_t>& ids);
   bool try_align(size_t r);
   void align_pending();
   std::vector<int64_t> waits() const;
@@ -247,8 +249,11 @@ void JobReducer::State::fold(size_t r) {
   RankSummary& s = ctx.ranks[r];
   std::vector<job::KindRef> kinds = table.intern(s);
   int64_t shift = origin_of(r) - ctx.clocks[r].offset_ns;
+  std::vector<uint32_t> ids;
+  ids.reserve(s.collectives.size());
   for (const RankSummary::Collective& c : s.collectives) {
     uint32_t id = table.find_or_add(kinds[c.kind], c);
+    ids.push_back(id);
     if (id == job::CollectiveTable::kNone) continue;  // not the same collective: the orders differ
     job::Record& rec = table.records[id];
     int64_t arrival = shift + c.start, end = shift + c.end;
@@ -266,7 +271,30 @@ void JobReducer::State::fold(size_t r) {
       runs[r].emplace_back(id, id);
     }
   }
+  keep_paths(r, shift, ids);
   std::vector<RankSummary::Collective>().swap(s.collectives);
+}
+
+// Where rank r arrived last, its path into the collective is the job's.
+void JobReducer::State::keep_paths(size_t r, int64_t shift, const std::vector<uint32_t>& ids) {
+  const std::vector<RankSummary::Collective>& collectives = ctx.ranks[r].collectives;
+  for (size_t i = 0; i < collectives.size(); ++i) {
+    if (ids[i] == job::CollectiveTable::kNone || table.records[ids[i]].last != r) continue;
+    const RankSummary::Collective& c = collectives[i];
+    table.records[ids[i]].path = {.known = c.path_known,
+                                  .after = c.after < 0 ? UINT32_MAX : ids[size_t(c.after)],
+                                  .from = shift + c.path_from,
+                                  .ns = c.path_ns};
+  }
+  const RankSummary& s = ctx.ranks[r];
+  if (shift + s.tail_to > tail.to) {
+    tail = {.path = {.known = s.tail_known,
+                     .after = s.tail_after < 0 ? UINT32_MAX : ids[size_t(s.tail_after)],
+                     .from = shift + s.tail_from,
+                     .ns = s.tail_ns},
+            .rank = uint32_t(r),
+            .to = shift + s.tail_to};
+  }
 }
 
 bool JobReducer::State::try_align(size_t r) {
@@ -385,6 +413,7 @@ JobReport JobReducer::finish() {
   for (size_t r : st.pending) st.fold(r);  // linked to no aligned rank: on their own clocks
   st.pending.clear();
   ctx.waits = st.waits();
+  JobCriticalPath path = job::critical_path_of(ctx, st.table.records, st.tail);
   ctx.kinds = std::move(st.table.kinds);
   for (job::Record& rec : st.table.records) {
     if (rec.ranks >= 2) ctx.matched.push_back(std::move(rec));
@@ -400,6 +429,7 @@ JobReport JobReducer::finish() {
     report.figures.push_back({.rank = s.rank});
   }
   report.clocks = ctx.clocks;
+  if (ctx.ranks.size() >= 2) report.critical_path = std::move(path);
   report.origin_wall_ns = ctx.origin_wall_ns;
   report.metrics.collectives = ctx.matched.size();
   place_window(ctx, report);

@@ -74,6 +74,62 @@ std::string figures_text(const JobReport& r) {
   return out;
 }
 
+std::string share(int64_t part, int64_t whole) {
+  return fmt::format("{:.1f}%", whole > 0 ? 100.0 * double(part) / double(whole) : 0.0);
+}
+
+// Where the job's time went across ranks: the ranks on the path and what
+// bound it.
+std::string critical_path_text(const JobReport& r) {
+  const JobCriticalPath& p = r.critical_path;
+  if (p.collectives == 0) {
+    return p.cannot_tell.empty()
+               ? ""
+               : fmt::format("\ncritical path across ranks: cannot tell from these traces: {}\n", p.cannot_tell);
+  }
+  int64_t total = 0;
+  for (int64_t ns : p.whole.ns) total += ns;
+  std::string out = fmt::format("\ncritical path across ranks, through {} collectives' last ranks: {} ({} to {})\n",
+                                format_count(p.collectives), format_duration(total), format_duration(p.whole.start),
+                                format_duration(p.whole.end));
+  out += "  by rank:";
+  for (size_t i = 0; i < p.ranks.size() && i < 5; ++i) {
+    out += fmt::format("{} rank {} {}", i == 0 ? "" : ",", p.ranks[i].first, share(p.ranks[i].second, total));
+  }
+  out += p.ranks.size() > 5 ? fmt::format(", {} more ranks\n", p.ranks.size() - 5) : "\n";
+  out += "  by what bound it:";
+  bool first = true;
+  for (size_t c = 0; c < kPathCategories; ++c) {
+    if (p.whole.ns[c] == 0) continue;
+    out += fmt::format("{} {} {}", first ? "" : ",", name_of(PathCategory(c)), share(p.whole.ns[c], total));
+    first = false;
+  }
+  out += "\n";
+  if (!p.cannot_tell.empty()) out += fmt::format("  cannot tell from these traces: {}\n", p.cannot_tell);
+  return out;
+}
+
+nlohmann::json critical_path_json(const JobCriticalPath& p) {
+  auto breakdown = [](const PathBreakdown& b) {
+    nlohmann::json ns = nlohmann::json::object();
+    for (size_t c = 0; c < kPathCategories; ++c) ns[std::string(name_of(PathCategory(c)))] = b.ns[c];
+    return nlohmann::json{{"start_ns", b.start}, {"end_ns", b.end}, {"ns_by_category", ns}};
+  };
+  nlohmann::json out = breakdown(p.whole), ranks = nlohmann::json::array(), steps = nlohmann::json::array();
+  for (const auto& [rank, ns] : p.ranks) ranks.push_back({{"rank", rank}, {"ns", ns}});
+  for (const JobCriticalPath::Step& s : p.steps) {
+    nlohmann::json step = breakdown(s.time);
+    step["number"] = s.number == kNoStep ? nlohmann::json(nullptr) : nlohmann::json(s.number);
+    step["rank"] = s.rank;
+    steps.push_back(step);
+  }
+  out["ranks"] = ranks;
+  out["steps"] = steps;
+  out["collectives"] = p.collectives;
+  out["cannot_tell"] = p.cannot_tell.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.cannot_tell);
+  return out;
+}
+
 // The report's first line: how many ranks were compared, and how.
 std::string header_text(const JobReport& r) {
   if (!r.own_traces.empty()) {
@@ -95,6 +151,7 @@ std::string format_job_text(const JobReport& r) {
   if (r.own_traces.empty()) out += clocks_text(r);
   out += kinds_text(r);
   out += figures_text(r);
+  out += critical_path_text(r);
   out += fmt::format("\n{} finding{}\n", r.findings.size(), r.findings.size() == 1 ? "" : "s");
   out += findings_text(r.findings, TextStyle{.all = true});
   return out;
@@ -144,6 +201,7 @@ std::string format_job_json(const JobReport& r) {
   doc["clocks"] = clocks;
   doc["collective_kinds"] = kinds;
   doc["rank_figures"] = figures;
+  doc["critical_path"] = critical_path_json(r.critical_path);
   doc["findings"] = json::parse(findings_json(r.findings, &replaced));
   if (replaced > 0) doc["invalid_utf8_replaced"] = replaced;
   return doc.dump(2) + "\n";

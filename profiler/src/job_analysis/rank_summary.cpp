@@ -43,13 +43,16 @@ struct StepRanges {
   }
 };
 
-// The collectives in each group's order, each with its step and its
-// position among its group's collectives of that step.
-void collectives_of(const TraceModel& m, const StepRanges& steps, RankSummary& s) {
+// The collectives in each group's order, each with its step, its
+// position among its group's collectives of that step, and the rank's
+// path into it.
+void collectives_of(const TraceModel& m, const StepRanges& steps, const ArrivalPaths& paths, RankSummary& s) {
   std::map<std::tuple<StringId, StringId, int64_t, int64_t, uint32_t>, uint32_t> kinds;
+  std::vector<int64_t> kept;  // per collective row: its index in s.collectives, -1 left out
   for (const Collectives& track : m.collectives) {
     std::map<int64_t, int64_t> next_index;  // per step
     for (size_t i = 0; i < track.size(); ++i) {
+      kept.push_back(-1);
       if (std::abs(track.start[i]) >= job::kMaxJobTimeNs || std::abs(track.end(i)) >= job::kMaxJobTimeNs) continue;
       auto key = std::make_tuple(track.process_group, track.name[i], track.in_bytes[i], track.out_bytes[i],
                                  track.group_size[i]);
@@ -64,9 +67,33 @@ void collectives_of(const TraceModel& m, const StepRanges& steps, RankSummary& s
       c.index = next_index[c.step]++;
       c.start = track.start[i];
       c.end = track.end(i);
+      kept.back() = int64_t(s.collectives.size());
       s.collectives.push_back(c);
     }
   }
+  auto usable = [](const ArrivalPath& p) {
+    return p.known && std::abs(p.from) < job::kMaxJobTimeNs && std::abs(p.to) < job::kMaxJobTimeNs;
+  };
+  for (size_t row = 0; row < kept.size() && row < paths.collectives.size(); ++row) {
+    const ArrivalPath& p = paths.collectives[row];
+    if (kept[row] < 0 || !usable(p)) continue;
+    RankSummary::Collective& c = s.collectives[size_t(kept[row])];
+    c.path_known = true;
+    c.path_from = p.from;
+    c.after = p.after < 0 ? -1 : kept[size_t(p.after)];
+    std::copy(std::begin(p.ns), std::end(p.ns), c.path_ns.begin());
+  }
+  s.tail_to = std::clamp(paths.end.to, -job::kMaxJobTimeNs + 1, job::kMaxJobTimeNs - 1);
+  // A walk does not stop at a collective run on the host: its path to
+  // the end would pass through it as if no other rank mattered.
+  bool on_host = std::any_of(m.collectives.begin(), m.collectives.end(), [](const Collectives& t) {
+    return std::find(t.on_device.begin(), t.on_device.end(), false) != t.on_device.end();
+  });
+  if (on_host || !usable(paths.end)) return;
+  s.tail_known = true;
+  s.tail_from = paths.end.from;
+  s.tail_after = paths.end.after < 0 ? -1 : kept[size_t(paths.end.after)];
+  std::copy(std::begin(paths.end.ns), std::end(paths.end.ns), s.tail_ns.begin());
 }
 
 // Steps by number; a step marked on several threads counts once, with the
@@ -161,7 +188,7 @@ RankSummary summarize_rank(const std::string& trace, int64_t rank, int64_t world
   s.window_start = report.window_start;
   s.window_end = report.window_end;
   s.events = m.total_events();
-  collectives_of(m, StepRanges(report.steps), s);
+  collectives_of(m, StepRanges(report.steps), arrival_paths(m, options), s);
   s.steps = steps_of(report.steps);
   s.kernels = kernels_of(m, s.collective_kernels);
   s.idle = idle_of(report);

@@ -31,6 +31,11 @@ void summary_fields(Self& s, F&& f) {
   f("idle", s.idle);
   f("findings", s.findings);
   f("incomplete", s.incomplete);
+  f("tail_known", s.tail_known);
+  f("tail_from", s.tail_from);
+  f("tail_to", s.tail_to);
+  f("tail_after", s.tail_after);
+  f("tail_ns", s.tail_ns);
 }
 template <typename Kind, typename F>
 void kind_fields(Kind& k, F&& f) {
@@ -47,6 +52,10 @@ void collective_fields(Collective& c, F&& f) {
   f("index", c.index);
   f("start", c.start);
   f("end", c.end);
+  f("path_known", c.path_known);
+  f("path_from", c.path_from);
+  f("after", c.after);
+  f("path_ns", c.path_ns);
 }
 template <typename Step, typename F>
 void step_fields(Step& s, F&& f) {
@@ -103,8 +112,14 @@ RankSummary rank_summary_from_json(const std::string& text) {
     s.collectives =
         rows_of<RankSummary::Collective>(doc.at("collectives"), [](auto& c, auto&& f) { collective_fields(c, f); });
     s.steps = rows_of<RankSummary::Step>(doc.at("steps"), [](auto& st, auto&& f) { step_fields(st, f); });
+    if (s.tail_after < -1 || s.tail_after >= int64_t(s.collectives.size())) {
+      throw JobError(fmt::format("not a rank's summary: a path after collective {}", s.tail_after));
+    }
     for (const RankSummary::Collective& c : s.collectives) {
       if (c.kind >= s.kinds.size()) throw JobError(fmt::format("not a rank's summary: collective of kind {}", c.kind));
+      if (c.after < -1 || c.after >= int64_t(s.collectives.size())) {
+        throw JobError(fmt::format("not a rank's summary: a path after collective {}", c.after));
+      }
     }
     const json& metrics = doc.at("metrics");
     for_each_metric(s.metrics,

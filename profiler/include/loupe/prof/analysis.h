@@ -196,6 +196,10 @@ AnalysisReport analyze(const TraceModel& model, const AnalysisOptions& options =
 
 // The critical path alone, as analyze() puts it in the report.
 CriticalPath critical_path(const TraceModel& model, const AnalysisOptions& options = {});
+// The path into each of the model's collectives and into its end
+// (critical_path.h). A collective run on the host (gloo's, on a thread of
+// its own) is not linked to the call that issued it: its path is unknown.
+ArrivalPaths arrival_paths(const TraceModel& model, const AnalysisOptions& options = {});
 
 // A stream's launch queue as HTA counts it: its ops launched (their launch
 // call began) and not yet started, over time; a step function, `length[i]`

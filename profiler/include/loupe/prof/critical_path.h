@@ -66,4 +66,22 @@ struct CriticalPath {
   uint64_t stream_waits_by_time = 0;
 };
 
+// The path into one collective of a rank, or into the rank's end: walked
+// back from the moment the rank reached it (the collective kernel's
+// start; the run's last event) until the walk reaches the end of an
+// earlier collective of the rank, or the rank's first event. A job's path
+// (JobReport::critical_path) chains these through each collective's last
+// rank to arrive.
+struct ArrivalPath {
+  bool known = false;                // false: cannot tell (a collective run on the host, or the walk's bound reached)
+  int64_t from = 0, to = 0;          // the end of `after` (or the rank's first event) to the arrival
+  int64_t after = -1;                // the collective it starts at, as an index into ArrivalPaths::collectives; -1 none
+  int64_t ns[kPathCategories] = {};  // by what bound it; adds up to to - from
+};
+
+struct ArrivalPaths {
+  std::vector<ArrivalPath> collectives;  // one per collective row of the model, its tracks' rows in order
+  ArrivalPath end;                       // into the end of the run
+};
+
 }  // namespace loupe::prof

@@ -13,6 +13,7 @@
 // (docs/scale.md) and the same reduce.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,8 +53,18 @@ struct RankSummary {
     int64_t step = kNoStep;  // the step it was issued in
     int64_t index = 0;       // its position among its group's collectives of that step
     int64_t start = 0, end = 0;
+    // The rank's own critical path into it (ArrivalPath): from the end of
+    // its collective `after` (an index into `collectives`; -1 none), or
+    // from its first event, to `start`.
+    bool path_known = false;
+    int64_t path_from = 0, after = -1;
+    std::array<int64_t, kPathCategories> path_ns{};
   };
   std::vector<Collective> collectives;  // in each group's order
+  // The rank's own path into its last event, as into a collective.
+  bool tail_known = false;
+  int64_t tail_from = 0, tail_to = 0, tail_after = -1;
+  std::array<int64_t, kPathCategories> tail_ns{};
   struct Step {
     int64_t number = 0;
     int64_t compute_ns = 0, communication_ns = 0, idle_ns = 0;  // as StepStats splits the device window
@@ -129,6 +140,30 @@ struct JobCollective {
   std::vector<Part> parts;  // one per rank that took part, by rank
 };
 
+// The job's critical path (docs/analyses.md, "Jobs"), walked back from
+// the collective that ended last. A collective ends once its last rank has
+// arrived and the transfer is done, so the path runs through that rank:
+// the transfer, then the rank's own path into the collective (its
+// ArrivalPath), back to the collective that path started at, and so on.
+// Every other rank's wait in a collective is off the path.
+struct JobCriticalPath {
+  // On the aligned timeline; `ns` adds up to end - start within the
+  // clocks' residuals. Communication is the transfers once the last rank
+  // arrived; the rest is what the ranks on the path did.
+  PathBreakdown whole;
+  std::vector<std::pair<int64_t, int64_t>> ranks;  // (rank, its time on the path), largest first
+  // By the step of each collective the path goes through: the transfer
+  // and the path into it.
+  struct Step {
+    int64_t number = kNoStep;
+    PathBreakdown time;
+    int64_t rank = 0;  // the rank on most of it
+  };
+  std::vector<Step> steps;
+  uint64_t collectives = 0;  // on the path
+  std::string cannot_tell;   // why the path stops short of the job's start, or ""
+};
+
 struct JobAnalysisOptions {
   std::vector<std::string> rules;   // the job's rules to run (job_rules()); empty: all
   AnalysisOptions rank;             // each rank's own analysis
@@ -156,6 +191,7 @@ struct JobReport {
   int64_t window_ns = 0;               // the job's extent on the aligned timeline (own_traces: the longest rank's)
   int64_t origin_wall_ns = 0;          // the aligned timeline's time 0: the reference rank's origin
   std::vector<CollectiveStats> kinds;  // by total transfer time, largest first
+  JobCriticalPath critical_path;       // through the collectives matched (empty without)
   std::vector<RankFigures> figures;    // per analysed rank
   std::vector<Finding> findings;       // by impact; `ranks` names the ranks each concerns
   JobMetrics metrics;
@@ -167,7 +203,7 @@ struct JobReport {
 
 // The reduce, streaming. Summaries are added in increasing rank order, one
 // at a time; each is folded in as it comes (its collectives freed), so the
-// reduce holds one record (under 200 bytes with its index) per distinct
+// reduce holds one record (under 300 bytes with its index) per distinct
 // collective of the job and each rank's steps and figures, not every
 // rank's collectives. A rank that shares no collective with the ranks
 // before it waits, whole, until one that links it arrives. The same

@@ -1,0 +1,140 @@
+// The job's critical path (JobCriticalPath): the edges across ranks are
+// the collectives. A collective ends when its last rank has arrived and
+// the transfer is done, so what bound its end is that rank: the walk
+// takes the transfer, then the last rank's own path into the collective
+// (found on that rank alone, in the map), which starts at the end of an
+// earlier collective of the rank, whose last rank the walk goes to next.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "job_analysis/job_context.h"
+#include "loupe/prof/units.h"
+
+namespace loupe::prof::job {
+
+namespace {
+
+// The path's time by rank and by step, as the walk adds it.
+struct Tally {
+  std::map<int64_t, int64_t> by_rank;
+  std::map<int64_t, JobCriticalPath::Step> steps;
+  std::map<int64_t, std::map<int64_t, int64_t>> step_ranks;  // step -> rank -> ns
+
+  void add(JobCriticalPath& path, int64_t step, int64_t rank, int64_t from, int64_t to,
+           const std::array<int64_t, kPathCategories>& ns) {
+    auto [it, fresh] = steps.try_emplace(step);
+    JobCriticalPath::Step& s = it->second;
+    s.number = step;
+    s.time.start = fresh ? from : std::min(s.time.start, from);
+    s.time.end = fresh ? to : std::max(s.time.end, to);
+    for (size_t c = 0; c < kPathCategories; ++c) {
+      path.whole.ns[c] += ns[c];
+      s.time.ns[c] += ns[c];
+      by_rank[rank] += ns[c];
+      step_ranks[step][rank] += ns[c];
+    }
+  }
+
+  void finish(JobCriticalPath& path) {
+    path.ranks.assign(by_rank.begin(), by_rank.end());
+    std::stable_sort(path.ranks.begin(), path.ranks.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (auto& [number, s] : steps) {
+      const std::map<int64_t, int64_t>& ranks = step_ranks[number];
+      s.rank = std::max_element(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) {
+                 return a.second < b.second;
+               })->first;
+      path.steps.push_back(s);
+    }
+  }
+};
+
+// The record that ended last: where the job's path ends.
+const Record* last_ending(const std::vector<Record>& records) {
+  const Record* last = nullptr;
+  for (const Record& r : records) {
+    if (last == nullptr || r.last_arrival + r.transfer() > last->last_arrival + last->transfer()) last = &r;
+  }
+  return last;
+}
+
+// The walk back from the job's end: the tail, then each collective's
+// transfer and its last rank's path into it. Each path starts before its
+// arrival, at an earlier record's end; damaged summaries whose records
+// form a cycle stop at the bound.
+class JobPathWalk {
+ public:
+  JobPathWalk(const JobContext& ctx, const std::vector<Record>& records) : ctx_(ctx), records_(records) {}
+
+  JobCriticalPath run(const JobTail& tail) {
+    const Record* last = last_ending(records_);
+    if (last == nullptr) return {};  // no collective joins the ranks
+    int64_t last_end = last->last_arrival + last->transfer();
+    const Record* at = last;
+    if (tail.to >= last_end && !tail.path.known) {
+      path_.cannot_tell = fmt::format(
+          "rank {}'s path into its last event is not in its trace: its collectives run on the host (gloo's "
+          "thread, which no record links to the call that issued each), or its walk reached its bound",
+          ctx_.ranks[tail.rank].rank);
+      return std::move(path_);
+    }
+    if (tail.to >= last_end) {
+      path_.whole.end = tail.to;
+      int64_t step = tail.path.after == UINT32_MAX ? kNoStep : records_[tail.path.after].step();
+      tally_.add(path_, step, ctx_.ranks[tail.rank].rank, tail.path.from, tail.to, tail.path.ns);
+      path_.whole.start = tail.path.from;
+      at = after(tail.path);
+    } else {
+      path_.whole.end = last_end;
+    }
+    for (size_t n = 0; at != nullptr; ++n) {
+      if (n == records_.size()) {
+        path_.cannot_tell = "the collectives' paths form a cycle (damaged summaries): the path stops there";
+        break;
+      }
+      at = through(*at);
+    }
+    tally_.finish(path_);
+    return std::move(path_);
+  }
+
+ private:
+  const Record* after(const RankPath& p) const { return p.after == UINT32_MAX ? nullptr : &records_[p.after]; }
+
+  // The collective's transfer on its last rank, then that rank's path into
+  // it; the record that path starts at, or null.
+  const Record* through(const Record& r) {
+    int64_t rank = ctx_.ranks[r.last].rank;
+    std::array<int64_t, kPathCategories> transfer{};
+    transfer[size_t(PathCategory::communication)] = r.transfer();
+    tally_.add(path_, r.step(), rank, r.last_arrival, r.last_arrival + r.transfer(), transfer);
+    ++path_.collectives;
+    path_.whole.start = r.last_arrival;
+    if (!r.path.known) {
+      path_.cannot_tell = fmt::format(
+          "rank {}'s path into the collective it reached last at {} is not in its trace: it ran on the host "
+          "(gloo's thread, which no record links to the call that issued it), or the walk reached its bound; the "
+          "path stops there",
+          rank, format_duration(r.last_arrival));
+      return nullptr;
+    }
+    tally_.add(path_, r.step(), rank, r.path.from, r.last_arrival, r.path.ns);
+    path_.whole.start = r.path.from;
+    return after(r.path);
+  }
+
+  const JobContext& ctx_;
+  const std::vector<Record>& records_;
+  JobCriticalPath path_;
+  Tally tally_;
+};
+
+}  // namespace
+
+JobCriticalPath critical_path_of(const JobContext& ctx, const std::vector<Record>& records, const JobTail& tail) {
+  return JobPathWalk(ctx, records).run(tail);
+}
+
+}  // namespace loupe::prof::job
