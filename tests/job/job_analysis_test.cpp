@@ -186,6 +186,20 @@ TEST_F(JobAnalysis, TheJobsCriticalPathRunsThroughTheLastRankOfEachStep) {
   nlohmann::json doc = nlohmann::json::parse(format_job_json(r));
   EXPECT_EQ(doc["critical_path"]["ns_by_category"]["kernels"], ns(PathCategory::kernel));
   EXPECT_EQ(doc["critical_path"]["ranks"][0]["rank"], p.straggler);
+
+  // Its stretches lie end to end on the ranks' rows, in time order.
+  ASSERT_FALSE(path.segments.empty());
+  EXPECT_EQ(path.segments.front().start, path.whole.start);
+  EXPECT_EQ(path.segments.back().end, path.whole.end);
+  for (size_t i = 1; i < path.segments.size(); ++i) EXPECT_EQ(path.segments[i].start, path.segments[i - 1].end) << i;
+  // One finding, information: which rank set the job's time.
+  const Finding* f = finding(r, "critical-path");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::info);
+  EXPECT_EQ(f->impact_ns, 0);
+  EXPECT_EQ(f->ranks, std::vector<int64_t>{p.straggler});
+  EXPECT_NE(f->title.find(fmt::format("runs through rank {} for", p.straggler)), std::string::npos) << f->title;
+  EXPECT_NE(f->title.find("bound by kernels"), std::string::npos) << f->title;
 }
 
 // --rules selects among a job's rules as among a trace's: the figures and
@@ -194,7 +208,7 @@ TEST_F(JobAnalysis, TheJobsCriticalPathRunsThroughTheLastRankOfEachStep) {
 TEST_F(JobAnalysis, RulesSelectTheJobsFindingsAndLeaveTheFiguresAlone) {
   std::string job_dir = dir.file("job");
   PlantedJob p = write_synthetic_job(job_dir, {.ranks = 4, .events = 8'000, .seed = 5});
-  EXPECT_EQ(job_rules(), (std::vector<std::string>{"straggler", "collectives", "imbalance"}));
+  EXPECT_EQ(job_rules(), (std::vector<std::string>{"straggler", "collectives", "imbalance", "critical-path"}));
   JobReport all = analyze_job(job_dir);
   JobAnalysisOptions only;
   only.rules = {"imbalance"};
@@ -638,7 +652,7 @@ TEST_F(JobAnalysis, CliWritesAndAnalysesAJob) {
   auto bad = loupe::test::run_command({LOUPE_BIN, "analyze", job_dir, "--rules", "speed"}, dir.file(""));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("unknown rule 'speed'"), std::string::npos) << bad.err;
-  EXPECT_NE(bad.err.find("a job's: straggler, collectives, imbalance"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("a job's: straggler, collectives, imbalance, critical-path"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -136,6 +136,10 @@ std::shared_ptr<Analysis> analyse_document(const Document& doc) {
     a->report.window_end = doc.model.end_ns;
     a->report.findings = doc.job->findings;
     a->statistics = prof::trace_statistics(doc.model);
+    // The job's critical path on the ranks' rows (device i is rank i's row).
+    prof::CriticalPath path;
+    path.segments = doc.job->critical_path.segments;
+    a->path = view::critical_path_bars(path, doc.tracks);
     return a;
   }
   a->report = prof::analyze(doc.model);

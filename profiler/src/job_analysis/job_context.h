@@ -157,5 +157,6 @@ Imbalance imbalance_of(const JobContext& ctx);
 void rule_stragglers(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings);
 void rule_collectives(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings);
 void rule_imbalance(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings);
+void rule_critical_path(const JobContext& ctx, const JobReport& report, std::vector<Finding>& findings);
 
 }  // namespace loupe::prof::job

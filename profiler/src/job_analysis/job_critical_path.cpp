@@ -22,8 +22,13 @@ struct Tally {
   std::map<int64_t, JobCriticalPath::Step> steps;
   std::map<int64_t, std::map<int64_t, int64_t>> step_ranks;  // step -> rank -> ns
 
-  void add(JobCriticalPath& path, int64_t step, int64_t rank, int64_t from, int64_t to,
+  void add(JobCriticalPath& path, int64_t step, uint32_t position, int64_t rank, int64_t from, int64_t to,
            const std::array<int64_t, kPathCategories>& ns) {
+    if (to > from) {
+      size_t top = size_t(std::max_element(ns.begin(), ns.end()) - ns.begin());
+      path.segments.push_back(
+          {.start = from, .end = to, .category = PathCategory(top), .on_device = true, .device = position});
+    }
     auto [it, fresh] = steps.try_emplace(step);
     JobCriticalPath::Step& s = it->second;
     s.number = step;
@@ -83,7 +88,7 @@ class JobPathWalk {
     if (tail.to >= last_end) {
       path_.whole.end = tail.to;
       int64_t step = tail.path.after == UINT32_MAX ? kNoStep : records_[tail.path.after].step();
-      tally_.add(path_, step, ctx_.ranks[tail.rank].rank, tail.path.from, tail.to, tail.path.ns);
+      tally_.add(path_, step, tail.rank, ctx_.ranks[tail.rank].rank, tail.path.from, tail.to, tail.path.ns);
       path_.whole.start = tail.path.from;
       at = after(tail.path);
     } else {
@@ -97,6 +102,7 @@ class JobPathWalk {
       at = through(*at);
     }
     tally_.finish(path_);
+    std::reverse(path_.segments.begin(), path_.segments.end());
     return std::move(path_);
   }
 
@@ -109,7 +115,7 @@ class JobPathWalk {
     int64_t rank = ctx_.ranks[r.last].rank;
     std::array<int64_t, kPathCategories> transfer{};
     transfer[size_t(PathCategory::communication)] = r.transfer();
-    tally_.add(path_, r.step(), rank, r.last_arrival, r.last_arrival + r.transfer(), transfer);
+    tally_.add(path_, r.step(), r.last, rank, r.last_arrival, r.last_arrival + r.transfer(), transfer);
     ++path_.collectives;
     path_.whole.start = r.last_arrival;
     if (!r.path.known) {
@@ -120,7 +126,7 @@ class JobPathWalk {
           rank, format_duration(r.last_arrival));
       return nullptr;
     }
-    tally_.add(path_, r.step(), rank, r.path.from, r.last_arrival, r.path.ns);
+    tally_.add(path_, r.step(), r.last, rank, r.path.from, r.last_arrival, r.path.ns);
     path_.whole.start = r.path.from;
     return after(r.path);
   }
@@ -135,6 +141,63 @@ class JobPathWalk {
 
 JobCriticalPath critical_path_of(const JobContext& ctx, const std::vector<Record>& records, const JobTail& tail) {
   return JobPathWalk(ctx, records).run(tail);
+}
+
+namespace {
+
+std::string shares(const JobCriticalPath& p, int64_t total) {
+  std::string out;
+  for (size_t c = 0; c < kPathCategories; ++c) {
+    if (p.whole.ns[c] == 0) continue;
+    out += fmt::format("{}{} {:.1f}%", out.empty() ? "" : ", ", name_of(PathCategory(c)),
+                       100.0 * double(p.whole.ns[c]) / double(total));
+  }
+  return out;
+}
+
+std::string ranks_on(const JobCriticalPath& p, int64_t total) {
+  std::string out;
+  for (size_t i = 0; i < p.ranks.size() && i < 8; ++i) {
+    out += fmt::format("{}rank {} {} ({:.1f}%)", i == 0 ? "" : ", ", p.ranks[i].first,
+                       format_duration(p.ranks[i].second), 100.0 * double(p.ranks[i].second) / double(total));
+  }
+  if (p.ranks.size() > 8) out += fmt::format(", {} more ranks", p.ranks.size() - 8);
+  return out;
+}
+
+}  // namespace
+
+// One info finding, as a trace's critical-path finding: the path costs
+// nothing by itself; it says which rank, and what on it, set the job's time.
+void rule_critical_path(const JobContext& /*ctx*/, const JobReport& report, std::vector<Finding>& findings) {
+  const JobCriticalPath& p = report.critical_path;
+  if (p.collectives == 0 && p.cannot_tell.empty()) return;
+  Finding f;
+  f.rule = "critical-path";
+  f.severity = Severity::info;
+  if (p.collectives == 0) {
+    f.title = "the job's critical path cannot be told from these traces";
+    f.evidence.push_back({"cannot tell", p.cannot_tell});
+    findings.push_back(std::move(f));
+    return;
+  }
+  int64_t total = 0;
+  for (int64_t ns : p.whole.ns) total += ns;
+  size_t top = size_t(std::max_element(std::begin(p.whole.ns), std::end(p.whole.ns)) - std::begin(p.whole.ns));
+  f.title = fmt::format("the job's critical path runs through rank {} for {:.1f}% of its {}, bound by {}",
+                        p.ranks.front().first, 100.0 * double(p.ranks.front().second) / double(total),
+                        format_duration(total), name_of(PathCategory(top)));
+  f.ranks.push_back(p.ranks.front().first);
+  f.ranges.push_back({p.whole.start, p.whole.end});
+  f.evidence.push_back({"by rank", ranks_on(p, total)});
+  f.evidence.push_back({"by what bound it", shares(p, total)});
+  f.evidence.push_back(
+      {"through", fmt::format("{} collectives, each on the rank that reached it last", format_count(p.collectives))});
+  if (!p.cannot_tell.empty()) f.evidence.push_back({"cannot tell", p.cannot_tell});
+  f.suggestion =
+      "time saved off the path's rank saves job time; the other ranks' time up to the collectives they wait in "
+      "saves none until the path moves to them";
+  findings.push_back(std::move(f));
 }
 
 }  // namespace loupe::prof::job

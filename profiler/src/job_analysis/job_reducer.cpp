@@ -59,6 +59,7 @@ constexpr JobRuleEntry kJobRules[] = {
     {"straggler", job::rule_stragglers},
     {"collectives", job::rule_collectives},
     {"imbalance", job::rule_imbalance},
+    {"critical-path", job::rule_critical_path},
 };
 
 // The rules `options` selects (all when it names none), their findings

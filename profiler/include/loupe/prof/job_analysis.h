@@ -162,6 +162,11 @@ struct JobCriticalPath {
   std::vector<Step> steps;
   uint64_t collectives = 0;  // on the path
   std::string cannot_tell;   // why the path stops short of the job's start, or ""
+  // Its stretches in time order, each on one rank (`device`: the rank's
+  // position in JobReport::ranks, `on_device` set, `stream` 0): a
+  // transfer, or a rank's path into a collective, whose category is the
+  // one that bounds most of it (the viewer draws them on the ranks' rows).
+  std::vector<PathSegment> segments;
 };
 
 struct JobAnalysisOptions {
@@ -175,7 +180,7 @@ struct JobAnalysisOptions {
 };
 
 // The job's rules, in the order docs/analyses.md ("Jobs") describes them:
-// straggler, collectives, imbalance.
+// straggler, collectives, imbalance, critical-path.
 std::vector<std::string> job_rules();
 
 struct JobReport {
