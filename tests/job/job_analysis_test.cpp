@@ -266,6 +266,7 @@ TEST_F(JobAnalysis, ARanksSummaryComesBackAsItLeftAndADamagedOneIsRefused) {
   damaged([](nlohmann::json& d) { d["kinds"]["name"][0] = 7; });
   damaged([](nlohmann::json& d) { d["collectives"]["after"][0] = 1 << 20; });
   damaged([](nlohmann::json& d) { d["tail_after"] = -5; });
+  damaged([](nlohmann::json& d) { d["collectives"]["path_from"][0] = int64_t(1) << 62; });
   EXPECT_THROW(rank_summary_from_json("[1, 2"), JobError);
 }
 

@@ -16,6 +16,11 @@ namespace loupe::prof::job {
 
 namespace {
 
+// Sums of at most kMaxJobTimeNs each stop at INT64_MAX rather than wrap.
+void add_to(int64_t& sum, int64_t v) {
+  if (__builtin_add_overflow(sum, v, &sum)) sum = INT64_MAX;
+}
+
 // The path's time by rank and by step, as the walk adds it.
 struct Tally {
   std::map<int64_t, int64_t> by_rank;
@@ -35,10 +40,11 @@ struct Tally {
     s.time.start = fresh ? from : std::min(s.time.start, from);
     s.time.end = fresh ? to : std::max(s.time.end, to);
     for (size_t c = 0; c < kPathCategories; ++c) {
-      path.whole.ns[c] += ns[c];
-      s.time.ns[c] += ns[c];
-      by_rank[rank] += ns[c];
-      step_ranks[step][rank] += ns[c];
+      int64_t v = std::clamp<int64_t>(ns[c], 0, kMaxJobTimeNs);  // a damaged summary's cannot overflow the sums
+      add_to(path.whole.ns[c], v);
+      add_to(s.time.ns[c], v);
+      add_to(by_rank[rank], v);
+      add_to(step_ranks[step][rank], v);
     }
   }
 
@@ -182,7 +188,8 @@ void rule_critical_path(const JobContext& /*ctx*/, const JobReport& report, std:
     return;
   }
   int64_t total = 0;
-  for (int64_t ns : p.whole.ns) total += ns;
+  for (int64_t ns : p.whole.ns) add_to(total, ns);
+  if (total <= 0) return;  // a path of no time tells nothing
   size_t top = size_t(std::max_element(std::begin(p.whole.ns), std::end(p.whole.ns)) - std::begin(p.whole.ns));
   f.title = fmt::format("the job's critical path runs through rank {} for {:.1f}% of its {}, bound by {}",
                         p.ranks.front().first, 100.0 * double(p.ranks.front().second) / double(total),

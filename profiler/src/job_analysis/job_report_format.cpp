@@ -88,7 +88,7 @@ std::string critical_path_text(const JobReport& r) {
                : fmt::format("\ncritical path across ranks: cannot tell from these traces: {}\n", p.cannot_tell);
   }
   int64_t total = 0;
-  for (int64_t ns : p.whole.ns) total += ns;
+  for (int64_t ns : p.whole.ns) total = ns > INT64_MAX - total ? INT64_MAX : total + ns;
   std::string out = fmt::format("\ncritical path across ranks, through {} collectives' last ranks: {} ({} to {})\n",
                                 format_count(p.collectives), format_duration(total), format_duration(p.whole.start),
                                 format_duration(p.whole.end));

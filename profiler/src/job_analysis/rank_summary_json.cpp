@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "job_analysis/job_context.h"
 #include "loupe/prof/job_analysis.h"
 
 namespace loupe::prof {
@@ -115,11 +116,14 @@ RankSummary rank_summary_from_json(const std::string& text) {
     if (s.tail_after < -1 || s.tail_after >= int64_t(s.collectives.size())) {
       throw JobError(fmt::format("not a rank's summary: a path after collective {}", s.tail_after));
     }
+    auto time = [](int64_t t) { return t > -job::kMaxJobTimeNs && t < job::kMaxJobTimeNs; };
+    if (!time(s.tail_from) || !time(s.tail_to)) throw JobError("not a rank's summary: a path's time out of range");
     for (const RankSummary::Collective& c : s.collectives) {
       if (c.kind >= s.kinds.size()) throw JobError(fmt::format("not a rank's summary: collective of kind {}", c.kind));
       if (c.after < -1 || c.after >= int64_t(s.collectives.size())) {
         throw JobError(fmt::format("not a rank's summary: a path after collective {}", c.after));
       }
+      if (!time(c.path_from)) throw JobError("not a rank's summary: a path's time out of range");
     }
     const json& metrics = doc.at("metrics");
     for_each_metric(s.metrics,
